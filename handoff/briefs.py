@@ -1,0 +1,96 @@
+"""Briefs: the exact instructions each peer gets for a round, rendered from the plan.
+
+Markdown with YAML frontmatter (the scripted agent reads the fields, a person or an AI the
+prose). The reviewer's brief never carries the implementer's report: only plan, commit, diff.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from handoff.frontmatter import join
+from handoff.plan import Plan
+from handoff.reports import Finding, template
+
+
+def role_instructions(role: str) -> str:
+    return resources.files("handoff.roles").joinpath(f"{role}.md").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class BriefContext:
+    ticket: str
+    round: int
+    ticket_text: str
+    plan: Plan
+    plan_path: Path
+    worktree: Path
+    submit: tuple[str, ...]
+    draft: Path
+
+
+def _submit_block(ctx: BriefContext) -> str:
+    command = shlex.join([*ctx.submit, str(ctx.draft)])
+    return (
+        "## How to hand back\n\n"
+        f"Write your report to `{ctx.draft}` (outside your worktree), then run:\n\n"
+        f"```\n{command}\n```\n\n"
+        "It checks the report at once and prints every problem; mend them and run it again.\n"
+    )
+
+
+def _fields(ctx: BriefContext, role: str, **extra: Any) -> dict[str, Any]:
+    return {"ticket": ctx.ticket, "role": role, "round": ctx.round, "worktree": str(ctx.worktree),
+            "plan": str(ctx.plan_path), **extra,
+            "report": str(ctx.draft), "submit": [*ctx.submit, str(ctx.draft)]}
+
+
+def _commands(commands: Sequence[Sequence[str]]) -> str:
+    if not commands:
+        return "(the plan names no test command: use your judgement)\n"
+    return "".join(f"- `{shlex.join(c)}`\n" for c in commands)
+
+
+def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = (),
+                notes: Sequence[tuple[str, str]] = ()) -> str:
+    """notes: (title, text) sections of feedback — a gate failure, a rejected report, an answer."""
+    test = [list(ctx.plan.test)] if ctx.plan.test else []
+    parts = [
+        f"# {ctx.ticket} — implementer brief, round {ctx.round}\n",
+        role_instructions("implementer"),
+        f"\n## Where\n\n- worktree: `{ctx.worktree}`\n- branch: `{branch}`\n- round: {ctx.round}\n",
+        f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
+        f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
+        f"\n## Verification command\n\n{_commands(test)}",
+    ]
+    if findings:
+        listing = "".join(f"- `{f.file}:{f.line}` — {f.reason}\n" for f in findings)
+        parts.append(f"\n## The reviewer's findings to address this round\n\n{listing}")
+    parts.extend(f"\n## {title}\n\n{text.strip()}\n" for title, text in notes)
+    parts.append("\n" + _submit_block(ctx))
+    parts.append(f"\nReport template:\n\n```markdown\n{template('implementer')}```\n")
+    fields = _fields(ctx, "implementer", branch=branch, test=test[0] if test else None,
+                     findings=[f.render() for f in findings])
+    return join(fields, "".join(parts))
+
+
+def reviewer(ctx: BriefContext, commit: str, diff: Path) -> str:
+    commands = [list(c) for c in ctx.plan.review_commands]
+    parts = [
+        f"# {ctx.ticket} — reviewer brief, round {ctx.round}\n",
+        role_instructions("reviewer"),
+        f"\n## What to review\n\n- commit: `{commit}` (checked out, detached, in "
+        f"`{ctx.worktree}`)\n- diff against the base: `{diff}`\n",
+        f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
+        f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
+        f"\n## Test commands to run in your worktree\n\n{_commands(commands)}",
+        "\n" + _submit_block(ctx),
+        f"\nReport template:\n\n```markdown\n{template('reviewer', commit)}```\n",
+    ]
+    fields = _fields(ctx, "reviewer", commit=commit, diff=str(diff), tests=commands)
+    return join(fields, "".join(parts))

@@ -1,0 +1,302 @@
+"""The `handoff` command: parse, call one core function, render. No logic of its own.
+
+Exit codes: 0 ok (for a run: passed), 1 failed (escalated, rejected report), 2 usage,
+3 not found, 4 busy (another orchestrator), 5 refused to protect work, 6 missing tool,
+130 stopped by a signal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from handoff import lifecycle
+from handoff.config import REPO_CONFIG
+from handoff.demo import new_demo
+from handoff.errors import HandoffError, UsageError
+from handoff.orchestrator import Orchestrator
+from handoff.render import describe
+from handoff.repo import Repo
+from handoff.store import state_home
+from handoff.submission import context, file_report
+from handoff.watch import Watcher
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
+                       "tmux, git worktrees per role, a bounded review loop.")
+
+RepoOpt = Annotated[Path | None, typer.Option("--repo", help="The repository (default: here).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+OUTCOME_CODES = {"passed": 0, "closed": 0, "escalated": 1, "needs-human": 1}
+
+
+def _progress(event: dict[str, Any]) -> None:
+    typer.echo(describe(event))
+
+
+def _run(ws: lifecycle.Workspace) -> int:
+    state = Orchestrator(ws, _progress).run()
+    if state.phase in ("passed", "escalated"):
+        typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
+    return OUTCOME_CODES.get(state.phase, 130)
+
+
+def _approve(ws: lifecycle.Workspace, yes: bool) -> bool:
+    if yes:
+        lifecycle.approve(ws)
+        return True
+    if not sys.stdin.isatty():
+        return False
+    typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
+    if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
+        lifecycle.approve(ws)
+        return True
+    return False
+
+
+def _launch(ws: lifecycle.Workspace, foreground: bool) -> int:
+    if foreground:
+        return _run(ws)
+    session = lifecycle.run_in_window(ws)
+    typer.echo(f"{ws.tdir.ticket}: the orchestrator runs in tmux session {session}.\n"
+               f"  watch:  handoff attach {ws.tdir.ticket}\n"
+               f"  state:  handoff status {ws.tdir.ticket}\n"
+               f"  record: {ws.tdir.path}")
+    return 0
+
+
+@app.command()
+def init(repo: RepoOpt = None) -> None:
+    """Write a commented .handoff.yaml into the repo (never overwriting one)."""
+    top = Repo.at(repo or Path.cwd()).top
+    path = top / REPO_CONFIG
+    if path.exists():
+        typer.echo(f"{path} exists; leaving it alone")
+        return
+    path.write_text(
+        "# handoff configuration for this repository (all keys optional)\n"
+        "max_rounds: 3          # review rounds before escalating\n"
+        "max_gate_bounces: 3    # failed verification gates before escalating\n"
+        "gate_timeout: 900      # seconds the verification command may take\n"
+        "roles:\n  implementer: {provider: scripted}\n  reviewer: {provider: scripted}\n"
+        "share: []              # e.g. [{path: .venv, mode: symlink}, {path: node_modules, "
+        "mode: copy}]\n"
+        "post_create: []        # argv lists run in each new worktree\n"
+        "env_allow: []          # extra environment variables peers may see\n",
+        encoding="utf-8")
+    typer.echo(f"wrote {path}\nnext: handoff start TICKET --plan plan.md")
+
+
+@app.command()
+def start(
+    ticket: str,
+    plan: Annotated[Path, typer.Option("--plan", help="The plan (Markdown).", exists=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve the plan without asking.")]
+    = False,
+    foreground: Annotated[bool, typer.Option("--foreground", help="Run the orchestrator in this "
+                                             "terminal instead of its tmux window.")] = False,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
+    base: Annotated[str, typer.Option("--base", help="Branch or commit to start from.")]
+    = "HEAD",
+    summary: Annotated[str, typer.Option("--summary", help="What was asked (ticket.md).")] = "",
+    repo: RepoOpt = None,
+) -> None:
+    """Create a ticket from a plan, approve it, and start the loop."""
+    try:
+        plan_text = plan.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the plan {plan}: {exc.strerror}") from None
+    ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+        ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
+        base=base, max_rounds=max_rounds))
+    if not _approve(ws, yes):
+        typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
+                   "approves it and starts the loop", err=True)
+        raise typer.Exit(1)
+    raise typer.Exit(_launch(ws, foreground))
+
+
+@app.command()
+def resume(
+    ticket: str,
+    foreground: Annotated[bool, typer.Option("--foreground")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
+    ws = lifecycle.open_ticket(state_home(), ticket, repo)
+    if lifecycle.orchestrator_running(ws) is not None:
+        raise lifecycle_busy(ticket)
+    if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
+        raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
+    raise typer.Exit(_launch(ws, foreground))
+
+
+def lifecycle_busy(ticket: str) -> HandoffError:
+    from handoff.errors import Busy
+
+    return Busy(f"an orchestrator is already running {ticket}",
+                f"watch it with 'handoff attach {ticket}'")
+
+
+@app.command()
+def status(ticket: Annotated[str | None, typer.Argument()] = None, repo: RepoOpt = None,
+           as_json: JsonOpt = False) -> None:
+    """Where every ticket stands (or one)."""
+    rows = lifecycle.status(state_home(), ticket, repo)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)")
+        return
+    for row in rows:
+        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else "idle"
+        line = (f"{row['ticket']:<22} {row['phase']:<18} round {row['round']:<3} {running:<22}"
+                f" {Path(row['repo']).name}")
+        typer.echo(line)
+        if ticket is not None or row["reason"]:
+            typer.echo(f"    {row['reason']}" if row["reason"] else "", nl=bool(row["reason"]))
+        if ticket is not None:
+            typer.echo(f"    branch {row['branch']} @ {row['commit'][:10]}\n    dir {row['dir']}")
+
+
+@app.command()
+def log(
+    ticket: str,
+    as_json: JsonOpt = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events.")]
+    = False,
+    repo: RepoOpt = None,
+) -> None:
+    """The handoff chain of a ticket: every event, in order."""
+    ws = lifecycle.open_ticket(state_home(), ticket, repo)
+    events, bad = ws.tdir.events.read()
+    if as_json:
+        typer.echo(json.dumps(events, indent=2))
+    else:
+        for event in events:
+            typer.echo(describe(event))
+    if bad:
+        typer.echo(f"(skipped {len(bad)} unreadable line(s) of events.jsonl: {bad[:5]})", err=True)
+    if not follow:
+        return
+    seen = len(events) + len(bad)
+    with Watcher([ws.tdir.path]) as watcher:
+        while True:
+            watcher.wait(1.0)
+            events, bad = ws.tdir.events.read()
+            for event in events[seen - len(bad):]:
+                typer.echo(describe(event))
+            seen = len(events) + len(bad)
+
+
+@app.command()
+def attach(ticket: str, role: Annotated[str | None, typer.Option("--role")] = None,
+           repo: RepoOpt = None) -> None:
+    """Attach to the ticket's tmux session (Ctrl-b d detaches)."""
+    argv = lifecycle.attach_argv(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    os.execvpe(argv[0], argv, env)
+
+
+@app.command()
+def recycle(ticket: str, role: str, repo: RepoOpt = None) -> None:
+    """Kill a peer and start it fresh on its current brief."""
+    brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    typer.echo(f"{role} of {ticket} restarted on {brief}")
+
+
+@app.command()
+def submit(
+    report: Path,
+    directory: Annotated[str | None, typer.Option("--dir", help="The ticket directory.")] = None,
+    role: Annotated[str | None, typer.Option("--role")] = None,
+    round_: Annotated[int | None, typer.Option("--round")] = None,
+) -> None:
+    """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
+    folder, who = context(directory, role, round_)
+    filed, problems = file_report(folder, who, round_, report)
+    if problems:
+        typer.echo(f"handoff: report NOT accepted ({len(problems)} problem(s)); mend it and "
+                   "submit again:", err=True)
+        for problem in problems:
+            typer.echo(f"  - {problem}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"handoff: report accepted, filed as {filed}")
+
+
+@app.command()
+def answer(ticket: str, text: str, repo: RepoOpt = None) -> None:
+    """Answer a blocked ticket; the implementer carries on with the answer."""
+    ws = lifecycle.open_ticket(state_home(), ticket, repo)
+    path = lifecycle.answer(ws, text)
+    typer.echo(f"answer filed as {path}")
+    if lifecycle.orchestrator_running(ws) is None:
+        lifecycle.run_in_window(ws)
+        typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
+
+
+@app.command()
+def stop(ticket: str, repo: RepoOpt = None) -> None:
+    """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
+    result = lifecycle.stop(lifecycle.open_ticket(state_home(), ticket, repo))
+    typer.echo(f"{ticket} stopped (orchestrator: {result['orchestrator'] or 'not running'}, "
+               f"peers: {'stopped' if result['session'] else 'not running'})")
+
+
+@app.command()
+def close(
+    ticket: str,
+    keep_worktrees: Annotated[bool, typer.Option("--keep-worktrees")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Discard uncommitted work in the "
+                                        "worktrees.")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record."""
+    ws = lifecycle.open_ticket(state_home(), ticket, repo)
+    result = lifecycle.close(ws, keep_worktrees=keep_worktrees, force=force)
+    removed = ", ".join(result["removed"]) or "none"
+    typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} kept;"
+               f" record in {ws.tdir.path}")
+
+
+@app.command()
+def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session and worktrees "
+                                            "for 'handoff attach'.")] = False) -> None:
+    """Run the whole loop on a throwaway repo with the scripted agents (no AI needed)."""
+    started = time.monotonic()
+    os.environ.setdefault("HANDOFF_TMUX_SOCKET", "handoff-demo")
+    ticket, repo, plan_text = new_demo()
+    typer.echo(f"demo repo: {repo} (word_count has a bug; its tests fail)")
+    ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+        ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count."))
+    lifecycle.approve(ws)
+    code = _run(ws)
+    state = ws.state()
+    verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
+    if not keep:
+        lifecycle.close(ws)
+    typer.echo(f"\ndemo {state.phase} in {time.monotonic() - started:.1f}s: {verdicts}\n"
+               f"  record: {ws.tdir.path}\n  branch: {state.branch} in {repo}")
+    if keep:
+        typer.echo(f"  watch:  handoff attach {ticket}\n  finish: handoff close {ticket}")
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    try:
+        app()
+    except HandoffError as exc:
+        typer.echo(f"handoff: error: {exc.message}", err=True)
+        if exc.hint:
+            typer.echo(f"  hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,220 @@
+"""What a person does to a ticket, as plain functions: create, approve, answer, recycle, stop,
+close, and the status rows. The CLI only parses arguments and renders these results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff import config as config_mod
+from handoff import plan as plan_mod
+from handoff.errors import NotFound, UsageError
+from handoff.lock import holder
+from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
+from handoff.providers import get as get_provider
+from handoff.repo import Repo
+from handoff.store import atomic_write, validate_ticket_id
+from handoff.ticket import FINISHED, State, TicketDir, all_tickets, ticket_dir
+from handoff.tmux import Tmux, socket_name
+from handoff.workspace import Workspace, check_role
+
+
+@dataclass(frozen=True)
+class NewTicket:
+    ticket: str
+    repo: Path
+    plan_text: str
+    summary: str = ""
+    base: str = "HEAD"
+    max_rounds: int | None = None
+    socket: str | None = None
+
+
+def create(home: Path, new: NewTicket) -> Workspace:
+    """Validate everything, then write the ticket directory (phase awaiting-approval)."""
+    ticket = validate_ticket_id(new.ticket)
+    repo = Repo.at(new.repo)
+    cfg = config_mod.load(home, repo.top)
+    plan = plan_mod.parse(new.plan_text, "the plan")
+    for role in ("implementer", "reviewer"):
+        missing = get_provider(cfg.providers[role]).missing()
+        if missing:
+            raise UsageError(f"the {role}'s provider cannot run: {missing}")
+    tmux = Tmux(new.socket or socket_name(), home)
+    tmux.base()  # refuses clearly when tmux is missing
+    base_commit = repo.resolve(new.base)
+    tdir = ticket_dir(home, repo.key, ticket)
+    if tdir.state_file.exists():
+        phase = tdir.load().phase
+        raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
+                         f"continue it with 'handoff resume {ticket}', or pick a new id")
+    max_rounds = new.max_rounds or cfg.max_rounds
+    if max_rounds < 1:
+        raise UsageError("--max-rounds must be at least 1")
+    tdir.path.mkdir(parents=True, exist_ok=True)
+    title = new.summary or _title(plan.text) or f"Ticket {ticket}"
+    atomic_write(tdir.ticket_md, f"# {ticket}\n\n{title.strip()}\n")
+    atomic_write(tdir.plan_md, plan.text)
+    state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
+                  base_commit=base_commit, socket=tmux.socket,
+                  session=session_name(ticket, repo.key), max_rounds=max_rounds)
+    tdir.save(state)
+    tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
+    return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
+
+
+def _title(text: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return ""
+
+
+def approve(ws: Workspace) -> State:
+    state = ws.state()
+    if state.phase != "awaiting-approval":
+        return state
+    state.phase, state.round = "implementing", 1
+    ws.tdir.save(state)
+    ws.tdir.events.append("phase", round=1, **{"from": "awaiting-approval", "to": "implementing"},
+                          reason="plan approved")
+    return state
+
+
+def open_ticket(home: Path, ticket: str, repo: Path | None) -> Workspace:
+    """Find a ticket: in the given or current repo first, else anywhere if the id is unique."""
+    validate_ticket_id(ticket)
+    key = None
+    try:
+        key = Repo.at(repo or Path.cwd()).key
+    except (UsageError, NotFound):
+        if repo is not None:
+            raise
+    if key is not None:
+        tdir = ticket_dir(home, key, ticket)
+        if tdir.state_file.exists():
+            return Workspace.open(home, tdir)
+    matches = [t for t in all_tickets(home) if t.ticket == ticket]
+    if len(matches) == 1:
+        return Workspace.open(home, matches[0])
+    if not matches:
+        raise NotFound(f"no ticket {ticket!r} under {home}", "list them with 'handoff status'")
+    raise UsageError(f"ticket {ticket!r} exists in {len(matches)} repos",
+                     "run the command in the repo you mean, or pass --repo PATH")
+
+
+def run_in_window(ws: Workspace) -> str:
+    """Run the orchestrator in the ticket's tmux window, so it outlives this terminal."""
+    state = ws.state()
+    peers = ws.peers(state)
+    argv = with_env(ws.orchestrator_env(), self_argv(
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"))
+    pane = peers.pane(ORCHESTRATOR_WINDOW)
+    if pane is None and not peers.tmux.has_session(state.session):
+        peers.ensure_session(ws.repo.top, argv)
+    elif pane is None:
+        peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
+    else:
+        peers.tmux.respawn(pane.id, argv, ws.repo.top)
+    return state.session
+
+
+def answer(ws: Workspace, text: str) -> Path:
+    state = ws.state()
+    if state.phase != "needs-human":
+        raise UsageError(f"{state.ticket} is not waiting for a person (phase {state.phase})")
+    if not text.strip():
+        raise UsageError("the answer is empty")
+    number = state.answers_used + 1
+    path = ws.tdir.answer(number)
+    atomic_write(path, text.strip() + "\n")
+    ws.tdir.events.append("answer", round=state.round, role="human", file=path.name)
+    return path
+
+
+def orchestrator_running(ws: Workspace) -> int | None:
+    return holder(ws.tdir.lock_file)
+
+
+def recycle(ws: Workspace, role: str) -> Path:
+    """Kill the role's CLI and start it fresh on its current brief (transcript kept)."""
+    check_role(role)
+    state = ws.state()
+    if state.phase in FINISHED:
+        raise UsageError(f"{state.ticket} is {state.phase}: there is nothing to recycle")
+    brief = ws.latest_brief(role)
+    if brief is None:
+        raise UsageError(f"the {role} has not been briefed yet", "wait for its first round")
+    if not ws.peers(state).tmux.has_session(state.session):
+        raise UsageError(f"the peers of {state.ticket} are not running",
+                         f"start them with 'handoff resume {state.ticket}'")
+    ws.launch(state, role, brief)
+    ws.tdir.events.append("recycle", round=state.round, role=role, by="hand", brief=str(brief))
+    return brief
+
+
+def stop(ws: Workspace) -> dict[str, Any]:
+    """Stop the orchestrator and the peers; everything stays on disk for 'handoff resume'."""
+    state = ws.state()
+    pid = ws.stop_orchestrator()
+    peers = ws.peers(state)
+    captured = [role for role in ("implementer", "reviewer")
+                if peers.capture(role, ws.tdir.transcript(role, state.round))]
+    stopped = peers.stop()
+    ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid,
+                          session=stopped)
+    return {"orchestrator": pid, "session": stopped, "transcripts": captured}
+
+
+def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> dict[str, Any]:
+    """Stop everything, remove the worktrees (never silently losing work), keep the branch."""
+    state = ws.state()
+    wt = ws.worktrees
+    if not keep_worktrees and not force:
+        for role in ("implementer", "reviewer"):
+            if wt.dirty(wt.path(role)):
+                wt.remove(role)  # raises WorkAtRisk naming the files, before anything changes
+    stopped = stop(ws) if state.phase != "closed" else {}
+    removed = [] if keep_worktrees else wt.remove_all(force=force)
+    state = ws.state()
+    before = state.phase
+    state.phase = "closed"
+    ws.tdir.save(state)
+    ws.tdir.events.append("phase", round=state.round, **{"from": before, "to": "closed"},
+                          removed=removed, kept_worktrees=keep_worktrees)
+    return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
+            "stopped": stopped}
+
+
+def status_row(tdir: TicketDir) -> dict[str, Any]:
+    state = tdir.load()
+    pid = holder(tdir.lock_file)
+    return {
+        "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
+        "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
+        "branch": state.branch, "commit": state.last_commit(), "reason": state.reason,
+        "orchestrator": pid, "session": state.session, "socket": state.socket,
+        "updated": state.updated,
+    }
+
+
+def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
+    if ticket is not None:
+        return [status_row(open_ticket(home, ticket, repo).tdir)]
+    return [status_row(t) for t in all_tickets(home)]
+
+
+def attach_argv(ws: Workspace, role: str | None) -> list[str]:
+    state = ws.state()
+    tmux = Tmux(state.socket, ws.home)
+    if not tmux.has_session(state.session):
+        raise UsageError(f"the peers of {state.ticket} are not running",
+                         f"start them with 'handoff resume {state.ticket}'")
+    if role is not None:
+        pane = ws.peers(state).pane(role if role != "orchestrator" else ORCHESTRATOR_WINDOW)
+        if pane is None:
+            raise UsageError(f"{state.ticket} has no {role} window yet")
+        tmux.run("select-window", "-t", pane.id)
+    return tmux.attach_argv(f"={state.session}")

@@ -1,0 +1,360 @@
+"""The ticket state machine. Resumable from the ticket directory alone.
+
+Every step is idempotent: it looks at what is on disk (and what the peers' panes were started
+for) before acting, so a `kill -9` at any point followed by `handoff resume` finishes the
+ticket with nothing lost and no round done twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from handoff import briefs, reports, summary
+from handoff.gate import run_gate
+from handoff.lock import TicketLock
+from handoff.peers import self_argv
+from handoff.providers.base import first_message
+from handoff.reports import Finding, Report
+from handoff.store import atomic_write
+from handoff.ticket import FINISHED, State
+from handoff.validators import check_implementer, check_reviewer
+from handoff.watch import Watcher
+from handoff.workspace import Workspace
+
+TICK = 0.5
+SETTLE = 1.0
+MAX_REJECTIONS = 3
+
+Say = Callable[[dict[str, Any]], None]
+
+
+class Stopped(Exception):
+    """SIGTERM/SIGINT: leave everything as it is for `handoff resume`."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+class Orchestrator:
+    def __init__(self, ws: Workspace, say: Say | None = None) -> None:
+        self.ws = ws
+        self.tdir = ws.tdir
+        self.say = say or (lambda event: None)
+        self.state = ws.state()
+
+    # ---- bookkeeping -------------------------------------------------------------------
+    def event(self, kind: str, role: str = "", **fields: Any) -> None:
+        self.say(self.tdir.events.append(kind, round=self.state.round, role=role, **fields))
+
+    def save(self) -> None:
+        self.tdir.save(self.state)
+
+    def transition(self, phase: str, reason: str = "") -> None:
+        before = self.state.phase
+        self.state.phase = phase
+        self.state.reason = reason
+        self.save()
+        self.event("phase", **{"from": before, "to": phase}, reason=reason)
+
+    def next_round(self, findings: list[Finding], notes: list[tuple[str, str]]) -> None:
+        self.state.round += 1
+        self.state.relaunches = 0
+        self.state.feedback = {"round": self.state.round,
+                               "findings": [asdict(f) for f in findings],
+                               "notes": [list(n) for n in notes]}
+        self.transition("implementing")
+
+    # ---- the loop ----------------------------------------------------------------------
+    def run(self) -> State:
+        with TicketLock(self.tdir.lock_file):
+            old_term = signal.signal(signal.SIGTERM, _stop)
+            try:
+                self.state = self.ws.state()
+                self.event("orchestrator", pid=os.getpid())
+                while self.state.phase not in FINISHED:
+                    step = {
+                        "awaiting-approval": None,
+                        "implementing": self.implementing,
+                        "gating": self.gating,
+                        "reviewing": self.reviewing,
+                        "needs-human": self.needs_human,
+                    }[self.state.phase]
+                    if step is None:
+                        return self.state
+                    step()
+                self.finish()
+            except (Stopped, KeyboardInterrupt):
+                self.event("stopped", phase=self.state.phase)
+            finally:
+                signal.signal(signal.SIGTERM, old_term)
+        return self.state
+
+    def setup(self) -> None:
+        """Worktrees and the tmux session: created once, found again on resume."""
+        state, wt = self.state, self.ws.worktrees
+        if not state.worktrees:
+            state.worktrees = {"implementer": str(wt.create_implementer(state.base_commit)),
+                               "reviewer": str(wt.create_reviewer(state.base_commit))}
+            state.branch = self.ws.branch()
+            self.save()
+            self.event("worktrees", **state.worktrees)
+        else:
+            wt.create_implementer(state.base_commit)
+            wt.create_reviewer(state.last_commit())
+        peers = self.ws.peers(state)
+        if not peers.tmux.has_session(state.session):
+            follow = self_argv("log", state.ticket, "--repo", str(self.ws.repo.top), "--follow")
+            peers.ensure_session(self.ws.repo.top, follow)
+            self.event("session", session=state.session, socket=state.socket)
+
+    def implementing(self) -> None:
+        self.setup()
+        n = self.state.round
+        brief = self.tdir.brief("implementer", n)
+        if not brief.exists():
+            atomic_write(brief, self.render_implementer_brief(n))
+        self.ensure_briefed("implementer", brief, fresh=False)
+        report = self.wait_for_report("implementer", n, brief)
+        if report is not None:
+            self.accept_implementation(n, report)
+
+    def render_implementer_brief(self, n: int) -> str:
+        feedback = self.state.feedback if self.state.feedback.get("round") == n else {}
+        findings = [Finding(**f) for f in feedback.get("findings", [])]
+        notes = [(str(t), str(x)) for t, x in feedback.get("notes", [])]
+        ctx = self.ws.brief_context(self.state, "implementer", n)
+        return briefs.implementer(ctx, self.ws.branch(), findings, notes)
+
+    def ensure_briefed(self, role: str, brief: Path, fresh: bool) -> None:
+        """Make sure the role's live process is working on brief, without sending it twice.
+
+        fresh: always start a new process (the reviewer); otherwise paste into the running
+        CLI and fall back to a fresh start when the paste is not taken.
+        """
+        peers = self.ws.peers(self.state)
+        if peers.working_on(role) == str(brief):
+            return
+        pane = peers.pane(role)
+        if not fresh and pane is not None and not pane.dead:
+            provider = self.ws.provider(role)
+            if peers.deliver(provider, role, brief):
+                self.event("brief", role, brief=str(brief), by="paste")
+                return
+            self.event("delivery-failed", role, brief=str(brief))
+        self.ws.launch(self.state, role, brief)
+        self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
+                   message=first_message(brief))
+
+    def wait_for_report(self, role: str, n: int, brief: Path) -> Report | None:
+        """Wait for the round's report; relaunch a dead peer (bounded). None: phase changed."""
+        path = self.tdir.report(role, n)
+        peers = self.ws.peers(self.state)
+        with Watcher([self.tdir.path]) as watcher:
+            while True:
+                if path.exists() and _settled(path):
+                    report = self.take_report(role, n, path)
+                    if report is not None or self.state.phase != _phase_of(role) \
+                            or self.state.round != n:
+                        return report
+                    continue
+                pane = peers.pane(role)
+                if pane is None or pane.dead:
+                    if not self.revive(role, brief, pane is not None, pane.status if pane else None):
+                        return None
+                watcher.wait(TICK)
+
+    def revive(self, role: str, brief: Path, existed: bool, status: int | None) -> bool:
+        """A peer died before reporting: keep its screen, relaunch it on the same brief."""
+        self.state.relaunches += 1
+        self.save()
+        self.event("death", role, exit_status=status, existed=existed,
+                   relaunches=self.state.relaunches)
+        if self.state.relaunches > self.ws.config.max_relaunches:
+            if existed:
+                self.ws.peers(self.state).capture(role, self.tdir.transcript(role, self.state.round))
+            self.transition("needs-human",
+                            f"the {role} died {self.state.relaunches} times this round; see "
+                            "transcripts/, then 'handoff answer' to carry on")
+            return False
+        self.ws.launch(self.state, role, brief)
+        self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
+                   reason="relaunch")
+        return True
+
+    def take_report(self, role: str, n: int, path: Path) -> Report | None:
+        """Parse and check a filed report; a bad one is set aside and the peer told why."""
+        text = path.read_text(encoding="utf-8", errors="replace")
+        report, problems = reports.parse(text, role, {"role": role, "round": n,
+                                                      "ticket": self.state.ticket})
+        if report is not None:
+            if role == "implementer":
+                problems = check_implementer(report, self.ws.repo, self.ws.worktrees,
+                                             self.state.last_commit())
+            else:
+                problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
+        if not problems and report is not None:
+            self.event("submission", role, report=path.name, accepted=True)
+            return report
+        self.state.rejections += 1
+        set_aside = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
+        path.replace(set_aside)
+        self.save()
+        self.event("submission", role, report=set_aside.name, accepted=False, problems=problems)
+        if self.state.rejections > MAX_REJECTIONS:
+            self.transition("needs-human", f"{self.state.rejections} reports were rejected; "
+                            "the last problems: " + "; ".join(problems))
+        elif role == "implementer":
+            self.next_round([], [("Your last report was not accepted",
+                                  "".join(f"- {p}\n" for p in problems))])
+        else:
+            self.ws.launch(self.state, role, self.tdir.brief(role, n))
+            self.event("launch", role, reason="report rejected")
+        return None
+
+    def accept_implementation(self, n: int, report: Report) -> None:
+        if report.status == "blocked":
+            question = report.sections.get("open questions", "").strip()
+            self.transition("needs-human", f"the implementer is blocked: {question}")
+            return
+        self.state.commits[str(n)] = self.ws.repo.resolve(report.commit)
+        self.transition("gating")
+
+    def gating(self) -> None:
+        n, plan = self.state.round, self.ws.plan()
+        commit = self.state.commit_of(n)
+        peers = self.ws.peers(self.state)
+        if peers.working_on("reviewer"):
+            peers.retire("reviewer", self.tdir.transcript("reviewer", n))
+            self.event("recycle", "reviewer", stage="stopped", by="orchestrator")
+        self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
+                                         f"reviewer-scratch-{n}.patch")
+        if plan.test is None:
+            self.state.gates[str(n)] = "skipped"
+            self.event("gate", result="skipped", reason="the plan names no test command")
+            self.transition("reviewing")
+            return
+        self.event("gate", result="running", command=list(plan.test), commit=commit)
+        result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
+                          self.ws.config.gate_timeout, self.tdir.gate_log(n))
+        self.state.gates[str(n)] = "pass" if result.passed else "fail"
+        self.event("gate", result=self.state.gates[str(n)], summary=result.summary(),
+                   log=self.tdir.gate_log(n).name, commit=commit)
+        if result.passed:
+            self.transition("reviewing")
+            return
+        self.state.gate_bounces += 1
+        if self.state.gate_bounces >= self.ws.config.max_gate_bounces:
+            self.transition("escalated", f"the verification gate failed "
+                            f"{self.state.gate_bounces} times: {result.summary()}")
+            return
+        tail = "\n".join(result.output.strip().splitlines()[-15:])
+        self.next_round([], [("The verification gate failed",
+                              f"{result.summary()} at {commit[:10]}; the full output is in "
+                              f"`{self.tdir.gate_log(n)}`. Its end:\n\n```\n{tail}\n```")])
+
+    def reviewing(self) -> None:
+        self.setup()
+        n = self.state.round
+        commit = self.state.commit_of(n)
+        diff = self.tdir.diff(n)
+        if not diff.exists():
+            atomic_write(diff, self.ws.repo.diff(self.state.base_commit, commit) + "\n")
+        if self.ws.worktrees.head("reviewer") != commit:
+            self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
+                                             f"reviewer-scratch-{n}.patch")
+        brief = self.tdir.brief("reviewer", n)
+        if not brief.exists():
+            ctx = self.ws.brief_context(self.state, "reviewer", n)
+            atomic_write(brief, briefs.reviewer(ctx, commit, diff))
+        self.ensure_briefed("reviewer", brief, fresh=True)
+        report = self.wait_for_report("reviewer", n, brief)
+        if report is not None:
+            self.judge(n, report)
+
+    def judge(self, n: int, report: Report) -> None:
+        self.state.verdicts[str(n)] = report.verdict
+        self.state.reviews = len(self.state.verdicts)
+        self.state.findings[str(n)] = [f.key() for f in report.must_fix]
+        self.save()
+        self.event("verdict", "reviewer", verdict=report.verdict, commit=report.commit,
+                   must_fix=[f.render() for f in report.must_fix],
+                   should_fix=[f.render() for f in report.should_fix])
+        if report.verdict == "pass":
+            self.transition("passed")
+            return
+        earlier = {key for r, keys in self.state.findings.items() if r != str(n) for key in keys}
+        repeated = [f for f in report.must_fix if f.key() in earlier]
+        if repeated:
+            self.transition("escalated", "the same must-fix came back: " + repeated[0].render())
+        elif self.state.reviews >= self.state.max_rounds:
+            self.transition("escalated", f"still failing after {self.state.reviews} review "
+                            "round(s) (--max-rounds)")
+        else:
+            self.next_round(list(report.must_fix), [])
+
+    def needs_human(self) -> None:
+        """Wait for `handoff answer`; the answer starts the implementer's next round."""
+        number = self.state.answers_used + 1
+        path = self.tdir.answer(number)
+        with Watcher([path.parent]) as watcher:
+            while not path.exists():
+                watcher.wait(TICK)
+        self.state.answers_used = number
+        text = path.read_text(encoding="utf-8")
+        self.next_round([], [("A person answered", text)])
+
+    def finish(self) -> None:
+        if self.state.phase == "closed" or self.tdir.final_report.exists():
+            return
+        atomic_write(self.tdir.final_report, self.render_final())
+        self.event("final-report", outcome=self.state.phase, reason=self.state.reason)
+
+    def render_final(self) -> str:
+        state, plan = self.state, self.ws.plan()
+        commit = state.last_commit()
+        verified = []
+        last = max((int(r) for r in state.commits), default=0)
+        if plan.test and str(last) in state.gates:
+            verified.append(f"gate `{' '.join(plan.test)}` {state.gates[str(last)]} "
+                            f"(orchestrator)")
+        if str(last) in state.verdicts:
+            verified.append(f"reviewer ran {len(plan.review_commands)} test command(s), "
+                            f"verdict {state.verdicts[str(last)]} at {commit[:10]}")
+        open_findings: list[Finding] = []
+        if state.phase == "escalated" and str(last) in state.verdicts:
+            report, _ = reports.parse(self.tdir.report("reviewer", last).read_text(
+                encoding="utf-8"), "reviewer")
+            open_findings = list(report.must_fix) if report else []
+        changed = self.ws.repo.diffstat(state.base_commit, commit) if commit != state.base_commit \
+            else []
+        return summary.final_report(
+            ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
+            commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
+            changed=changed, verified=verified, open_findings=open_findings)
+
+
+def _phase_of(role: str) -> str:
+    return "implementing" if role == "implementer" else "reviewing"
+
+
+def _settled(path: Path) -> bool:
+    """`handoff submit` renames a whole file into place; a file written in place gets a second."""
+    try:
+        return time.time() - path.stat().st_mtime >= SETTLE or _complete(path)
+    except FileNotFoundError:
+        return False
+
+
+def _complete(path: Path) -> bool:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return text.startswith("---") and text.count("\n---") >= 1 and text.endswith("\n")
+
+

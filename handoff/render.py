@@ -1,0 +1,69 @@
+"""Events as one line of text each: shared by `handoff log`, foreground progress and the demo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def describe(event: dict[str, Any]) -> str:
+    kind, role = str(event.get("kind", "?")), str(event.get("role", ""))
+    n = event.get("round", 0)
+    time = str(event.get("time", ""))[11:19]
+    who = f"{role} " if role else ""
+    text = _TEXT.get(kind, _generic)(event)
+    return f"{time}  r{n}  {who}{text}".rstrip()
+
+
+def _generic(event: dict[str, Any]) -> str:
+    extra = {k: v for k, v in event.items() if k not in ("time", "kind", "round", "role")}
+    return f"{event.get('kind')} {extra}" if extra else str(event.get("kind"))
+
+
+def _phase(event: dict[str, Any]) -> str:
+    reason = f" ({event['reason']})" if event.get("reason") else ""
+    return f"phase {event.get('from')} → {event.get('to')}{reason}"
+
+
+def _verdict(event: dict[str, Any]) -> str:
+    text = f"verdict {str(event.get('verdict', '?')).upper()} at {str(event.get('commit'))[:10]}"
+    for finding in event.get("must_fix", [])[:3]:
+        text += f"\n      must-fix {finding}"
+    return text
+
+
+def _submission(event: dict[str, Any]) -> str:
+    if event.get("accepted"):
+        return f"report accepted: {event.get('report')}"
+    return f"report rejected: {event.get('report')}: " + "; ".join(event.get("problems", []))
+
+
+def _gate(event: dict[str, Any]) -> str:
+    if event.get("result") == "running":
+        return f"gate running {' '.join(event.get('command', []))}"
+    return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
+
+
+_TEXT = {
+    "created": lambda e: f"ticket created at base {str(e.get('base_commit'))[:10]}",
+    "phase": _phase,
+    "launch": lambda e: f"launched ({e.get('provider')}) on {_name(e.get('brief'))}"
+    + (f" [{e['reason']}]" if e.get("reason") else ""),
+    "brief": lambda e: f"briefed with {_name(e.get('brief'))} (by {e.get('by')})",
+    "recycle": lambda e: f"recycled by {e.get('by')}",
+    "submitted": lambda e: f"filed {e.get('report')}",
+    "submission": _submission,
+    "gate": _gate,
+    "verdict": _verdict,
+    "death": lambda e: f"died (exit {e.get('exit_status')}); relaunch {e.get('relaunches')}",
+    "final-report": lambda e: f"final report written: {e.get('outcome')}",
+    "answer": lambda e: f"answered ({e.get('file')})",
+    "stopped": lambda e: "stopped" + (f" by {e['by']}" if e.get("by") else ""),
+    "orchestrator": lambda e: f"orchestrator running (pid {e.get('pid')})",
+    "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
+    "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
+}
+
+
+def _name(path: Any) -> str:
+    text = str(path or "")
+    return "/".join(text.split("/")[-2:])

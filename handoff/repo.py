@@ -1,0 +1,108 @@
+"""The user's git repository, through the git CLI with a timeout on every call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from handoff import proc
+from handoff.errors import ExternalFailure, NotFound, UsageError
+from handoff.store import repo_key
+
+GIT_TIMEOUT = 60.0
+
+
+def git(cwd: Path, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> str:
+    """Run one git command in cwd and return its stdout (stripped of the final newline)."""
+    result = proc.run(["git", "-C", str(cwd), *args], timeout=timeout, check=check)
+    return result.stdout.rstrip("\n")
+
+
+def git_ok(cwd: Path, *args: str) -> bool:
+    return proc.run(["git", "-C", str(cwd), *args], timeout=GIT_TIMEOUT, check=False).returncode == 0
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A repository as handoff sees it: its top-level folder and its shared git dir."""
+
+    top: Path
+    common_dir: Path
+
+    @classmethod
+    def at(cls, path: Path) -> Repo:
+        if not path.is_dir():
+            raise NotFound(f"{path} is not a folder")
+        result = proc.run(
+            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--git-common-dir"],
+            timeout=GIT_TIMEOUT, check=False,
+        )
+        if result.returncode != 0:
+            raise UsageError(f"{path} is not inside a git repository",
+                             "run handoff inside a repo, or pass --repo PATH")
+        top, common = result.stdout.splitlines()[:2]
+        common_path = Path(common) if Path(common).is_absolute() else Path(top) / common
+        return cls(top=Path(top).resolve(), common_dir=common_path.resolve())
+
+    @property
+    def key(self) -> str:
+        return repo_key(self.common_dir, self.top)
+
+    def resolve(self, rev: str) -> str:
+        """The full sha of rev, or a clear error naming it."""
+        result = proc.run(
+            ["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            timeout=GIT_TIMEOUT, check=False,
+        )
+        if result.returncode != 0:
+            raise UsageError(f"{rev!r} is not a commit in {self.top}",
+                             "pass --base with a branch, tag or commit that exists")
+        return result.stdout.strip()
+
+    def commit_exists(self, sha: str) -> bool:
+        return git_ok(self.top, "cat-file", "-e", f"{sha}^{{commit}}")
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return git_ok(self.top, "merge-base", "--is-ancestor", older, newer)
+
+    def branch_head(self, branch: str) -> str:
+        result = proc.run(["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet",
+                           f"refs/heads/{branch}"], timeout=GIT_TIMEOUT, check=False)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def diff(self, base: str, commit: str) -> str:
+        return git(self.top, "diff", "--binary", f"{base}...{commit}")
+
+    def diffstat(self, base: str, commit: str) -> list[tuple[str, int, int]]:
+        """(path, added, removed) per file changed between base and commit."""
+        out = git(self.top, "diff", "--numstat", f"{base}...{commit}")
+        rows = []
+        for line in out.splitlines():
+            added, removed, path = line.split("\t", 2)
+            rows.append((path, int(added) if added.isdigit() else 0,
+                         int(removed) if removed.isdigit() else 0))
+        return rows
+
+    def exclude(self, pattern: str) -> None:
+        """Add pattern to info/exclude once (found through git, so it works from a worktree)."""
+        path = Path(git(self.top, "rev-parse", "--git-path", "info/exclude"))
+        if not path.is_absolute():
+            path = self.top / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existing = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        if pattern not in existing:
+            with path.open("a", encoding="utf-8") as handle:
+                if existing and existing[-1] != "":
+                    handle.write("\n")
+                handle.write(f"{pattern}\n")
+
+
+def short(sha: str) -> str:
+    return sha[:10]
+
+
+def require_git() -> None:
+    try:
+        proc.run(["git", "--version"], timeout=10)
+    except ExternalFailure as exc:
+        raise ExternalFailure(f"git does not run: {exc.message}") from None

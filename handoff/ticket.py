@@ -1,0 +1,171 @@
+"""The durable per-ticket directory: its layout and its state.json.
+
+<home>/<repo-key>/<TICKET>/ holds everything that passes between the roles; the files are the
+truth and the orchestrator can be rebuilt from them alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import NotFound, UsageError
+from handoff.events import EventLog, now
+from handoff.store import atomic_write_json, validate_ticket_id
+
+PHASES = (
+    "awaiting-approval",
+    "implementing",
+    "gating",
+    "reviewing",
+    "needs-human",
+    "passed",
+    "escalated",
+    "closed",
+)
+FINISHED = ("passed", "escalated", "closed")
+
+
+@dataclass
+class State:
+    """Everything the orchestrator must remember; every counter lives here, on disk."""
+
+    ticket: str
+    repo: str
+    repo_key: str
+    phase: str = "awaiting-approval"
+    round: int = 0
+    reviews: int = 0
+    gate_bounces: int = 0
+    rejections: int = 0
+    relaunches: int = 0
+    base: str = "HEAD"
+    base_commit: str = ""
+    branch: str = ""
+    socket: str = "handoff"
+    session: str = ""
+    max_rounds: int = 3
+    commits: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    findings: dict[str, list[str]] = field(default_factory=dict)
+    worktrees: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    feedback: dict[str, Any] = field(default_factory=dict)
+    answers_used: int = 0
+    reason: str = ""
+    created: str = field(default_factory=now)
+    updated: str = field(default_factory=now)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> State:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def commit_of(self, round_: int) -> str:
+        return self.commits.get(str(round_), "")
+
+    def last_commit(self) -> str:
+        """The newest accepted commit of the ticket branch (the base before any round)."""
+        accepted = [int(r) for r in self.commits]
+        return self.commits[str(max(accepted))] if accepted else self.base_commit
+
+
+@dataclass(frozen=True)
+class TicketDir:
+    path: Path
+
+    @property
+    def ticket(self) -> str:
+        return self.path.name
+
+    @property
+    def state_file(self) -> Path:
+        return self.path / "state.json"
+
+    @property
+    def events(self) -> EventLog:
+        return EventLog(self.path / "events.jsonl")
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "lock"
+
+    @property
+    def ticket_md(self) -> Path:
+        return self.path / "ticket.md"
+
+    @property
+    def plan_md(self) -> Path:
+        return self.path / "plan.md"
+
+    @property
+    def final_report(self) -> Path:
+        return self.path / "final-report.md"
+
+    def brief(self, role: str, round_: int) -> Path:
+        return self.path / "inbox" / role / f"brief-{round_}.md"
+
+    def report(self, role: str, round_: int) -> Path:
+        prefix = "impl" if role == "implementer" else "review"
+        return self.path / f"{prefix}-report-{round_}.md"
+
+    def diff(self, round_: int) -> Path:
+        return self.path / f"diff-{round_}.patch"
+
+    def gate_log(self, round_: int) -> Path:
+        return self.path / f"gate-{round_}.log"
+
+    def answer(self, number: int) -> Path:
+        return self.path / "answers" / f"answer-{number}.md"
+
+    def transcript(self, role: str, round_: int) -> Path:
+        """A fresh transcript path: a second capture in one round never overwrites the first."""
+        folder = self.path / "transcripts"
+        candidate = folder / f"{role}-{round_}.log"
+        n = 2
+        while candidate.exists():
+            candidate = folder / f"{role}-{round_}.{n}.log"
+            n += 1
+        return candidate
+
+    def load(self) -> State:
+        try:
+            data = json.loads(self.state_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise NotFound(f"ticket {self.ticket} has no state.json in {self.path}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{self.state_file} is not valid JSON: {exc}") from None
+        return State.from_dict(data)
+
+    def save(self, state: State) -> None:
+        state.updated = now()
+        atomic_write_json(self.state_file, asdict(state))
+
+
+def ticket_dir(home: Path, repo_key: str, ticket: str) -> TicketDir:
+    return TicketDir(home / repo_key / validate_ticket_id(ticket))
+
+
+def all_tickets(home: Path) -> list[TicketDir]:
+    """Every ticket directory under home, oldest repo key first, by ticket name."""
+    if not home.is_dir():
+        return []
+    return [TicketDir(p.parent) for p in sorted(home.glob("*/*/state.json"))]
+
+
+def find(home: Path, ticket: str, repo_key: str | None = None) -> TicketDir:
+    """The one ticket directory with this id, optionally narrowed to one repo."""
+    validate_ticket_id(ticket)
+    matches = [t for t in all_tickets(home) if t.ticket == ticket
+               and (repo_key is None or t.path.parent.name == repo_key)]
+    if not matches:
+        raise NotFound(f"no ticket {ticket!r} under {home}", "list tickets with 'handoff status'")
+    if len(matches) > 1:
+        repos = ", ".join(sorted(m.path.parent.name for m in matches))
+        raise UsageError(
+            f"ticket {ticket!r} exists in several repos ({repos})",
+            "run the command inside the repo you mean, or pass --repo PATH",
+        )
+    return matches[0]

@@ -1,0 +1,52 @@
+"""The claims in a report, checked against git: validators are authoritative, prompts advisory."""
+
+from __future__ import annotations
+
+from handoff.reports import Report
+from handoff.repo import Repo, git_ok
+from handoff.worktrees import TicketWorktrees, branch_name
+
+
+def full_sha(repo: Repo, commit: str) -> str:
+    """The full sha for a (possibly short) commit, or '' when it is not a commit here."""
+    if not commit or not repo.commit_exists(commit):
+        return ""
+    return repo.resolve(commit)
+
+
+def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
+                      previous: str) -> list[str]:
+    """Problems with an implementer's claims; previous is the last accepted commit (or base)."""
+    sha = full_sha(repo, report.commit)
+    if not sha:
+        return [f"commit {report.commit} does not exist in the repository: commit your work "
+                "and report the sha from 'git rev-parse HEAD'"]
+    if report.status == "blocked":
+        return []
+    branch = branch_name(worktrees.ticket)
+    problems = []
+    if not git_ok(repo.top, "merge-base", "--is-ancestor", sha, f"refs/heads/{branch}"):
+        problems.append(f"commit {sha[:10]} is not on the ticket branch {branch}")
+    if sha == previous:
+        problems.append(f"commit {sha[:10]} is the same as before this round: nothing new was "
+                        "committed (commit your changes, then report the new sha)")
+    elif not repo.is_ancestor(previous, sha):
+        problems.append(f"commit {sha[:10]} does not build on {previous[:10]}: do not rewrite "
+                        "the ticket branch's history")
+    path = worktrees.path("implementer")
+    dirty = worktrees.dirty(path)
+    if dirty:
+        listing = ", ".join(e[3:] for e in dirty[:5])
+        problems.append(f"the worktree {path} is not clean ({listing}): commit or remove it")
+    elif path.is_dir() and worktrees.head("implementer") != sha:
+        problems.append(f"the worktree's HEAD is not {sha[:10]}: report the commit you "
+                        "left checked out")
+    return problems
+
+
+def check_reviewer(report: Report, repo: Repo, reviewed: str) -> list[str]:
+    sha = full_sha(repo, report.commit)
+    if sha != reviewed:
+        return [f"commit {report.commit} is not the commit under review ({reviewed[:10]}): "
+                "review that exact commit and name it"]
+    return []

@@ -1,0 +1,108 @@
+"""Wake up when files change in a few folders: inotify on Linux, plain polling elsewhere.
+
+Callers always rescan after a wake-up, so a file written before the watch began, or lost in
+an event-queue overflow, is still seen: the events only decide *when* to look.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import select
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_IN_MODIFY = 0x002
+_IN_CLOSE_WRITE = 0x008
+_IN_MOVED_TO = 0x080
+_IN_CREATE = 0x100
+_IN_DELETE = 0x200
+_MASK = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+_IN_NONBLOCK = os.O_NONBLOCK
+_IN_CLOEXEC = 0o2000000
+POLL_INTERVAL = 0.1
+
+
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
+class Watcher:
+    """A context manager: `wait(timeout)` returns early when something changes in the folders."""
+
+    def __init__(self, folders: Iterable[Path]) -> None:
+        self.folders = [Path(f) for f in folders]
+        self._fd = -1
+        libc = _libc()
+        if libc is None:
+            return
+        fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+        if fd < 0:
+            return
+        for folder in self.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            libc.inotify_add_watch(fd, os.fsencode(folder), _MASK)
+        self._fd = fd
+
+    @property
+    def uses_inotify(self) -> bool:
+        return self._fd >= 0
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to timeout seconds; True when a change woke us (always False when polling)."""
+        if self._fd < 0:
+            time.sleep(min(timeout, POLL_INTERVAL))
+            return False
+        ready, _, _ = select.select([self._fd], [], [], max(timeout, 0.0))
+        if not ready:
+            return False
+        try:
+            while os.read(self._fd, 65536):
+                pass
+        except BlockingIOError:
+            pass
+        return True
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def wait_for(
+    check: Callable[[], T | None], folders: Iterable[Path], timeout: float, tick: float = 0.5,
+) -> T | None:
+    """check() after every wake-up (and every tick) until it returns a value or time runs out."""
+    deadline = time.monotonic() + timeout
+    with Watcher(folders) as watcher:
+        while True:
+            value = check()
+            if value is not None:
+                return value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            watcher.wait(min(tick, left))
+

@@ -1,0 +1,128 @@
+"""One ticket's working parts put together: its directory, repo, worktrees, peers, providers.
+
+The orchestrator drives these through the loop; the CLI's one-off commands (recycle, stop,
+close, attach) use the same pieces, so both act on a ticket in exactly the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from handoff import config as config_mod
+from handoff import plan as plan_mod
+from handoff.briefs import BriefContext
+from handoff.config import Config
+from handoff.errors import UsageError
+from handoff.lock import holder
+from handoff.peers import Peers, allowlisted_env, self_argv
+from handoff.providers import REGISTRY, Launch, Provider, get
+from handoff.repo import Repo
+from handoff.ticket import State, TicketDir
+from handoff.tmux import Tmux
+from handoff.worktrees import TicketWorktrees, branch_name
+
+ROLES = ("implementer", "reviewer")
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}", f"roles are: {', '.join(ROLES)}")
+    return role
+
+
+@dataclass(frozen=True)
+class Workspace:
+    home: Path
+    tdir: TicketDir
+    repo: Repo
+    config: Config
+
+    @classmethod
+    def open(cls, home: Path, tdir: TicketDir) -> Workspace:
+        state = tdir.load()
+        repo = Repo.at(Path(state.repo))
+        return cls(home=home, tdir=tdir, repo=repo, config=config_mod.load(home, repo.top))
+
+    def state(self) -> State:
+        return self.tdir.load()
+
+    @property
+    def worktrees(self) -> TicketWorktrees:
+        return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
+                               self.config.post_create)
+
+    def peers(self, state: State) -> Peers:
+        return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)
+
+    def plan(self) -> plan_mod.Plan:
+        return plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
+
+    def provider(self, role: str) -> Provider:
+        return get(self.config.providers[role])
+
+    def env(self, role: str) -> dict[str, str]:
+        """A peer's allowlisted environment: base variables, its provider's, the config's."""
+        extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
+                 "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role}
+        return allowlisted_env(extra, (*self.provider(role).env_allow, *self.config.env_allow))
+
+    def orchestrator_env(self) -> dict[str, str]:
+        """The orchestrator passes provider variables on to peers, so it is given all of them."""
+        allow = [name for p in REGISTRY.values() for name in p.env_allow]
+        extra = {"HANDOFF_HOME": str(self.home)}
+        return allowlisted_env(extra, (*allow, *self.config.env_allow, "VIRTUAL_ENV"))
+
+    def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
+        return BriefContext(
+            ticket=state.ticket, round=round_,
+            ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"), plan=self.plan(),
+            plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
+            submit=tuple(self_argv("submit", "--dir", str(self.tdir.path), "--role", role,
+                                   "--round", str(round_))),
+            draft=self.tdir.path / "drafts" / f"{role}-{round_}.md",
+        )
+
+    def launch(self, state: State, role: str, brief: Path) -> None:
+        """Start the role fresh on brief; the old process's screen is kept as a transcript."""
+        peers = self.peers(state)
+        if peers.pane(role) is not None:
+            peers.capture(role, self.tdir.transcript(role, state.round))
+        launch = Launch(ticket=state.ticket, role=role, worktree=self.worktrees.path(role),
+                        brief=brief)
+        peers.launch(self.provider(role), launch, self.env(role))
+
+    def latest_brief(self, role: str) -> Path | None:
+        briefs = sorted((self.tdir.path / "inbox" / role).glob("brief-*.md"),
+                        key=lambda p: int(p.stem.split("-")[1]))
+        return briefs[-1] if briefs else None
+
+    def branch(self) -> str:
+        return branch_name(self.tdir.ticket)
+
+    def stop_orchestrator(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM the live orchestrator of this ticket (found by its lock) and wait for it."""
+        pid = holder(self.tdir.lock_file)
+        if pid is None or pid <= 0:
+            return None
+        if not _is_handoff(pid):
+            raise UsageError(f"the lock of {self.tdir.ticket} names pid {pid}, which is not a "
+                             "handoff process; refusing to signal it")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while holder(self.tdir.lock_file) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if holder(self.tdir.lock_file) is not None:
+            os.kill(pid, signal.SIGKILL)
+        return pid
+
+
+def _is_handoff(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS): the lock holder is ours by construction
+    return b"handoff" in cmdline
