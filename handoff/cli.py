@@ -26,6 +26,7 @@ from handoff.repo import Repo
 from handoff.store import state_home
 from handoff.submission import context, file_report
 from handoff.watch import Watcher
+from handoff.workspace import Workspace
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
@@ -40,14 +41,14 @@ def _progress(event: dict[str, Any]) -> None:
     typer.echo(describe(event))
 
 
-def _run(ws: lifecycle.Workspace) -> int:
+def _run(ws: Workspace) -> int:
     state = Orchestrator(ws, _progress).run()
     if state.phase in ("passed", "escalated"):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
     return OUTCOME_CODES.get(state.phase, 130)
 
 
-def _approve(ws: lifecycle.Workspace, yes: bool) -> bool:
+def _approve(ws: Workspace, yes: bool) -> bool:
     if yes:
         lifecycle.approve(ws)
         return True
@@ -60,7 +61,7 @@ def _approve(ws: lifecycle.Workspace, yes: bool) -> bool:
     return False
 
 
-def _launch(ws: lifecycle.Workspace, foreground: bool) -> int:
+def _launch(ws: Workspace, foreground: bool) -> int:
     if foreground:
         return _run(ws)
     session = lifecycle.run_in_window(ws)

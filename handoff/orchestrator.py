@@ -166,9 +166,10 @@ class Orchestrator:
                         return report
                     continue
                 pane = peers.pane(role)
-                if pane is None or pane.dead:
-                    if not self.revive(role, brief, pane is not None, pane.status if pane else None):
-                        return None
+                dead = pane is None or pane.dead
+                if dead and not self.revive(role, brief, pane is not None,
+                                            pane.status if pane else None):
+                    return None
                 watcher.wait(TICK)
 
     def revive(self, role: str, brief: Path, existed: bool, status: int | None) -> bool:

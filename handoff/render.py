@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -43,7 +44,7 @@ def _gate(event: dict[str, Any]) -> str:
     return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
 
 
-_TEXT = {
+_TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "created": lambda e: f"ticket created at base {str(e.get('base_commit'))[:10]}",
     "phase": _phase,
     "launch": lambda e: f"launched ({e.get('provider')}) on {_name(e.get('brief'))}"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from handoff.reports import Report
 from handoff.repo import Repo, git_ok
+from handoff.reports import Report
 from handoff.worktrees import TicketWorktrees, branch_name
 
 

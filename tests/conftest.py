@@ -1,0 +1,128 @@
+"""Shared fixtures: every test gets its own HANDOFF_HOME, HOME, tmux socket and git repo.
+
+Nothing reaches the user's ~/.local/state, ~/.gitconfig, ~/.claude.json or default tmux server.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+PYTHON = sys.executable
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, timeout=60).stdout.strip()
+
+
+def wait_until(check: Callable[[], T | None], timeout: float = 20.0, what: str = "condition",
+               interval: float = 0.05) -> T:
+    """Poll check() until it returns something truthy; fail the test with what on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = handoff tests\n\temail = tests@handoff.invalid\n"
+        "[init]\n\tdefaultBranch = main\n", encoding="utf-8")
+    socket = f"handoff-test-{uuid.uuid4().hex[:10]}"
+    values = {
+        "HOME": str(home),
+        "HANDOFF_HOME": str(tmp_path / "state"),
+        "HANDOFF_TMUX_SOCKET": socket,
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    for key in ("TMUX", "TMUX_PANE", "HANDOFF_TICKET_DIR", "HANDOFF_ROLE", "HANDOFF_TICKET"):
+        monkeypatch.delenv(key, raising=False)
+    yield values
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=15)
+    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
+    socket_file.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def handoff_home(isolated: dict[str, str]) -> Path:
+    return Path(isolated["HANDOFF_HOME"])
+
+
+@pytest.fixture
+def socket(isolated: dict[str, str]) -> str:
+    return isolated["HANDOFF_TMUX_SOCKET"]
+
+
+CALC = '''\
+def add(a: int, b: int) -> int:
+    return a - b
+
+
+def mul(a: int, b: int) -> int:
+    return a + b
+
+
+def neg(a: int) -> int:
+    return a
+'''
+
+TEST_CALC = '''\
+import unittest
+
+from calc import add, mul, neg
+
+
+class AddTest(unittest.TestCase):
+    def test_add(self) -> None:
+        self.assertEqual(add(2, 3), 5)
+
+
+class MulTest(unittest.TestCase):
+    def test_mul(self) -> None:
+        self.assertEqual(mul(2, 3), 6)
+
+
+class NegTest(unittest.TestCase):
+    def test_neg(self) -> None:
+        self.assertEqual(neg(2), -2)
+'''
+
+
+@pytest.fixture
+def repo(tmp_path: Path, isolated: dict[str, str]) -> Path:
+    """A small git repo: calc.py with three bugs (add, mul, neg) and one test per bug."""
+    path = tmp_path / "repo"
+    (path / "tests").mkdir(parents=True)
+    (path / "calc.py").write_text(CALC, encoding="utf-8")
+    (path / "tests" / "__init__.py").write_text("", encoding="utf-8")
+    (path / "tests" / "test_calc.py").write_text(TEST_CALC, encoding="utf-8")
+    (path / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "calc with bugs")
+    return path
+
+
+def unittest_argv(*targets: str) -> list[str]:
+    return [PYTHON, "-m", "unittest", "-q", *targets]
