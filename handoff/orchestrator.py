@@ -168,7 +168,7 @@ class Orchestrator:
                 pane = peers.pane(role)
                 dead = pane is None or pane.dead
                 if dead and not self.revive(role, brief, pane is not None,
-                                            pane.status if pane else None):
+                                            peers.exit_status(role) if pane else None):
                     return None
                 watcher.wait(TICK)
 

@@ -70,6 +70,15 @@ class Peers:
         self.tmux.tag(pane_id, str(launch.brief))
         return pane_id
 
+    def exit_status(self, role: str, wait: float = 1.0) -> int | None:
+        """A dead pane's exit status; tmux may mark the pane dead just before it reaps the child."""
+        deadline = time.monotonic() + wait
+        while True:
+            pane = self.pane(role)
+            if pane is None or pane.status is not None or time.monotonic() > deadline:
+                return pane.status if pane else None
+            time.sleep(0.02)
+
     def working_on(self, role: str) -> str:
         """The brief the role's live process was last given ('' when none is running)."""
         pane = self.pane(role)

@@ -11,7 +11,8 @@ own worktree; a failure becomes a must-fix naming the failing file and line.
 
 Script keys (per round): edits [{file, replace, with} | {file, content}], status, question,
 commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
-this code before reporting), reviewer: {hang: once} (first reviewer launch never reports).
+this code before reporting), pause_until (wait for this file in the ticket directory before
+acting), reviewer: {hang: once (first launch never reports), pause_until}.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +42,9 @@ def say(text: str) -> None:
 
 
 def git(cwd: Path, *args: str) -> str:
+    # stdin off the pty: git commit given the terminal leaves tmux unable to reap us later
     return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                          check=True, timeout=60).stdout.strip()
+                          check=True, timeout=60, stdin=subprocess.DEVNULL).stdout.strip()
 
 
 def run_command(argv: list[str], cwd: Path) -> tuple[int, str]:
@@ -65,10 +68,21 @@ def submit(brief: dict[str, Any], text: str) -> None:
     say((done.stdout + done.stderr).rstrip())
 
 
+def pause(brief: dict[str, Any], name: str | None) -> None:
+    """Hold still until a file appears, like an agent thinking for a long time."""
+    if not name:
+        return
+    flag = Path(brief["plan"]).parent / name
+    say(f"scripted: paused until {flag} exists")
+    while not flag.exists():
+        time.sleep(0.05)
+
+
 def implement(brief: dict[str, Any]) -> None:
     worktree, n = Path(brief["worktree"]), int(brief["round"])
     plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
     script = plan.scripts.get(n)
+    pause(brief, script.get("pause_until") if script else None)
     if script is None:
         head = git(worktree, "rev-parse", "HEAD")
         report = template("implementer", head).replace("status: done", "status: blocked")
@@ -150,6 +164,7 @@ def review(brief: dict[str, Any]) -> None:
     worktree, commit, n = Path(brief["worktree"]), str(brief["commit"]), int(brief["round"])
     plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
     behaviour = plan.scripts.get(n, {}).get("reviewer", {})
+    pause(brief, behaviour.get("pause_until"))
     if behaviour.get("hang") == "once":
         marker = Path(brief["report"]).with_suffix(".hung")
         if not marker.exists():

@@ -1,0 +1,106 @@
+"""Driving handoff as a user does, for the end-to-end tests: the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import unittest_argv, wait_until
+
+FIX_ADD = {"file": "calc.py", "replace": "return a - b", "with": "return a + b"}
+FIX_MUL = {"file": "calc.py", "replace": "    return a + b\n\n\ndef neg",
+           "with": "    return a * b\n\n\ndef neg"}
+FIX_NEG = {"file": "calc.py", "replace": "    return a\n", "with": "    return -a\n"}
+TOUCH_README = {"file": "NOTES.md", "content": "unrelated change\n"}
+
+ALL_TESTS = unittest_argv("tests.test_calc")
+ADD_ONLY = unittest_argv("tests.test_calc.AddTest")
+
+
+def plan_text(rounds: dict[int, dict[str, Any]], test: list[str] | None = None,
+              review: list[list[str]] | None = None) -> str:
+    front: dict[str, Any] = {}
+    if test is not None:
+        front["test"] = test
+    if review is not None:
+        front["review"] = review
+    head = f"---\n{yaml.safe_dump(front, width=1000)}---\n" if front else ""
+    blocks = "".join(
+        f"```handoff-script\n{yaml.safe_dump({'round': n, **spec}, width=1000)}```\n\n"
+        for n, spec in rounds.items())
+    return f"{head}# Fix calc\n\nMake the calc tests pass.\n\n{blocks}"
+
+
+def write_plan(folder: Path, text: str, name: str = "plan.md") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def handoff(*args: str, cwd: Path | None = None, timeout: float = 90,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "handoff", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, input=input_text, env=dict(os.environ))
+
+
+def spawn(*args: str, cwd: Path | None = None, log: Path) -> subprocess.Popen[bytes]:
+    """A long-running handoff (a foreground orchestrator), its output to log."""
+    handle = log.open("wb")
+    return subprocess.Popen([sys.executable, "-m", "handoff", *args], cwd=cwd, stdout=handle,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=dict(os.environ))
+
+
+def ticket_path(home: Path, ticket: str) -> Path:
+    matches = list(home.glob(f"*/{ticket}/state.json"))
+    assert len(matches) == 1, f"expected one ticket dir for {ticket}, found {matches}"
+    return matches[0].parent
+
+
+def state(home: Path, ticket: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ticket_path(home, ticket) / "state.json").read_text())
+    return data
+
+
+def events(home: Path, ticket: str) -> list[dict[str, Any]]:
+    path = ticket_path(home, ticket) / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_phase(home: Path, ticket: str, *phases: str, timeout: float = 60) -> dict[str, Any]:
+    def reached() -> dict[str, Any] | None:
+        if not list(home.glob(f"*/{ticket}/state.json")):
+            return None
+        current = state(home, ticket)
+        return current if current["phase"] in phases else None
+    return wait_until(reached, timeout, f"{ticket} to reach {phases}")
+
+
+def wait_event(home: Path, ticket: str, kind: str, timeout: float = 60,
+               **match: Any) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        if not list(home.glob(f"*/{ticket}/events.jsonl")):
+            return None
+        for event in events(home, ticket):
+            if event["kind"] == kind and all(event.get(k) == v for k, v in match.items()):
+                return event
+        return None
+    return wait_until(found, timeout, f"event {kind} {match} of {ticket}")
+
+
+def worktree_count(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "worktree", "list", "--porcelain"],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return sum(1 for line in out.splitlines() if line.startswith("worktree "))
+
+
+def tmux_alive(socket: str) -> bool:
+    done = subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True,
+                          timeout=15)
+    return done.returncode == 0

@@ -1,0 +1,177 @@
+"""The whole loop in real tmux and git, with the scripted agents, driven through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import git, wait_until
+from tests.harness import (
+    ADD_ONLY,
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    TOUCH_README,
+    events,
+    handoff,
+    plan_text,
+    spawn,
+    state,
+    ticket_path,
+    tmux_alive,
+    wait_phase,
+    worktree_count,
+    write_plan,
+)
+
+PHASES = {"awaiting-approval", "implementing", "gating", "reviewing", "needs-human", "passed",
+          "escalated", "closed"}
+
+
+def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> None:
+    done = handoff("demo", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict FAIL" in done.stdout and "verdict PASS" in done.stdout
+    assert "round 1 fail, round 2 pass" in done.stdout
+    assert not tmux_alive(socket)
+
+    rows = json.loads(handoff("status", "--json").stdout)
+    assert len(rows) == 1
+    row = rows[0]
+    assert {"ticket", "repo", "phase", "round", "dir"} <= set(row)
+    assert row["phase"] == "closed" and row["round"] == 2
+    folder = Path(row["dir"])
+    assert worktree_count(Path(row["repo"])) == 1
+    for name in ("inbox/implementer/brief-1.md", "inbox/implementer/brief-2.md",
+                 "inbox/reviewer/brief-1.md", "inbox/reviewer/brief-2.md",
+                 "impl-report-1.md", "impl-report-2.md", "review-report-1.md",
+                 "review-report-2.md", "diff-1.patch", "diff-2.patch", "gate-1.log",
+                 "gate-2.log", "final-report.md", "events.jsonl", "plan.md", "ticket.md"):
+        assert (folder / name).is_file(), name
+    assert "verdict: fail" in (folder / "review-report-1.md").read_text()
+    assert "verdict: pass" in (folder / "review-report-2.md").read_text()
+    assert "word_count" in (folder / "diff-1.patch").read_text()
+    final = (folder / "final-report.md").read_text()
+    assert len(final.split()) <= 150 and "passed" in final
+
+    log = json.loads(handoff("log", row["ticket"], "--json", "--repo", row["repo"]).stdout)
+    assert all({"time", "kind", "round", "role"} <= set(e) for e in log)
+    transitions = [(e["from"], e["to"]) for e in log if e["kind"] == "phase"]
+    assert transitions == [
+        ("awaiting-approval", "implementing"), ("implementing", "gating"),
+        ("gating", "reviewing"), ("reviewing", "implementing"), ("implementing", "gating"),
+        ("gating", "reviewing"), ("reviewing", "passed"), ("passed", "closed")]
+    kinds = {e["kind"] for e in log}
+    assert {"launch", "submission", "gate", "verdict", "recycle", "final-report"} <= kinds
+
+
+def run_ticket(repo: Path, tmp_path: Path, ticket: str, plan: str,
+               *extra: str) -> tuple[int, str]:
+    path = write_plan(tmp_path, plan, f"{ticket}.md")
+    done = handoff("start", ticket, "--plan", str(path), "--yes", "--foreground", *extra,
+                   cwd=repo, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_escalates_at_max_rounds_with_open_findings(repo: Path, tmp_path: Path,
+                                                    handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    code, out = run_ticket(repo, tmp_path, "T-1", plan, "--max-rounds", "2")
+    assert code == 1, out
+    current = state(handoff_home, "T-1")
+    assert current["phase"] == "escalated"
+    assert current["reviews"] == 2 and current["verdicts"] == {"1": "fail", "2": "fail"}
+    assert "max-rounds" in current["reason"]
+    final = (ticket_path(handoff_home, "T-1") / "final-report.md").read_text()
+    assert "Open findings" in final and "test_neg" in final
+    assert len(final.split()) <= 150
+
+
+def test_same_must_fix_twice_stops_early(repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    code, out = run_ticket(repo, tmp_path, "T-2", plan)
+    assert code == 1, out
+    current = state(handoff_home, "T-2")
+    assert current["phase"] == "escalated"
+    assert current["reviews"] == 2, "stopped before --max-rounds (3)"
+    assert "same must-fix" in current["reason"] and "test_mul" in current["reason"]
+
+
+def test_failing_gate_goes_back_without_a_review(repo: Path, tmp_path: Path,
+                                                 handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_MUL]}, 2: {"edits": [FIX_ADD]}},
+                     test=ADD_ONLY, review=[ADD_ONLY])
+    code, out = run_ticket(repo, tmp_path, "T-3", plan)
+    assert code == 0, out
+    current = state(handoff_home, "T-3")
+    assert current["phase"] == "passed"
+    assert current["gate_bounces"] == 1 and current["reviews"] == 1
+    assert current["gates"] == {"1": "fail", "2": "pass"}
+    assert current["verdicts"] == {"2": "pass"}
+    folder = ticket_path(handoff_home, "T-3")
+    assert not (folder / "inbox" / "reviewer" / "brief-1.md").exists()
+    assert not (folder / "review-report-1.md").exists()
+    assert "FAIL" in (folder / "gate-1.log").read_text()
+    brief2 = (folder / "inbox" / "implementer" / "brief-2.md").read_text()
+    assert "verification gate failed" in brief2 and "gate-1.log" in brief2
+
+
+def test_blocked_implementer_waits_for_an_answer(repo: Path, tmp_path: Path,
+                                                 handoff_home: Path) -> None:
+    plan = plan_text({1: {"status": "blocked", "question": "Should add() saturate?"},
+                      2: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    path = write_plan(tmp_path, plan)
+    runner = spawn("start", "T-4", "--plan", str(path), "--yes", "--foreground", cwd=repo,
+                   log=tmp_path / "orchestrator.log")
+    try:
+        waiting = wait_phase(handoff_home, "T-4", "needs-human")
+        assert "Should add() saturate?" in waiting["reason"]
+        status = handoff("status", "T-4", cwd=repo)
+        assert "needs-human" in status.stdout
+        answered = handoff("answer", "T-4", "No: plain addition.", cwd=repo)
+        assert answered.returncode == 0, answered.stderr
+        final = wait_phase(handoff_home, "T-4", "passed", "escalated")
+        assert final["phase"] == "passed"
+        assert runner.wait(timeout=30) == 0
+    finally:
+        runner.kill()
+        runner.wait()
+    brief2 = (ticket_path(handoff_home, "T-4") / "inbox" / "implementer" / "brief-2.md").read_text()
+    assert "No: plain addition." in brief2
+
+
+def test_dead_peer_is_noticed_relaunched_then_handed_to_a_person(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD], "exit": 3}}, test=ADD_ONLY)
+    path = write_plan(tmp_path, plan)
+    (repo / ".handoff.yaml").write_text("max_relaunches: 1\n", encoding="utf-8")
+    git(repo, "add", ".handoff.yaml")
+    git(repo, "commit", "-q", "-m", "config")
+    runner = spawn("start", "T-5", "--plan", str(path), "--yes", "--foreground", cwd=repo,
+                   log=tmp_path / "orchestrator.log")
+    try:
+        waiting = wait_phase(handoff_home, "T-5", "needs-human", timeout=30)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert "died" in waiting["reason"]
+    deaths = [e for e in events(handoff_home, "T-5") if e["kind"] == "death"]
+    assert len(deaths) == 2
+    # tmux sometimes reaps a dead pane's process a second or two late; the status is best-effort
+    assert {d["exit_status"] for d in deaths} <= {3, None}
+    transcripts = list((ticket_path(handoff_home, "T-5") / "transcripts").glob("implementer-*"))
+    assert transcripts and any("exiting with 3" in t.read_text() for t in transcripts)
+
+
+def test_every_phase_written_is_a_known_phase(repo: Path, tmp_path: Path,
+                                              handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG]}}, test=ALL_TESTS)
+    code, out = run_ticket(repo, tmp_path, "T-6", plan)
+    assert code == 0, out
+    seen = {e["to"] for e in events(handoff_home, "T-6") if e["kind"] == "phase"}
+    assert seen <= PHASES and "passed" in seen
+    assert wait_until(lambda: git(repo, "log", "-1", "--format=%s", "handoff/T-6"),
+                      what="the ticket branch").startswith("T-6: round 1")

@@ -1,0 +1,174 @@
+"""handoff.lock: one orchestrator per ticket, and a dead owner never blocks the next one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handoff.errors import Busy
+from handoff.lock import TicketLock, holder
+from tests.conftest import PYTHON
+
+# Takes the lock, says so on stdout, then holds it until stdin closes (or it is killed).
+HOLD = """
+import sys
+from pathlib import Path
+from handoff.lock import TicketLock
+lock = TicketLock(Path(sys.argv[1]))
+lock.acquire()
+print("locked", flush=True)
+sys.stdin.read()
+lock.release()
+"""
+
+# Tries the lock once: exit 0 when it got it, the Busy exit code when it did not.
+TRY = """
+import sys
+from pathlib import Path
+from handoff.errors import Busy
+from handoff.lock import TicketLock
+try:
+    with TicketLock(Path(sys.argv[1])):
+        pass
+except Busy as exc:
+    print(exc.message, flush=True)
+    sys.exit(exc.exit_code)
+"""
+
+
+@pytest.fixture
+def lock_path(tmp_path: Path) -> Path:
+    folder = tmp_path / "ticket"
+    folder.mkdir()
+    return folder / "lock"
+
+
+@pytest.fixture
+def other_process(lock_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A second real process holding the lock (already holding it when the test starts)."""
+    child = subprocess.Popen([PYTHON, "-c", HOLD, str(lock_path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # blocks until the child holds the lock (or dies)
+        assert line.strip() == "locked", child.stderr.read() if child.stderr else line
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=30)
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_second_lock_is_busy_while_the_first_is_held(lock_path: Path) -> None:
+    first = TicketLock(lock_path)
+    first.acquire()
+    try:
+        with pytest.raises(Busy) as caught:
+            TicketLock(lock_path).acquire()
+        assert caught.value.exit_code == 4
+        assert str(os.getpid()) in caught.value.message
+    finally:
+        first.release()
+
+
+def test_the_lock_can_be_taken_again_after_release(lock_path: Path) -> None:
+    first = TicketLock(lock_path)
+    first.acquire()
+    first.release()
+    second = TicketLock(lock_path)
+    second.acquire()
+    try:
+        with pytest.raises(Busy):
+            TicketLock(lock_path).acquire()
+    finally:
+        second.release()
+
+
+def test_the_context_manager_releases_even_on_error(lock_path: Path) -> None:
+    with pytest.raises(RuntimeError), TicketLock(lock_path):
+        assert holder(lock_path) == os.getpid()
+        raise RuntimeError("boom")
+    assert holder(lock_path) is None
+    with TicketLock(lock_path):
+        pass
+
+
+def test_a_busy_attempt_does_not_disturb_the_owner(lock_path: Path) -> None:
+    with TicketLock(lock_path):
+        for _ in range(3):
+            with pytest.raises(Busy):
+                TicketLock(lock_path).acquire()
+        assert holder(lock_path) == os.getpid()
+
+
+def test_release_twice_is_harmless(lock_path: Path) -> None:
+    lock = TicketLock(lock_path)
+    lock.acquire()
+    lock.release()
+    lock.release()
+    assert holder(lock_path) is None
+
+
+def test_holder_is_none_without_a_lock_file(lock_path: Path) -> None:
+    assert holder(lock_path) is None
+
+
+def test_holder_is_none_when_the_file_exists_but_nobody_holds_it(lock_path: Path) -> None:
+    lock_path.write_text("12345\n", encoding="utf-8")  # a pid left behind by a dead owner
+    assert holder(lock_path) is None
+
+
+def test_holder_is_our_pid_while_we_hold_it(lock_path: Path) -> None:
+    with TicketLock(lock_path):
+        assert holder(lock_path) == os.getpid()
+    assert holder(lock_path) is None
+
+
+def test_another_process_holding_it_makes_us_busy(lock_path: Path,
+                                                  other_process: subprocess.Popen[str]) -> None:
+    assert holder(lock_path) == other_process.pid
+    with pytest.raises(Busy) as caught:
+        TicketLock(lock_path).acquire()
+    assert str(other_process.pid) in caught.value.message
+
+
+def test_the_lock_is_free_once_the_other_process_lets_go(lock_path: Path,
+                                                         other_process: subprocess.Popen[str]) -> None:
+    assert other_process.stdin is not None
+    other_process.stdin.close()
+    assert other_process.wait(timeout=30) == 0
+    assert holder(lock_path) is None
+    with TicketLock(lock_path):
+        assert holder(lock_path) == os.getpid()
+
+
+def test_a_killed_owner_does_not_block_the_next_one(lock_path: Path,
+                                                    other_process: subprocess.Popen[str]) -> None:
+    with pytest.raises(Busy):
+        TicketLock(lock_path).acquire()
+    os.kill(other_process.pid, signal.SIGKILL)
+    assert other_process.wait(timeout=30) == -signal.SIGKILL
+    # its pid is still written in the file, but nobody holds the lock any more
+    assert lock_path.read_text(encoding="utf-8").strip() == str(other_process.pid)
+    assert holder(lock_path) is None
+    with TicketLock(lock_path):
+        assert holder(lock_path) == os.getpid()
+
+
+def test_a_second_process_is_refused_while_we_hold_it(lock_path: Path) -> None:
+    with TicketLock(lock_path):
+        tried = subprocess.run([PYTHON, "-c", TRY, str(lock_path)], capture_output=True, text=True,
+                               timeout=60)
+        assert tried.returncode == Busy.exit_code, tried.stderr
+        assert str(os.getpid()) in tried.stdout
+    tried = subprocess.run([PYTHON, "-c", TRY, str(lock_path)], capture_output=True, text=True,
+                           timeout=60)
+    assert tried.returncode == 0, tried.stdout + tried.stderr

@@ -1,0 +1,162 @@
+"""handoff.watch: wake up on file changes (inotify on Linux), rescan on every wake-up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from handoff.watch import Watcher, wait_for
+from tests.conftest import PYTHON
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="inotify wake-ups exist on Linux only")
+
+
+def put(folder: Path, name: str, text: str) -> None:
+    """Write a whole file into folder at once (written aside, then renamed in)."""
+    staging = folder.parent / f".staging-{name}"
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, folder / name)
+
+
+def reader(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+@linux_only
+def test_uses_inotify_on_linux(tmp_path: Path) -> None:
+    with Watcher([tmp_path]) as watcher:
+        assert watcher.uses_inotify
+
+
+@linux_only
+def test_creates_missing_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "inbox" / "reviewer"
+    with Watcher([folder]):
+        assert folder.is_dir()
+
+
+@linux_only
+def test_wait_wakes_when_a_thread_creates_a_file(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    with Watcher([inbox]) as watcher:
+        writer = threading.Thread(target=lambda: (inbox / "report.md").write_text("done"))
+        started = time.monotonic()
+        writer.start()
+        woke = watcher.wait(20)
+        elapsed = time.monotonic() - started
+        writer.join(timeout=10)
+    assert woke is True
+    assert elapsed < 10
+
+
+@linux_only
+def test_wait_wakes_when_another_process_writes(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    code = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('done')"
+    with Watcher([inbox]) as watcher:
+        child = subprocess.Popen([PYTHON, "-c", code, str(inbox / "report.md")])
+        try:
+            started = time.monotonic()
+            woke = watcher.wait(20)
+            elapsed = time.monotonic() - started
+        finally:
+            child.wait(timeout=20)
+    assert woke is True
+    assert elapsed < 10
+    assert (inbox / "report.md").read_text(encoding="utf-8") == "done"
+
+
+@linux_only
+def test_wait_watches_every_folder(tmp_path: Path) -> None:
+    first, second = tmp_path / "implementer", tmp_path / "reviewer"
+    with Watcher([first, second]) as watcher:
+        put(second, "report.md", "x")
+        assert watcher.wait(20) is True
+
+
+def test_wait_is_false_on_timeout(tmp_path: Path) -> None:
+    with Watcher([tmp_path / "quiet"]) as watcher:
+        started = time.monotonic()
+        woke = watcher.wait(0.3)
+        elapsed = time.monotonic() - started
+    assert woke is False
+    assert elapsed >= 0.25
+    assert elapsed < 10
+
+
+@linux_only
+def test_wait_drains_events_it_woke_for(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    with Watcher([inbox]) as watcher:
+        for n in range(5):
+            (inbox / f"file-{n}.md").write_text("x", encoding="utf-8")
+        assert watcher.wait(20) is True
+        assert watcher.wait(0.2) is False
+
+
+def test_close_twice_is_harmless(tmp_path: Path) -> None:
+    watcher = Watcher([tmp_path])
+    watcher.close()
+    watcher.close()
+    assert not watcher.uses_inotify
+
+
+def test_wait_for_returns_the_checks_value_after_a_change(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    target = inbox / "report.md"
+    writers: list[threading.Thread] = []
+
+    def check() -> str | None:
+        if not writers:  # the watch is up: only now does the file get written
+            writers.append(threading.Thread(target=put, args=(inbox, "report.md", "verdict: pass")))
+            writers[0].start()
+            return None
+        return reader(target)
+
+    started = time.monotonic()
+    value = wait_for(check, [inbox], timeout=60, tick=15)
+    elapsed = time.monotonic() - started
+    writers[0].join(timeout=10)
+    assert value == "verdict: pass"
+    if sys.platform.startswith("linux"):
+        assert elapsed < 10, "wait_for slept through the change instead of waking on it"
+
+
+def test_wait_for_sees_a_file_written_before_it_started(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "report.md").write_text("already here", encoding="utf-8")
+    started = time.monotonic()
+    value = wait_for(lambda: reader(inbox / "report.md"), [inbox], timeout=30, tick=15)
+    assert value == "already here"
+    assert time.monotonic() - started < 10
+
+
+def test_wait_for_returns_falsy_values_that_are_not_none(tmp_path: Path) -> None:
+    started = time.monotonic()
+    assert wait_for(lambda: 0, [tmp_path], timeout=30, tick=15) == 0
+    assert time.monotonic() - started < 10
+
+
+def test_wait_for_is_none_on_timeout(tmp_path: Path) -> None:
+    calls: list[float] = []
+
+    def check() -> str | None:
+        calls.append(time.monotonic())
+        return None
+
+    started = time.monotonic()
+    value = wait_for(check, [tmp_path / "inbox"], timeout=0.5, tick=0.1)
+    elapsed = time.monotonic() - started
+    assert value is None
+    assert elapsed >= 0.45
+    assert elapsed < 10
+    assert len(calls) >= 2  # it looks again on every tick, not only once
