@@ -142,7 +142,8 @@ def render(rows: Sequence[Row]) -> str:
     lines: list[tuple[str, ...]] = [header]
     for row in rows:
         h, r = median(row.handoff_ms), median(row.raw_ms)
-        ratio = "—" if r != r or h != h or r == 0 else f"{h / r:.2f}x"
+        ratio = ("—" if r != r or h != h or r == 0 else
+                 f"{h / r:.2f}x" if h / r >= 0.1 else f"{h / r:.4f}x")
         calls = "/".join(str(int(median(c))) if c else "—"
                          for c in (row.handoff_calls, row.raw_calls))
         lines.append((row.name, fmt_ms(h), fmt_ms(r), ratio, calls,

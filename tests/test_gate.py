@@ -84,13 +84,6 @@ def test_uses_only_the_given_environment(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.output.split() == ["yes", "None"]
 
 
-def test_stdin_is_not_inherited(tmp_path: Path) -> None:
-    result = run_gate(py("import sys; print(repr(sys.stdin.read()))"), tmp_path, base_env(), 30,
-                      tmp_path / "gate.log")
-    assert result.passed
-    assert result.output.strip() == "''"
-
-
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, spawned: Path) -> None:
     child = (
         "import subprocess, sys\n"

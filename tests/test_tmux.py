@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 import uuid
-from functools import partial
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest

@@ -1,0 +1,202 @@
+"""handoff.briefs: what each peer is told each round, and what the reviewer is never told."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from handoff import briefs
+from handoff.briefs import BriefContext
+from handoff.frontmatter import split
+from handoff.plan import parse
+from handoff.reports import Finding
+
+SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+PLAN = """---
+test: python -m unittest -q tests.test_calc.AddTest
+review:
+  - python -m unittest -q
+  - [ruff, check, "src dir"]
+---
+# Fix the calculator
+
+Make add() add. PLAN-SENTINEL-7f3a
+"""
+TICKET_TEXT = "# PROJ-7\n\nThe calculator cannot add. TICKET-SENTINEL-91c2\n"
+FINDINGS = (Finding("calc.py", 2, "add() still subtracts"),
+            Finding("tests/test_calc.py", 0, "no test for negative numbers"))
+
+
+@pytest.fixture
+def tdir(tmp_path: Path) -> Path:
+    path = tmp_path / "state" / "repo-0123456789" / "PROJ-7"
+    path.mkdir(parents=True)
+    (path / "plan.md").write_text(PLAN, encoding="utf-8")
+    return path
+
+
+def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN, ticket: str = "PROJ-7") -> BriefContext:
+    return BriefContext(
+        ticket=ticket, round=round_, ticket_text=TICKET_TEXT, plan=parse(plan_text),
+        plan_path=tdir / "plan.md", worktree=tdir.parent / "worktrees" / role,
+        submit=("/opt/handoff/bin/handoff", "submit", "--dir", str(tdir), "--role", role),
+        draft=tdir / "drafts" / f"{role}-{round_}.md",
+    )
+
+
+def submit_argv(ctx: BriefContext) -> list[str]:
+    return [*ctx.submit, str(ctx.draft)]
+
+
+# ---- implementer -------------------------------------------------------------------------------
+
+
+def test_implementer_brief_frontmatter(tdir: Path) -> None:
+    ctx = context(tdir, "implementer", 1)
+    fields, _ = split(briefs.implementer(ctx, "handoff/PROJ-7"))
+    assert fields["ticket"] == "PROJ-7"
+    assert fields["role"] == "implementer"
+    assert fields["round"] == 1
+    assert fields["worktree"] == str(ctx.worktree)
+    assert fields["branch"] == "handoff/PROJ-7"
+    assert fields["plan"] == str(tdir / "plan.md")
+    assert fields["report"] == str(ctx.draft)
+    assert fields["submit"] == submit_argv(ctx)
+    assert fields["test"] == ["python", "-m", "unittest", "-q", "tests.test_calc.AddTest"]
+    assert fields["findings"] == []
+
+
+def test_implementer_brief_body_has_everything_to_work(tdir: Path) -> None:
+    ctx = context(tdir, "implementer", 1)
+    _, body = split(briefs.implementer(ctx, "handoff/PROJ-7"))
+    assert "PROJ-7" in body
+    assert "TICKET-SENTINEL-91c2" in body
+    assert "PLAN-SENTINEL-7f3a" in body
+    assert str(ctx.worktree) in body
+    assert "handoff/PROJ-7" in body
+    assert "round 1" in body
+    assert shlex.join(submit_argv(ctx)) in body
+    assert "python -m unittest -q tests.test_calc.AddTest" in body
+    assert briefs.role_instructions("implementer").strip() in body
+
+
+def test_round_one_lists_no_findings(tdir: Path) -> None:
+    _, body = split(briefs.implementer(context(tdir, "implementer", 1), "handoff/PROJ-7"))
+    for finding in FINDINGS:
+        assert finding.reason not in body
+
+
+@pytest.mark.parametrize("round_", [2, 3])
+def test_later_rounds_carry_the_reviewers_findings(round_: int, tdir: Path) -> None:
+    ctx = context(tdir, "implementer", round_)
+    fields, body = split(briefs.implementer(ctx, "handoff/PROJ-7", FINDINGS))
+    assert fields["round"] == round_
+    assert f"round {round_}" in body
+    assert fields["findings"] == [f.render() for f in FINDINGS]
+    for finding in FINDINGS:
+        assert finding.file in body
+        assert finding.reason in body
+
+
+def test_notes_become_sections_of_the_brief(tdir: Path) -> None:
+    ctx = context(tdir, "implementer", 2)
+    brief = briefs.implementer(ctx, "handoff/PROJ-7",
+                               notes=[("The verification gate failed", "2 tests failed: NOTE-SENTINEL")])
+    _, body = split(brief)
+    assert "The verification gate failed" in body
+    assert "NOTE-SENTINEL" in body
+
+
+def test_a_plan_without_a_test_command(tdir: Path) -> None:
+    ctx = context(tdir, "implementer", 1, plan_text="# Just prose\n")
+    fields, body = split(briefs.implementer(ctx, "handoff/PROJ-7"))
+    assert fields["test"] is None
+    assert "Just prose" in body
+
+
+def test_a_numeric_looking_ticket_stays_text(tdir: Path) -> None:
+    fields, _ = split(briefs.implementer(context(tdir, "implementer", 1, ticket="007"), "handoff/007"))
+    assert fields["ticket"] == "007"
+    assert fields["branch"] == "handoff/007"
+
+
+def test_a_plan_with_its_own_frontmatter_does_not_leak_into_the_briefs(tdir: Path) -> None:
+    for brief in (briefs.implementer(context(tdir, "implementer", 1), "handoff/PROJ-7"),
+                  briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch")):
+        fields, body = split(brief)
+        assert "review" not in fields  # the plan's key, not the brief's
+        assert fields["ticket"] == "PROJ-7"
+        assert "PLAN-SENTINEL-7f3a" in body
+
+
+def test_a_draft_path_with_spaces_is_quoted_in_the_submit_command(tmp_path: Path) -> None:
+    folder = tmp_path / "my state" / "PROJ-7"
+    folder.mkdir(parents=True)
+    ctx = context(folder, "implementer", 1)
+    _, body = split(briefs.implementer(ctx, "handoff/PROJ-7"))
+    command = shlex.join(submit_argv(ctx))
+    assert command in body
+    assert shlex.split(command) == submit_argv(ctx)
+
+
+# ---- reviewer ----------------------------------------------------------------------------------
+
+
+def test_reviewer_brief_frontmatter(tdir: Path) -> None:
+    ctx = context(tdir, "reviewer", 2)
+    diff = tdir / "diff-2.patch"
+    fields, _ = split(briefs.reviewer(ctx, SHA, diff))
+    assert fields["ticket"] == "PROJ-7"
+    assert fields["role"] == "reviewer"
+    assert fields["round"] == 2
+    assert fields["commit"] == SHA
+    assert fields["diff"] == str(diff)
+    assert fields["plan"] == str(tdir / "plan.md")
+    assert fields["worktree"] == str(ctx.worktree)
+    assert fields["report"] == str(ctx.draft)
+    assert fields["submit"] == submit_argv(ctx)
+    assert fields["tests"] == [["python", "-m", "unittest", "-q"], ["ruff", "check", "src dir"]]
+
+
+def test_reviewer_brief_body_has_plan_commit_diff_and_tests(tdir: Path) -> None:
+    ctx = context(tdir, "reviewer", 2)
+    diff = tdir / "diff-2.patch"
+    _, body = split(briefs.reviewer(ctx, SHA, diff))
+    assert "PLAN-SENTINEL-7f3a" in body
+    assert "TICKET-SENTINEL-91c2" in body
+    assert SHA in body
+    assert str(diff) in body
+    assert str(ctx.worktree) in body
+    assert "python -m unittest -q" in body
+    assert shlex.join(["ruff", "check", "src dir"]) in body
+    assert shlex.join(submit_argv(ctx)) in body
+    assert briefs.role_instructions("reviewer").strip() in body
+
+
+def test_reviewer_tests_default_to_the_plans_test_command(tdir: Path) -> None:
+    ctx = context(tdir, "reviewer", 1, plan_text="---\ntest: make check\n---\n# Plan\n")
+    fields, body = split(briefs.reviewer(ctx, SHA, tdir / "diff-1.patch"))
+    assert fields["tests"] == [["make", "check"]]
+    assert "make check" in body
+
+
+def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None:
+    report = ("---\nstatus: done\ncommit: " + SHA + "\n---\n## Changes\nIMPL-REPORT-SENTINEL-55ab "
+              "trust me, it works\n## Verification\nall green\n## Deviations\nNone\n"
+              "## Open questions\nNone\n")
+    (tdir / "impl-report-1.md").write_text(report, encoding="utf-8")
+    (tdir / "drafts").mkdir()
+    (tdir / "drafts" / "implementer-1.md").write_text(report, encoding="utf-8")
+    for round_ in (1, 2):
+        brief = briefs.reviewer(context(tdir, "reviewer", round_), SHA, tdir / f"diff-{round_}.patch")
+        assert "IMPL-REPORT-SENTINEL-55ab" not in brief
+        assert "trust me" not in brief
+        assert "impl-report" not in brief
+        assert "implementer-1.md" not in brief
+
+
+def test_reviewer_brief_template_names_the_commit_under_review(tdir: Path) -> None:
+    _, body = split(briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch"))
+    assert f"commit: {SHA}" in body

@@ -1,0 +1,156 @@
+"""Crashes, hands on the wheel, cleanup and concurrency — in real tmux and git."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, wait_until
+from tests.harness import (
+    ADD_ONLY,
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    events,
+    handoff,
+    plan_text,
+    spawn,
+    state,
+    ticket_path,
+    tmux_alive,
+    wait_event,
+    wait_phase,
+    worktree_count,
+    write_plan,
+)
+
+
+@pytest.mark.parametrize("where", ["implementing", "reviewing"])
+def test_orchestrator_killed_mid_round_resumes_without_redoing(
+        where: str, repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    round1: dict[str, object] = {"edits": [FIX_ADD]}
+    if where == "implementing":
+        round1["pause_until"] = "go"
+    else:
+        round1["reviewer"] = {"pause_until": "go"}
+    plan = plan_text({1: round1, 2: {"edits": [FIX_MUL, FIX_NEG]}}, test=ADD_ONLY,
+                     review=[ALL_TESTS])
+    path = write_plan(tmp_path, plan)
+    first = spawn("start", "T-9", "--plan", str(path), "--yes", "--foreground", cwd=repo,
+                  log=tmp_path / "first.log")
+    role = "implementer" if where == "implementing" else "reviewer"
+    wait_event(handoff_home, "T-9", "launch", role=role, round=1)
+    folder = ticket_path(handoff_home, "T-9")
+    wait_until(lambda: "paused until" in _screen(folder, role), what=f"{role} paused")
+    first.kill()  # SIGKILL: no cleanup of any kind
+    first.wait()
+    assert state(handoff_home, "T-9")["phase"] == where
+
+    second = spawn("resume", "T-9", "--foreground", cwd=repo, log=tmp_path / "second.log")
+    try:
+        wait_event(handoff_home, "T-9", "orchestrator", pid=second.pid)
+        (folder / "go").write_text("go\n")
+        final = wait_phase(handoff_home, "T-9", "passed", "escalated")
+        assert second.wait(timeout=30) == 0, (tmp_path / "second.log").read_text()
+    finally:
+        second.kill()
+        second.wait()
+    assert final["phase"] == "passed" and final["verdicts"] == {"1": "fail", "2": "pass"}
+    launches = [(e["round"], e["role"]) for e in events(handoff_home, "T-9")
+                if e["kind"] in ("launch", "brief")]
+    assert launches.count((1, role)) == 1, f"round 1 {role} was briefed twice: {launches}"
+    assert sorted(p.name for p in folder.glob("impl-report-*")) == ["impl-report-1.md",
+                                                                     "impl-report-2.md"]
+    assert not list(folder.glob("*.rejected-*"))
+    commits = git(repo, "rev-list", "--count", "main..handoff/T-9")
+    assert commits == "2", "each implementer round committed exactly once"
+
+
+def _screen(folder: Path, role: str) -> str:
+    """What the role's pane shows, read with plain tmux on the ticket's recorded socket."""
+    current = json.loads((folder / "state.json").read_text())
+    panes = subprocess.run(["tmux", "-L", current["socket"], "capture-pane", "-p", "-t",
+                            f"={current['session']}:{role}"], capture_output=True, text=True,
+                           timeout=15)
+    return panes.stdout
+
+
+def test_reviewer_recycled_by_hand_mid_review(repo: Path, tmp_path: Path,
+                                              handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG], "reviewer": {"hang": "once"}}},
+                     test=ALL_TESTS)
+    path = write_plan(tmp_path, plan)
+    runner = spawn("start", "T-7", "--plan", str(path), "--yes", "--foreground", cwd=repo,
+                   log=tmp_path / "orchestrator.log")
+    try:
+        folder = wait_until(lambda: list(handoff_home.glob("*/T-7")), what="ticket dir")[0]
+        wait_until(lambda: "hanging as the plan says" in _screen(folder, "reviewer"),
+                   what="the reviewer to hang")
+        recycled = handoff("recycle", "T-7", "reviewer", cwd=repo)
+        assert recycled.returncode == 0, recycled.stderr
+        final = wait_phase(handoff_home, "T-7", "passed", "escalated")
+        assert runner.wait(timeout=30) == 0
+    finally:
+        runner.kill()
+        runner.wait()
+    assert final["phase"] == "passed" and final["reviews"] == 1
+    recycles = [e for e in events(handoff_home, "T-7") if e["kind"] == "recycle"]
+    assert [e["by"] for e in recycles] == ["hand"]
+    transcripts = [p.read_text() for p in (folder / "transcripts").glob("reviewer-1*.log")]
+    assert any("hanging as the plan says" in t for t in transcripts)
+
+
+def test_close_refuses_a_dirty_worktree_and_loses_nothing(repo: Path, tmp_path: Path,
+                                                          handoff_home: Path, socket: str) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    path = write_plan(tmp_path, plan)
+    done = handoff("start", "T-8", "--plan", str(path), "--yes", "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    worktree = repo / ".worktrees" / "T-8" / "implementer"
+    precious = worktree / "notes-not-committed.txt"
+    precious.write_text("my unsaved thoughts\n")
+
+    refused = handoff("close", "T-8", cwd=repo)
+    assert refused.returncode == 5
+    assert "notes-not-committed.txt" in refused.stderr and "--force" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert precious.read_text() == "my unsaved thoughts\n"
+    assert state(handoff_home, "T-8")["phase"] == "passed"
+    assert tmux_alive(socket), "a refused close changes nothing, peers included"
+
+    precious.unlink()
+    closed = handoff("close", "T-8", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert worktree_count(repo) == 1 and not (repo / ".worktrees" / "T-8").exists()
+    assert git(repo, "rev-parse", "--verify", "handoff/T-8"), "the branch is kept"
+    assert state(handoff_home, "T-8")["phase"] == "closed"
+    assert not tmux_alive(socket)
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_two_tickets_at_once_in_one_repo(repo: Path, tmp_path: Path, handoff_home: Path,
+                                         socket: str) -> None:
+    plans = {"T-A": plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY]),
+             "T-B": plan_text({1: {"edits": [FIX_NEG]}},
+                              test=[*ALL_TESTS[:-1], "tests.test_calc.NegTest"])}
+    for ticket, text in plans.items():
+        started = handoff("start", ticket, "--plan", str(write_plan(tmp_path, text, ticket)),
+                          "--yes", cwd=repo)
+        assert started.returncode == 0, started.stderr
+        assert "handoff attach" in started.stdout
+    for ticket in plans:
+        assert wait_phase(handoff_home, ticket, "passed", "escalated")["phase"] == "passed"
+    rows = {r["ticket"]: r for r in json.loads(handoff("status", "--json").stdout)}
+    assert set(rows) == {"T-A", "T-B"}
+    assert rows["T-A"]["session"] != rows["T-B"]["session"]
+    assert "return a + b" in git(repo, "show", "handoff/T-A:calc.py")
+    assert "return -a" in git(repo, "show", "handoff/T-B:calc.py")
+    assert "return a - b" in git(repo, "show", "handoff/T-B:calc.py"), "tickets stay apart"
+    for ticket in plans:
+        assert handoff("close", ticket, cwd=repo).returncode == 0
+    assert worktree_count(repo) == 1
+    assert not tmux_alive(socket)
