@@ -132,18 +132,10 @@ def resume(
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
     ws = lifecycle.open_ticket(state_home(), ticket, repo)
-    if lifecycle.orchestrator_running(ws) is not None:
-        raise lifecycle_busy(ticket)
+    lifecycle.ensure_idle(ws)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
     raise typer.Exit(_launch(ws, foreground))
-
-
-def lifecycle_busy(ticket: str) -> HandoffError:
-    from handoff.errors import Busy
-
-    return Busy(f"an orchestrator is already running {ticket}",
-                f"watch it with 'handoff attach {ticket}'")
 
 
 @app.command()
@@ -188,14 +180,14 @@ def log(
         typer.echo(f"(skipped {len(bad)} unreadable line(s) of events.jsonl: {bad[:5]})", err=True)
     if not follow:
         return
-    seen = len(events) + len(bad)
+    seen = len(events)
     with Watcher([ws.tdir.path]) as watcher:
         while True:
             watcher.wait(1.0)
-            events, bad = ws.tdir.events.read()
-            for event in events[seen - len(bad):]:
+            events, _ = ws.tdir.events.read()
+            for event in events[seen:]:
                 typer.echo(describe(event))
-            seen = len(events) + len(bad)
+            seen = len(events)
 
 
 @app.command()

@@ -10,13 +10,13 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff import plan as plan_mod
-from handoff.errors import NotFound, UsageError
+from handoff.errors import Busy, NotFound, UsageError
 from handoff.lock import holder
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.providers import get as get_provider
 from handoff.repo import Repo
 from handoff.store import atomic_write, validate_ticket_id
-from handoff.ticket import FINISHED, State, TicketDir, all_tickets, ticket_dir
+from handoff.ticket import FINISHED, State, TicketDir, all_tickets, find, ticket_dir
 from handoff.tmux import Tmux, socket_name
 from handoff.workspace import Workspace, check_role
 
@@ -96,13 +96,7 @@ def open_ticket(home: Path, ticket: str, repo: Path | None) -> Workspace:
         tdir = ticket_dir(home, key, ticket)
         if tdir.state_file.exists():
             return Workspace.open(home, tdir)
-    matches = [t for t in all_tickets(home) if t.ticket == ticket]
-    if len(matches) == 1:
-        return Workspace.open(home, matches[0])
-    if not matches:
-        raise NotFound(f"no ticket {ticket!r} under {home}", "list them with 'handoff status'")
-    raise UsageError(f"ticket {ticket!r} exists in {len(matches)} repos",
-                     "run the command in the repo you mean, or pass --repo PATH")
+    return Workspace.open(home, find(home, ticket))
 
 
 def run_in_window(ws: Workspace) -> str:
@@ -136,6 +130,14 @@ def answer(ws: Workspace, text: str) -> Path:
 
 def orchestrator_running(ws: Workspace) -> int | None:
     return holder(ws.tdir.lock_file)
+
+
+def ensure_idle(ws: Workspace) -> None:
+    """Refuse to start a second orchestrator (the lock would refuse it too, but later)."""
+    pid = orchestrator_running(ws)
+    if pid is not None:
+        raise Busy(f"an orchestrator (pid {pid}) is already running {ws.tdir.ticket}",
+                   f"watch it with 'handoff attach {ws.tdir.ticket}', or 'handoff stop' it")
 
 
 def recycle(ws: Workspace, role: str) -> Path:

@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from handoff.errors import ExternalFailure, MissingTool
+from handoff.errors import ExternalFailure, MissingTool, NotFound
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -35,10 +35,15 @@ def run(
             check=False,
         )
     except FileNotFoundError:
+        if cwd is not None and not Path(cwd).is_dir():
+            raise NotFound(f"the folder {cwd} does not exist (needed to run {argv[0]})") from None
         raise MissingTool(
             f"{argv[0]} is not installed or not on PATH",
             f"install {os.path.basename(argv[0])} and try again",
         ) from None
+    except PermissionError:
+        raise MissingTool(f"{argv[0]} cannot be run (permission denied)",
+                          f"make it executable: chmod +x {argv[0]}") from None
     except subprocess.TimeoutExpired:
         raise ExternalFailure(
             f"{' '.join(argv[:3])} … did not finish within {timeout:g}s",

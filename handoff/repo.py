@@ -34,19 +34,21 @@ class Repo:
         if not path.is_dir():
             raise NotFound(f"{path} is not a folder")
         result = proc.run(
-            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "--git-common-dir"],
+            ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--show-toplevel",
+             "--git-common-dir"],
             timeout=GIT_TIMEOUT, check=False,
         )
         if result.returncode != 0:
             raise UsageError(f"{path} is not inside a git repository",
                              "run handoff inside a repo, or pass --repo PATH")
         top, common = result.stdout.splitlines()[:2]
-        common_path = Path(common) if Path(common).is_absolute() else Path(top) / common
-        return cls(top=Path(top).resolve(), common_dir=common_path.resolve())
+        return cls(top=Path(top).resolve(), common_dir=Path(common).resolve())
 
     @property
     def key(self) -> str:
-        return repo_key(self.common_dir, self.top)
+        """The same for the main checkout and every linked worktree of it."""
+        common = self.common_dir
+        return repo_key(common, common.parent if common.name == ".git" else common)
 
     def resolve(self, rev: str) -> str:
         """The full sha of rev, or a clear error naming it."""

@@ -35,10 +35,11 @@ def state_home() -> Path:
     return (Path(xdg) / "handoff").resolve()
 
 
-def repo_key(common_dir: Path, top: Path) -> str:
-    """A readable, collision-free directory name for a repository (shared by its worktrees)."""
+def repo_key(common_dir: Path, main: Path) -> str:
+    """A readable, collision-free directory name for a repository: its main checkout's name
+    and a hash of its shared git dir, so all its worktrees map to the same key."""
     digest = hashlib.sha1(str(common_dir.resolve()).encode()).hexdigest()[:10]
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", top.name) or "repo"
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", main.name) or "repo"
     return f"{name}-{digest}"
 
 

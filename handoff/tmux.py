@@ -95,8 +95,6 @@ class Tmux:
 
     def panes(self, session: str) -> dict[str, Pane]:
         """The panes of a session by window name (empty when the session is gone)."""
-        if not self.has_session(session):
-            return {}
         out = self.run("list-panes", "-s", "-t", f"={session}", "-F",
                        "#{pane_id}\t#{window_name}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_pid}",
                        check=False)

@@ -6,6 +6,7 @@ close, attach) use the same pieces, so both act on a ticket in exactly the same 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -111,18 +112,25 @@ class Workspace:
         if not _is_handoff(pid):
             raise UsageError(f"the lock of {self.tdir.ticket} names pid {pid}, which is not a "
                              "handoff process; refusing to signal it")
-        os.kill(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while holder(self.tdir.lock_file) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
         if holder(self.tdir.lock_file) is not None:
-            os.kill(pid, signal.SIGKILL)
+            _signal(pid, signal.SIGKILL)
         return pid
 
 
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it ended by itself meanwhile
+        os.kill(pid, signum)
+
+
 def _is_handoff(pid: int) -> bool:
+    """Only ever signal our own orchestrator, never whatever reused a pid."""
+    if not Path("/proc/self").is_dir():
+        return True  # no /proc (macOS): the flock holder is ours by construction
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"handoff" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return True  # no /proc (macOS): the lock holder is ours by construction
-    return b"handoff" in cmdline
+        return False

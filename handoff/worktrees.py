@@ -122,7 +122,10 @@ class TicketWorktrees:
         out = git(path, "status", "--porcelain", "-z", "--untracked-files=all")
         shared = {s.path.rstrip("/") for s in self.shares}
         entries = []
-        for item in out.split("\0"):
+        fields = iter(out.split("\0"))
+        for item in fields:
+            if item[:1] in ("R", "C"):
+                next(fields, None)  # a rename's or copy's source path: not an entry of its own
             name = item[3:].rstrip("/")
             if item and not any(name == s or name.startswith(s + "/") for s in shared):
                 entries.append(item)

@@ -37,7 +37,8 @@ def tdir(tmp_path: Path) -> Path:
     return path
 
 
-def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN, ticket: str = "PROJ-7") -> BriefContext:
+def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN,
+            ticket: str = "PROJ-7") -> BriefContext:
     return BriefContext(
         ticket=ticket, round=round_, ticket_text=TICKET_TEXT, plan=parse(plan_text),
         plan_path=tdir / "plan.md", worktree=tdir.parent / "worktrees" / role,

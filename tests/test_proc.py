@@ -78,8 +78,6 @@ def test_no_shell(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned2").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: proc.run turns every FileNotFoundError into MissingTool, "
-                   "so a missing cwd is reported as 'python is not installed or not on PATH'")
 def test_missing_working_folder_is_not_a_missing_tool(tmp_path: Path) -> None:
     missing = tmp_path / "gone"
     with pytest.raises(HandoffError) as info:
@@ -88,8 +86,6 @@ def test_missing_working_folder_is_not_a_missing_tool(tmp_path: Path) -> None:
     assert str(missing) in info.value.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: proc.run does not catch PermissionError, so a "
-                   "non-executable program escapes as a traceback instead of a HandoffError")
 def test_non_executable_program_is_a_handoff_error(tmp_path: Path) -> None:
     script = tmp_path / "setup-deps"
     script.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")

@@ -38,9 +38,6 @@ def test_at_subfolder_finds_the_top(repo: Path) -> None:
     assert Repo.at(repo / "tests").top == repo.resolve()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Repo.at joins git's --git-common-dir output (relative to "
-                   "the folder git ran in, e.g. '../.git') to the top, so from a subfolder "
-                   "common_dir points outside the repo and the key differs")
 def test_at_subfolder_is_the_same_repo(repo: Path) -> None:
     top = Repo.at(repo)
     sub = Repo.at(repo / "tests")
@@ -55,8 +52,6 @@ def test_at_linked_worktree_shares_common_dir(repo: Path, linked: Path) -> None:
     assert other.common_dir == main.common_dir
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Repo.key (store.repo_key) is built from top.name, so a "
-                   "linked worktree of the same repo gets a different key than the main checkout")
 def test_at_linked_worktree_has_the_same_key(repo: Path, linked: Path) -> None:
     assert Repo.at(linked).key == Repo.at(repo).key
 

@@ -217,7 +217,8 @@ def test_should_fix_findings_are_checked_too() -> None:
 
 @pytest.mark.parametrize("key", ["must_fix", "should_fix"])
 def test_a_finding_list_that_is_not_a_list(key: str) -> None:
-    one_problem_about(review(**{key: "calc.py:2 is wrong"}), "reviewer", f"'{key}'")
+    fields: dict[str, Any] = {key: "calc.py:2 is wrong"}
+    one_problem_about(review(**fields), "reviewer", f"'{key}'")
 
 
 def test_a_finding_with_every_field_wrong_reports_each_field() -> None:

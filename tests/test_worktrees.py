@@ -181,9 +181,6 @@ def test_dirty_of_a_missing_folder_is_empty(repo: Path) -> None:
     assert wt.dirty(wt.path("reviewer")) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: TicketWorktrees.dirty splits `status --porcelain -z` "
-                   "on NUL but a rename entry carries its old path as an extra NUL field, which "
-                   "is kept as a bogus entry and shown chopped ('calc.py' -> 'c.py')")
 def test_dirty_names_real_paths_for_a_staged_rename(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     path = wt.create_implementer(base)
