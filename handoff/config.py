@@ -47,9 +47,11 @@ def _int(source: str, key: str, value: Any, minimum: int = 1) -> int:
     return value
 
 
-def _strings(source: str, key: str, value: Any) -> tuple[str, ...]:
+def _strings(source: str, key: str, value: Any, allow_empty: bool = True) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{source}: '{key}' must be a list of non-empty strings")
+    if not value and not allow_empty:
+        raise UsageError(f"{source}: '{key}' is an empty command")
     return tuple(value)
 
 
@@ -81,7 +83,8 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
             if not isinstance(value, list):
                 raise UsageError(f"{source}: 'post_create' must be a list of argv lists")
             base["post_create"] = tuple(
-                _strings(source, f"post_create[{i}]", v) for i, v in enumerate(value)
+                _strings(source, f"post_create[{i}]", v, allow_empty=False)
+                for i, v in enumerate(value)
             )
         else:
             base["env_allow"] = _strings(source, key, value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -19,13 +20,17 @@ class EventLog:
     path: Path
 
     def append(self, kind: str, *, round: int = 0, role: str = "", **fields: Any) -> dict[str, Any]:
-        """Append one event. One write() on an O_APPEND fd, so concurrent writers never interleave."""
+        """Append one event as one write() under a lock, so concurrent writers never interleave."""
         event: dict[str, Any] = {"time": now(), "kind": kind, "round": round, "role": role}
         event.update(fields)
         line = (json.dumps(event, sort_keys=False, default=str) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close; makes the torn-line check exact
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # a crash left a torn line: never glue onto it
             os.write(fd, line)
         finally:
             os.close(fd)

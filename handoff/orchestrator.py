@@ -149,9 +149,12 @@ class Orchestrator:
                 self.event("brief", role, brief=str(brief), by="paste")
                 return
             self.event("delivery-failed", role, brief=str(brief))
+        self.launch(role, brief, "")
+
+    def launch(self, role: str, brief: Path, reason: str) -> None:
         self.ws.launch(self.state, role, brief)
         self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
-                   message=first_message(brief))
+                   message=first_message(brief), reason=reason)
 
     def wait_for_report(self, role: str, n: int, brief: Path) -> Report | None:
         """Wait for the round's report; relaunch a dead peer (bounded). None: phase changed."""
@@ -185,9 +188,7 @@ class Orchestrator:
                             f"the {role} died {self.state.relaunches} times this round; see "
                             "transcripts/, then 'handoff answer' to carry on")
             return False
-        self.ws.launch(self.state, role, brief)
-        self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
-                   reason="relaunch")
+        self.launch(role, brief, "relaunch")
         return True
 
     def take_report(self, role: str, n: int, path: Path) -> Report | None:
@@ -216,8 +217,7 @@ class Orchestrator:
             self.next_round([], [("Your last report was not accepted",
                                   "".join(f"- {p}\n" for p in problems))])
         else:
-            self.ws.launch(self.state, role, self.tdir.brief(role, n))
-            self.event("launch", role, reason="report rejected")
+            self.launch(role, self.tdir.brief(role, n), "report rejected")
         return None
 
     def accept_implementation(self, n: int, report: Report) -> None:

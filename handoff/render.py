@@ -47,7 +47,9 @@ def _gate(event: dict[str, Any]) -> str:
 _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "created": lambda e: f"ticket created at base {str(e.get('base_commit'))[:10]}",
     "phase": _phase,
-    "launch": lambda e: f"launched ({e.get('provider')}) on {_name(e.get('brief'))}"
+    "launch": lambda e: "launched"
+    + (f" ({e['provider']})" if e.get("provider") else "")
+    + (f" on {_name(e['brief'])}" if e.get("brief") else "")
     + (f" [{e['reason']}]" if e.get("reason") else ""),
     "brief": lambda e: f"briefed with {_name(e.get('brief'))} (by {e.get('by')})",
     "recycle": lambda e: f"recycled by {e.get('by')}",

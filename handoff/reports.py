@@ -93,6 +93,10 @@ def parse(text: str, role: str, expect: dict[str, Any] | None = None) -> tuple[R
         if key in data and str(data[key]) != str(value):
             problems.append(f"'{key}' is {data[key]!r} but this report is for {key} {value!r}")
     commit = data.get("commit")
+    if isinstance(commit, int) and not isinstance(commit, bool):
+        # an unquoted all-digit sha reads as a YAML number (even octal): take the raw text
+        raw = re.search(r"^commit:\s*([0-9a-fA-F]{7,40})\s*(#.*)?$", text, re.M)
+        commit = raw.group(1) if raw else str(commit)
     if not isinstance(commit, str) or not SHA.fullmatch(commit.strip().lower()):
         problems.append("'commit' must be a commit hash (7–40 hex digits), e.g. from "
                         "'git rev-parse HEAD'")
@@ -129,13 +133,13 @@ def template(role: str, commit: str = "<commit sha>") -> str:
     """The report skeleton shown in every brief."""
     if role == "implementer":
         return (
-            f"---\nstatus: done            # done | blocked | partial\ncommit: {commit}\n---\n"
+            f"---\nstatus: done            # done | blocked | partial\ncommit: '{commit}'\n---\n"
             "## Changes\nWhat you changed and why.\n\n## Verification\n"
             "Commands you ran and their results.\n\n## Deviations\nWhere you left the plan, "
             "or 'None'.\n\n## Open questions\nQuestions for a person, or 'None'.\n"
         )
     return (
-        f"---\nverdict: fail           # pass | fail\ncommit: {commit}\nmust_fix:\n"
+        f"---\nverdict: fail           # pass | fail\ncommit: '{commit}'\nmust_fix:\n"
         "  - file: path/to/file.py\n    line: 42\n    reason: what is wrong and why it "
         "matters\nshould_fix: []\n---\n## Summary\nWhat you checked and what you found.\n"
     )

@@ -119,7 +119,7 @@ def implement(brief: dict[str, Any]) -> None:
     status = script.get("status", "done")
     question = script.get("question", "None")
     submit(brief, (
-        f"---\nstatus: {status}\ncommit: {head}\n---\n## Changes\n"
+        f"---\nstatus: {status}\ncommit: '{head}'\n---\n## Changes\n"
         f"Applied the plan's round {n} step ({len(script.get('edits', []))} edit(s)).\n\n"
         f"## Verification\n{verification}\n\n## Deviations\nNone\n\n"
         f"## Open questions\n{question}\n"))
@@ -185,7 +185,7 @@ def review(brief: dict[str, Any]) -> None:
             findings.append({"file": file or argv[-1], "line": line,
                              "reason": failure_reason(list(argv), block)})
     verdict = "fail" if findings else "pass"
-    text = (f"---\nverdict: {verdict}\ncommit: {commit}\n"
+    text = (f"---\nverdict: {verdict}\ncommit: '{commit}'\n"
             + (_yaml_findings(findings) if findings else "must_fix: []\n")
             + "should_fix: []\n---\n## Summary\n"
             + f"Ran {len(brief.get('tests') or [])} test command(s) at {commit[:10]}: {verdict}.\n")

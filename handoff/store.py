@@ -31,7 +31,9 @@ def state_home() -> Path:
     explicit = os.environ.get("HANDOFF_HOME")
     if explicit:
         return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(xdg):  # the XDG spec: relative values are invalid and ignored
+        xdg = str(Path.home() / ".local" / "state")
     return (Path(xdg) / "handoff").resolve()
 
 

