@@ -1,0 +1,63 @@
+"""`handoff attach` in a real terminal: an outer tmux server plays the user's terminal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, tmux_alive, write_plan
+
+
+@pytest.fixture
+def terminal() -> Iterator[str]:
+    """A separate tmux server standing in for the user's own terminal."""
+    name = f"handoff-test-user-{uuid.uuid4().hex[:8]}"
+    yield name
+    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=15)
+
+
+OUTER_CONF = Path(__file__).with_name("user-terminal.tmux.conf")
+
+
+def screen(socket: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", "=user:"],
+                          capture_output=True, text=True, timeout=15)
+    return done.stdout
+
+
+def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
+        repo: Path, tmp_path: Path, socket: str, terminal: str) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    done = handoff("start", "T-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stderr
+
+    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s", "user",
+                    "-x", "160", "-y", "40", "-c", str(repo), "--",
+                    sys.executable, "-m", "handoff", "attach", "T-1", "--role", "reviewer"],
+                   check=True, timeout=15)
+    wait_until(lambda: "scripted agent — reviewer" in screen(terminal),
+               what="the reviewer's screen in the user's terminal")
+    assert "[T-1-" in screen(terminal), "the status line names the ticket's session"
+
+    subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "C-b", "d"], check=True,
+                   timeout=15)
+    wait_until(lambda: "detached" in screen(terminal) or not tmux_alive(terminal),
+               what="the detach")
+    assert tmux_alive(socket), "detaching never stops the peers"
+
+
+def test_attach_to_a_ticket_without_peers_says_how_to_start_them(
+        repo: Path, tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "T-2", "--plan", str(plan), "--yes", "--foreground",
+                   cwd=repo).returncode == 0
+    assert handoff("close", "T-2", cwd=repo).returncode == 0
+    done = handoff("attach", "T-2", cwd=repo)
+    assert done.returncode == 2
+    assert "not running" in done.stderr and "handoff resume T-2" in done.stderr
