@@ -175,11 +175,10 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     state = ws.state()
     wt = ws.worktrees
     if not keep_worktrees and not force:
-        for role in ("implementer", "reviewer"):
-            if wt.dirty(wt.path(role)):
-                wt.remove(role)  # raises WorkAtRisk naming the files, before anything changes
+        wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
     stopped = stop(ws) if state.phase != "closed" else {}
-    removed = [] if keep_worktrees else wt.remove_all(force=force)
+    scratch = ws.tdir.path / "transcripts" / "reviewer-scratch-close.patch"
+    removed = [] if keep_worktrees else wt.remove_all(force=force, reviewer_scratch=scratch)
     state = ws.state()
     before = state.phase
     state.phase = "closed"

@@ -107,13 +107,19 @@ class TicketWorktrees:
     def point_reviewer(self, commit: str, scratch: Path) -> None:
         """Detach the reviewer at commit; anything it left behind is saved to scratch first."""
         path = self.path("reviewer")
-        if self.dirty(path):
-            git(path, "add", "-A", "--", ".", *[f":!{s.path}" for s in self.shares])
-            scratch.parent.mkdir(parents=True, exist_ok=True)
-            scratch.write_text(git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
-                               encoding="utf-8")
+        if self.save_scratch(path, scratch):
             git(path, "reset", "--hard", "--quiet")
         git(path, "checkout", "--quiet", "--detach", commit)
+
+    def save_scratch(self, path: Path, scratch: Path) -> bool:
+        """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""
+        if not self.dirty(path):
+            return False
+        git(path, "add", "-A", "--", ".", *[f":!{s.path}" for s in self.shares])
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        scratch.write_text(git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
+                           encoding="utf-8")
+        return True
 
     def dirty(self, path: Path) -> list[str]:
         """Uncommitted or untracked entries (ignored files and our shared folders aside)."""
@@ -134,13 +140,10 @@ class TicketWorktrees:
     def head(self, role: str) -> str:
         return git(self.path(role), "rev-parse", "HEAD")
 
-    def remove(self, role: str, force: bool = False) -> bool:
-        """Remove one role's worktree; False when it did not exist."""
-        path = self.path(role)
-        known = path.resolve() in registered(self.repo)
-        if not known and not path.exists():
-            return False
-        if known and not force:
+    def ensure_clean(self, roles: tuple[str, ...] = ("implementer", "reviewer")) -> None:
+        """Raise WorkAtRisk naming the files when any of these worktrees holds work."""
+        for role in roles:
+            path = self.path(role)
             dirty = self.dirty(path)
             if dirty:
                 listing = ", ".join(e[3:] for e in dirty[:5]) + (" …" if len(dirty) > 5 else "")
@@ -149,6 +152,15 @@ class TicketWorktrees:
                     f"commit or stash it there (cd {path}), or pass --force to discard it; "
                     "--keep-worktrees closes the ticket and leaves the worktrees alone",
                 )
+
+    def remove(self, role: str, force: bool = False) -> bool:
+        """Remove one role's worktree; False when it did not exist."""
+        path = self.path(role)
+        known = path.resolve() in registered(self.repo)
+        if not known and not path.exists():
+            return False
+        if known and not force:
+            self.ensure_clean((role,))
         for share in self.shares:
             link = path / share.path
             if link.is_symlink():
@@ -159,13 +171,17 @@ class TicketWorktrees:
             shutil.rmtree(path)
         return True
 
-    def remove_all(self, force: bool = False) -> list[str]:
-        """Remove both roles' worktrees (checking all before removing any); the branch stays."""
+    def remove_all(self, force: bool = False, reviewer_scratch: Path | None = None) -> list[str]:
+        """Remove both roles' worktrees (checking all before removing any); the branch stays.
+
+        The reviewer only ever holds a checkout of a commit already on the branch, plus what
+        test runs left behind: with reviewer_scratch, that is saved as a patch instead of
+        blocking the removal.
+        """
+        if reviewer_scratch is not None:
+            self.save_scratch(self.path("reviewer"), reviewer_scratch)
         if not force:
-            for role in ("implementer", "reviewer"):
-                path = self.path(role)
-                if self.dirty(path):
-                    self.remove(role)  # raises WorkAtRisk with the listing
+            self.ensure_clean(("implementer",) if reviewer_scratch else ("implementer", "reviewer"))
         removed = [role for role in ("implementer", "reviewer") if self.remove(role, force=True)]
         for folder in (self.root, self.root.parent):
             if folder.is_dir() and not any(folder.iterdir()):

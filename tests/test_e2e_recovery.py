@@ -123,12 +123,15 @@ def test_close_refuses_a_dirty_worktree_and_loses_nothing(repo: Path, tmp_path: 
     assert tmux_alive(socket), "a refused close changes nothing, peers included"
 
     precious.unlink()
+    (repo / ".worktrees" / "T-8" / "reviewer" / "coverage.out").write_text("left by a test run\n")
     closed = handoff("close", "T-8", cwd=repo)
     assert closed.returncode == 0, closed.stderr
     assert worktree_count(repo) == 1 and not (repo / ".worktrees" / "T-8").exists()
     assert git(repo, "rev-parse", "--verify", "handoff/T-8"), "the branch is kept"
     assert state(handoff_home, "T-8")["phase"] == "closed"
     assert not tmux_alive(socket)
+    scratch = ticket_path(handoff_home, "T-8") / "transcripts" / "reviewer-scratch-close.patch"
+    assert "left by a test run" in scratch.read_text(), "the reviewer's leftovers are kept"
     assert git(repo, "status", "--porcelain") == ""
 
 
