@@ -70,14 +70,20 @@ class Peers:
         self.tmux.tag(pane_id, str(launch.brief))
         return pane_id
 
-    def exit_status(self, role: str, wait: float = 1.0) -> int | None:
-        """A dead pane's exit status; tmux may mark the pane dead just before it reaps the child."""
+    def exit_status(self, role: str, wait: float = 2.0) -> int | None:
+        """A dead pane's exit status, or None when tmux never learns it.
+
+        tmux marks a pane dead when its pty closes, before it reaps the child; and Debian's
+        tmux 3.3a (with libutempter) can lose the child's SIGCHLD for good. A `run-shell true`
+        job ends with a SIGCHLD of its own, on which tmux reaps every zombie it has.
+        """
         deadline = time.monotonic() + wait
         while True:
             pane = self.pane(role)
             if pane is None or pane.status is not None or time.monotonic() > deadline:
                 return pane.status if pane else None
-            time.sleep(0.02)
+            self.tmux.run("run-shell", "true", check=False)
+            time.sleep(0.05)
 
     def working_on(self, role: str) -> str:
         """The brief the role's live process was last given ('' when none is running)."""

@@ -42,7 +42,7 @@ def say(text: str) -> None:
 
 
 def git(cwd: Path, *args: str) -> str:
-    # stdin off the pty: git commit given the terminal leaves tmux unable to reap us later
+    # git never needs the terminal; keep it off the pane's pty
     return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
                           check=True, timeout=60, stdin=subprocess.DEVNULL).stdout.strip()
 

@@ -84,6 +84,10 @@ class TicketWorktrees:
         return path
 
     def _finish(self, path: Path) -> None:
+        self._share(path)
+        self._post_create(path)
+
+    def _share(self, path: Path) -> None:
         for share in self.shares:
             source, target = self.repo.top / share.path, path / share.path
             if not source.exists() or target.exists() or target.is_symlink():
@@ -95,6 +99,8 @@ class TicketWorktrees:
                 shutil.copytree(source, target, symlinks=True)
             else:
                 shutil.copy2(source, target)
+
+    def _post_create(self, path: Path) -> None:
         for argv in self.post_create:
             result = proc.run(argv, cwd=path, timeout=900, check=False)
             if result.returncode != 0:
@@ -105,11 +111,21 @@ class TicketWorktrees:
                 )
 
     def point_reviewer(self, commit: str, scratch: Path) -> None:
-        """Detach the reviewer at commit; anything it left behind is saved to scratch first."""
+        """Make the reviewer's checkout a pristine copy of commit.
+
+        Anything it left behind is saved to scratch first. Ignored build output goes too (the
+        shared folders stay, post_create runs again): a cache keyed by mtime, like Python's
+        .pyc for a same-size edit within one second, would otherwise let the gate and the
+        reviewer test stale code.
+        """
         path = self.path("reviewer")
         if self.save_scratch(path, scratch):
             git(path, "reset", "--hard", "--quiet")
         git(path, "checkout", "--quiet", "--detach", commit)
+        keep = [arg for s in self.shares for arg in ("-e", f"/{s.path.strip('/')}")]
+        if git(path, "clean", "-ffdxn", *keep):
+            git(path, "clean", "-ffdxq", *keep)
+            self._post_create(path)
 
     def save_scratch(self, path: Path, scratch: Path) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""

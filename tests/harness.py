@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from tests.conftest import unittest_argv, wait_until
+
+T = TypeVar("T")
 
 FIX_ADD = {"file": "calc.py", "replace": "return a - b", "with": "return a + b"}
 FIX_MUL = {"file": "calc.py", "replace": "    return a + b\n\n\ndef neg",
@@ -45,8 +48,31 @@ def write_plan(folder: Path, text: str, name: str = "plan.md") -> Path:
 
 def handoff(*args: str, cwd: Path | None = None, timeout: float = 90,
             input_text: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "handoff", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, input=input_text, env=dict(os.environ))
+    try:
+        return subprocess.run([sys.executable, "-m", "handoff", *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout, input=input_text,
+                              env=dict(os.environ))
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"handoff {' '.join(args)} hung for {timeout}s\n"
+                             f"output: {exc.stdout!r}\n{diagnose()}") from None
+
+
+def diagnose() -> str:
+    """Every ticket's events and every pane's screen: what a hang looked like, for CI logs."""
+    home = Path(os.environ["HANDOFF_HOME"])
+    parts = []
+    for log in sorted(home.glob("*/*/events.jsonl")):
+        parts.append(f"== {log}\n{log.read_text()[-6000:]}")
+    socket = os.environ["HANDOFF_TMUX_SOCKET"]
+    panes = subprocess.run(["tmux", "-L", socket, "list-panes", "-a", "-F",
+                            "#{pane_id} #{session_name}:#{window_name} dead=#{pane_dead}"],
+                           capture_output=True, text=True, timeout=15).stdout
+    for line in panes.splitlines():
+        screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t",
+                                 line.split()[0]], capture_output=True, text=True,
+                                timeout=15).stdout
+        parts.append(f"== pane {line}\n{screen.strip()[-3000:]}")
+    return "\n".join(parts)
 
 
 def spawn(*args: str, cwd: Path | None = None, log: Path) -> subprocess.Popen[bytes]:
@@ -79,7 +105,7 @@ def wait_phase(home: Path, ticket: str, *phases: str, timeout: float = 60) -> di
             return None
         current = state(home, ticket)
         return current if current["phase"] in phases else None
-    return wait_until(reached, timeout, f"{ticket} to reach {phases}")
+    return explained(lambda: wait_until(reached, timeout, f"{ticket} to reach {phases}"))
 
 
 def wait_event(home: Path, ticket: str, kind: str, timeout: float = 60,
@@ -91,7 +117,15 @@ def wait_event(home: Path, ticket: str, kind: str, timeout: float = 60,
             if event["kind"] == kind and all(event.get(k) == v for k, v in match.items()):
                 return event
         return None
-    return wait_until(found, timeout, f"event {kind} {match} of {ticket}")
+    return explained(lambda: wait_until(found, timeout, f"event {kind} {match} of {ticket}"))
+
+
+def explained(wait: Callable[[], T]) -> T:
+    """A wait whose timeout failure carries the diagnosis."""
+    try:
+        return wait()
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{diagnose()}") from None
 
 
 def worktree_count(repo: Path) -> int:

@@ -61,10 +61,20 @@ def text_of(path: Path) -> str | None:
 
 
 def ended(tmux: Tmux, session: str, window: str) -> Pane | None:
-    """The window's pane once it is dead and tmux has its exit status (tmux may mark a pane
-    dead a moment before it reaps the child and records the status)."""
+    """The window's pane once it is dead and tmux has its exit status.
+
+    tmux marks a pane dead when its pty closes, before it reaps the child. Worse, Debian's tmux
+    3.3a (linked with libutempter) can lose the child's SIGCHLD for good: libutempter sets
+    SIGCHLD to SIG_DFL while its helper runs at pane close. tmux reaps every zombie on its next
+    SIGCHLD, so a `run-shell true` job nudges it without touching the pane.
+    """
     pane = tmux.panes(session).get(window)
-    return pane if pane is not None and pane.dead and pane.status is not None else None
+    if pane is None or not pane.dead:
+        return None
+    if pane.status is None:
+        tmux.run("run-shell", "true")
+        return None
+    return pane
 
 
 def pid_alive(pid: int) -> bool:

@@ -342,3 +342,31 @@ def test_failing_post_create_is_a_clear_error(repo: Path, base: str) -> None:
     assert str(wt.path("implementer")) in message
     assert ".handoff.yaml" in info.value.hint
     assert wt.path("implementer").is_dir()
+
+
+def test_point_reviewer_leaves_a_pristine_checkout_but_keeps_shares(
+        repo: Path, base: str, tmp_path: Path) -> None:
+    (repo / "deps").mkdir()
+    (repo / "deps" / "lib.txt").write_text("shared dependency\n")
+    (repo / ".gitignore").write_text("__pycache__/\ndeps/\nbuild/\n")
+    git(repo, "commit", "-qam", "ignore build output")
+    runs = tmp_path / "post-create-runs"
+    wt = worktrees(repo, shares=(Share("deps"),), post_create=(
+        (PYTHON, "-c", f"import os; open({str(runs)!r}, 'a').write(os.getcwd() + '\\n')"),))
+    implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
+    reviewer = wt.create_reviewer(git(repo, "rev-parse", "HEAD"))
+    stale = reviewer / "__pycache__" / "calc.cpython-311.pyc"
+    stale.parent.mkdir()
+    stale.write_bytes(b"compiled from the previous round's calc.py")
+    (reviewer / "build").mkdir()
+    (reviewer / "build" / "out.o").write_text("old object")
+    new = commit_in(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
+
+    wt.point_reviewer(new, tmp_path / "scratch.patch")
+
+    assert git(reviewer, "rev-parse", "HEAD") == new
+    assert not stale.exists() and not (reviewer / "build").exists(), "no stale build output"
+    assert (reviewer / "deps" / "lib.txt").read_text() == "shared dependency\n"
+    assert (repo / "deps" / "lib.txt").exists(), "the main checkout's folder is untouched"
+    assert runs.read_text().splitlines().count(str(reviewer)) == 2, "post_create ran again"
+    assert not (tmp_path / "scratch.patch").exists(), "ignored output is not scratch work"
