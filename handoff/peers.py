@@ -25,8 +25,9 @@ ORCHESTRATOR_WINDOW = "orchestrator"
 
 
 def session_name(ticket: str, repo_key: str) -> str:
-    """Unique per repo (two repos may share a ticket id); tmux forbids '.' and ':' in names."""
-    return f"{ticket}-{repo_key.rsplit('-', 1)[-1][:6]}".replace(".", "_")
+    """Unique per repo (two repos may share a ticket id). tmux forbids '.' in names; '+' is
+    not allowed in ticket ids, so REL.1 and REL_1 stay apart."""
+    return f"{ticket}-{repo_key.rsplit('-', 1)[-1][:6]}".replace(".", "+")
 
 
 def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[str, str]:

@@ -127,17 +127,18 @@ def implement(brief: dict[str, Any]) -> None:
 
 def failing_location(output: str, worktree: Path) -> tuple[str, int]:
     """The last file:line in the output that lies inside the worktree (where the failure is)."""
+    matches = sorted((m for pattern in LOCATION for m in pattern.finditer(output)),
+                     key=lambda m: m.start())
     best: tuple[str, int] = ("", 0)
-    for pattern in LOCATION:
-        for match in pattern.finditer(output):
-            path = Path(match.group(1))
-            full = path if path.is_absolute() else worktree / path
-            try:
-                relative = full.resolve().relative_to(worktree.resolve())
-            except ValueError:
-                continue
-            if full.is_file():
-                best = (str(relative), int(match.group(2)))
+    for match in matches:
+        path = Path(match.group(1))
+        full = path if path.is_absolute() else worktree / path
+        try:
+            relative = full.resolve().relative_to(worktree.resolve())
+        except ValueError:
+            continue
+        if full.is_file():
+            best = (str(relative), int(match.group(2)))
     return best
 
 
@@ -155,6 +156,9 @@ def first_failure(output: str) -> str:
 def failure_reason(argv: list[str], block: str) -> str:
     lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
     named = [ln for ln in lines if ln.startswith(("FAIL:", "ERROR:", "FAILED "))]
+    header = re.match(r"^_{3,}\s*(\S.*?)\s*_{3,}$", lines[0]) if lines else None
+    if header:  # pytest names the test in the block's own header line
+        named.insert(0, f"FAILED {header.group(1)}")
     errors = [ln for ln in lines if re.match(r"^(E\s+)?\w*(Error|Exception)\b", ln)]
     detail = "; ".join(x for x in (named[:1] + errors[:1]) if x) or (lines[-1] if lines else "")
     return f"`{' '.join(argv)}` fails: {detail}"

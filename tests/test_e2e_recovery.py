@@ -138,7 +138,7 @@ def test_close_refuses_a_dirty_worktree_and_loses_nothing(repo: Path, tmp_path: 
 def test_two_tickets_at_once_in_one_repo(repo: Path, tmp_path: Path, handoff_home: Path,
                                          socket: str) -> None:
     plans = {"T-A": plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY]),
-             "T-B": plan_text({1: {"edits": [FIX_NEG]}},
+             "T.B": plan_text({1: {"edits": [FIX_NEG]}},
                               test=[*ALL_TESTS[:-1], "tests.test_calc.NegTest"])}
     for ticket, text in plans.items():
         started = handoff("start", ticket, "--plan", str(write_plan(tmp_path, text, ticket)),
@@ -148,11 +148,11 @@ def test_two_tickets_at_once_in_one_repo(repo: Path, tmp_path: Path, handoff_hom
     for ticket in plans:
         assert wait_phase(handoff_home, ticket, "passed", "escalated")["phase"] == "passed"
     rows = {r["ticket"]: r for r in json.loads(handoff("status", "--json").stdout)}
-    assert set(rows) == {"T-A", "T-B"}
-    assert rows["T-A"]["session"] != rows["T-B"]["session"]
+    assert set(rows) == {"T-A", "T.B"}
+    assert rows["T-A"]["session"] != rows["T.B"]["session"]
     assert "return a + b" in git(repo, "show", "handoff/T-A:calc.py")
-    assert "return -a" in git(repo, "show", "handoff/T-B:calc.py")
-    assert "return a - b" in git(repo, "show", "handoff/T-B:calc.py"), "tickets stay apart"
+    assert "return -a" in git(repo, "show", "handoff/T.B:calc.py")
+    assert "return a - b" in git(repo, "show", "handoff/T.B:calc.py"), "tickets stay apart"
     for ticket in plans:
         assert handoff("close", ticket, cwd=repo).returncode == 0
     assert worktree_count(repo) == 1

@@ -336,8 +336,6 @@ def test_session_name_differs_for_two_tickets_of_one_repo() -> None:
     assert session_name("PROJ-1", key) != session_name("PROJ-2", key)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: session_name maps '.' to '_', so the distinct valid "
-                   "ticket ids REL.1 and REL_1 of one repo share one tmux session")
 def test_session_name_keeps_dot_and_underscore_tickets_apart() -> None:
     key = "repo-0123456789"
     dotted, underscored = validate_ticket_id("REL.1"), validate_ticket_id("REL_1")

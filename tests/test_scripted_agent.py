@@ -122,9 +122,6 @@ def test_unittest_location_skips_stdlib_frames_outside_the_worktree(worktree: Pa
     assert "ERROR: test_parse" in failure_reason(argv, block)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: failing_location returns the last match of its second "
-                   "pattern (path:line:) rather than the last location in the output, so a warning "
-                   "printed before the traceback wins over the traceback")
 def test_unittest_location_is_the_last_one_in_the_output(worktree: Path) -> None:
     output = run(unittest_argv("tests.test_calc.AddTest", "tests.test_calc.OldTest"), worktree)
     warning_at = output.index("UserWarning")
@@ -149,9 +146,6 @@ def test_pytest_first_failure_and_its_location(worktree: Path) -> None:
     assert "AssertionError: -1 != 5" in reason
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: failure_reason only names a test from unittest's "
-                   "'FAIL:'/'ERROR:' lines or pytest's short summary 'FAILED' lines, never from "
-                   "the pytest block's own header, so a pytest finding does not say which test failed")
 def test_pytest_failure_reason_names_the_failing_test(worktree: Path) -> None:
     output = run(PYTEST, worktree)
 
