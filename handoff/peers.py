@@ -120,6 +120,9 @@ class Peers:
             pane = self.pane(role)
             if pane is None or pane.dead:
                 return False
+            if provider.taken(self.tmux.capture(pane.id), message):
+                self.tmux.tag(pane.id, str(brief))  # taken before a crash cut us short
+                return True
             last = self.tmux.screen(pane.id).rstrip().splitlines()[-1:] or [""]
             if message in last[0]:
                 self.tmux.send_enter(pane.id)

@@ -273,6 +273,27 @@ def test_deliver_pastes_into_the_scripted_agent_and_sees_it_taken(
                what="the agent to act on the delivered brief")
 
 
+def test_deliver_of_a_brief_already_taken_never_sends_it_twice(
+        peers: Peers, repo: Path, scripted_reviewer: str) -> None:
+    second = reviewer_brief(peers, repo, 2)
+    assert peers.deliver(Scripted(), "reviewer", second) is True
+    took = f"{TOOK} {first_message(second)}"
+    wait_until(lambda: "waiting for the next message" in
+               peers.tmux.capture(scripted_reviewer).split(took, 1)[-1],
+               what="the agent to finish the brief and wait for input")
+    peers.tmux.tag(scripted_reviewer, "")  # as if we crashed before remembering the delivery
+
+    assert peers.deliver(Scripted(), "reviewer", second) is True
+    assert peers.working_on("reviewer") == str(second)
+    # the agent reads its input in order: once a later message is taken, a duplicate would show
+    third = reviewer_brief(peers, repo, 3)
+    assert peers.deliver(Scripted(), "reviewer", third) is True
+
+    history = peers.tmux.capture(scripted_reviewer)
+    print(history)
+    assert history.count(f"{TOOK} {first_message(second)}") == 1
+
+
 def test_deliver_gives_up_when_the_message_is_never_taken(
         peers: Peers, repo: Path, scripted_reviewer: str) -> None:
     not_a_brief = peers.ticket_dir / "notes.txt"  # the scripted agent ignores non-.md paths
