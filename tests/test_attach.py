@@ -31,6 +31,12 @@ def screen(socket: str) -> str:
     return done.stdout
 
 
+def attach_ended(socket: str) -> bool:
+    done = subprocess.run(["tmux", "-L", socket, "list-panes", "-t", "=user:", "-F",
+                           "#{pane_dead}"], capture_output=True, text=True, timeout=15)
+    return done.stdout.strip() == "1"
+
+
 def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
         repo: Path, tmp_path: Path, socket: str, terminal: str) -> None:
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
@@ -47,8 +53,7 @@ def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
 
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "C-b", "d"], check=True,
                    timeout=15)
-    wait_until(lambda: "detached" in screen(terminal) or not tmux_alive(terminal),
-               what="the detach")
+    wait_until(lambda: attach_ended(terminal), what="the attach to end on detach")
     assert tmux_alive(socket), "detaching never stops the peers"
 
 
