@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import libtmux
 import yaml
 
 from tests.conftest import unittest_argv, wait_until
@@ -132,6 +133,16 @@ def worktree_count(repo: Path) -> int:
     out = subprocess.run(["git", "-C", str(repo), "worktree", "list", "--porcelain"],
                          capture_output=True, text=True, check=True, timeout=30).stdout
     return sum(1 for line in out.splitlines() if line.startswith("worktree "))
+
+
+def windows(socket: str, session: str) -> dict[str, bool]:
+    """Window name → pane alive, read with libtmux: a second, independent tmux client."""
+    server = libtmux.Server(socket_name=socket)
+    found = server.sessions.get(session_name=session, default=None)
+    if found is None:
+        return {}
+    return {str(w.window_name): w.active_pane is not None and w.active_pane.pane_dead != "1"
+            for w in found.windows}
 
 
 def tmux_alive(socket: str) -> bool:

@@ -21,6 +21,7 @@ from tests.harness import (
     ticket_path,
     tmux_alive,
     wait_phase,
+    windows,
     worktree_count,
     write_plan,
 )
@@ -64,6 +65,20 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> No
         ("gating", "reviewing"), ("reviewing", "passed"), ("passed", "closed")]
     kinds = {e["kind"] for e in log}
     assert {"launch", "submission", "gate", "verdict", "recycle", "final-report"} <= kinds
+
+
+def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str) -> None:
+    done = handoff("demo", "--keep", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "handoff attach DEMO-" in done.stdout
+    row = json.loads(handoff("status", "--json").stdout)[0]
+    assert row["phase"] == "passed"
+    assert set(windows(socket, row["session"])) == {"orchestrator", "implementer", "reviewer"}
+    assert windows(socket, row["session"])["implementer"], "the implementer still runs"
+    assert worktree_count(Path(row["repo"])) == 3
+    closed = handoff("close", row["ticket"], "--repo", row["repo"])
+    assert closed.returncode == 0, closed.stderr
+    assert worktree_count(Path(row["repo"])) == 1 and not tmux_alive(socket)
 
 
 def run_ticket(repo: Path, tmp_path: Path, ticket: str, plan: str,

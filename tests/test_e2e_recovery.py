@@ -24,6 +24,7 @@ from tests.harness import (
     tmux_alive,
     wait_event,
     wait_phase,
+    windows,
     worktree_count,
     write_plan,
 )
@@ -150,6 +151,9 @@ def test_two_tickets_at_once_in_one_repo(repo: Path, tmp_path: Path, handoff_hom
     rows = {r["ticket"]: r for r in json.loads(handoff("status", "--json").stdout)}
     assert set(rows) == {"T-A", "T.B"}
     assert rows["T-A"]["session"] != rows["T.B"]["session"]
+    for row in rows.values():
+        assert set(windows(socket, row["session"])) == {"orchestrator", "implementer",
+                                                        "reviewer"}
     assert "return a + b" in git(repo, "show", "handoff/T-A:calc.py")
     assert "return -a" in git(repo, "show", "handoff/T.B:calc.py")
     assert "return a - b" in git(repo, "show", "handoff/T.B:calc.py"), "tickets stay apart"
