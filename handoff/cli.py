@@ -149,11 +149,11 @@ def status(ticket: Annotated[str | None, typer.Argument()] = None, repo: RepoOpt
     if not rows:
         typer.echo("no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)")
         return
+    typer.echo(f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO")
     for row in rows:
-        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else "idle"
-        line = (f"{row['ticket']:<22} {row['phase']:<18} round {row['round']:<3} {running:<22}"
-                f" {Path(row['repo']).name}")
-        typer.echo(line)
+        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else "-"
+        typer.echo(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
+                   f"{Path(row['repo']).name}")
         if ticket is not None or row["reason"]:
             typer.echo(f"    {row['reason']}" if row["reason"] else "", nl=bool(row["reason"]))
         if ticket is not None:

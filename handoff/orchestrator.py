@@ -203,7 +203,9 @@ class Orchestrator:
             else:
                 problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
         if not problems and report is not None:
-            self.event("submission", role, report=path.name, accepted=True)
+            self.event("submission", role, report=path.name, accepted=True,
+                       commit=report.commit, **({"status": report.status} if report.status
+                                                else {"verdict": report.verdict}))
             return report
         self.state.rejections += 1
         set_aside = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")

@@ -34,7 +34,9 @@ def _verdict(event: dict[str, Any]) -> str:
 
 def _submission(event: dict[str, Any]) -> str:
     if event.get("accepted"):
-        return f"report accepted: {event.get('report')}"
+        said = event.get("status") or event.get("verdict") or ""
+        commit = str(event.get("commit") or "")[:10]
+        return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
     return f"report rejected: {event.get('report')}: " + "; ".join(event.get("problems", []))
 
 
