@@ -116,6 +116,10 @@ def start(
     ws = lifecycle.create(state_home(), lifecycle.NewTicket(
         ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
         base=base, max_rounds=max_rounds))
+    changes = ws.repo.uncommitted()
+    if changes:
+        typer.echo(f"note: {changes} uncommitted change(s) in {ws.repo.top} are not part of "
+                   f"{ticket}: it starts from {base} ({ws.state().base_commit[:10]})", err=True)
     if not _approve(ws, yes):
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)

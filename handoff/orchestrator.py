@@ -93,6 +93,10 @@ class Orchestrator:
                 self.finish()
             except (Stopped, KeyboardInterrupt):
                 self.event("stopped", phase=self.state.phase)
+            except Exception as exc:  # recorded for `handoff log`, then shown as usual
+                self.event("error", phase=self.state.phase,
+                           message=getattr(exc, "message", None) or repr(exc))
+                raise
             finally:
                 signal.signal(signal.SIGTERM, old_term)
         return self.state

@@ -62,6 +62,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "death": lambda e: f"died (exit {e.get('exit_status')}); relaunch {e.get('relaunches')}",
     "final-report": lambda e: f"final report written: {e.get('outcome')}",
     "answer": lambda e: f"answered ({e.get('file')})",
+    "error": lambda e: f"orchestrator stopped on an error in {e.get('phase')}: {e.get('message')}",
     "stopped": lambda e: "stopped" + (f" by {e['by']}" if e.get("by") else ""),
     "orchestrator": lambda e: f"orchestrator running (pid {e.get('pid')})",
     "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",

@@ -85,6 +85,10 @@ class Repo:
                          int(removed) if removed.isdigit() else 0))
         return rows
 
+    def uncommitted(self) -> int:
+        """How many changed or untracked paths the checkout holds (ignored files aside)."""
+        return len(git(self.top, "status", "--porcelain", "--untracked-files=normal").splitlines())
+
     def exclude(self, pattern: str) -> None:
         """Add pattern to info/exclude once (found through git, so it works from a worktree)."""
         path = Path(git(self.top, "rev-parse", "--git-path", "info/exclude"))

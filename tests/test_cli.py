@@ -180,3 +180,14 @@ def test_status_empty_and_log_survives_a_torn_line(repo: Path, tmp_path: Path,
     assert done.returncode == 0
     assert len(json.loads(done.stdout)) == whole
     assert "skipped 1 unreadable line" in done.stderr
+
+
+def test_start_notes_uncommitted_changes_left_out_of_the_ticket(repo: Path, tmp_path: Path,
+                                                                handoff_home: Path) -> None:
+    (repo / "calc.py").write_text("# my local experiment\n", encoding="utf-8")
+    (repo / "scratch.txt").write_text("notes\n", encoding="utf-8")
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    done = handoff("start", "T-7", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "note: 2 uncommitted change(s)" in done.stderr and "not part of T-7" in done.stderr
+    assert (repo / "calc.py").read_text() == "# my local experiment\n", "left untouched"

@@ -205,3 +205,8 @@ def test_events_read_back_from_the_log_render(tmp_path: Path) -> None:
     assert "awaiting-approval" in lines[0] and "implementing" in lines[0]
     assert "calc.py:2: wrong" in lines[1]
     assert all(" r1 " in line for line in lines)
+
+
+def test_error_names_the_phase_and_the_message() -> None:
+    text = describe(event("error", phase="gating", message="git checkout failed: disk full"))
+    assert "gating" in text and "disk full" in text
