@@ -5,6 +5,7 @@ Nothing reaches the user's ~/.local/state, ~/.gitconfig, ~/.claude.json or defau
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,25 @@ PYTHON = sys.executable
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
                           text=True, timeout=60).stdout.strip()
+
+
+def commit_file(repo: Path, name: str, text: str, message: str = "work") -> str:
+    """Write name in a checkout, commit it, return the new HEAD."""
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    git(repo, "add", "--", name)
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def read_json(path: Path) -> dict[str, object] | None:
+    """A JSON object another process wrote, or None while it is not there yet."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
 
 
 def wait_until(check: Callable[[], T | None], timeout: float = 20.0, what: str = "condition",

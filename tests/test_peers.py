@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from handoff.providers.base import Launch, Provider, first_message
 from handoff.providers.scripted import TOOK, Scripted
 from handoff.store import repo_key, validate_ticket_id
 from handoff.tmux import TERM, Tmux
-from tests.conftest import git, wait_until
+from tests.conftest import git, read_json, wait_until
 
 PY = sys.executable
 SECRETS = {"ANTHROPIC_API_KEY": "sk-ant-test-secret", "GITHUB_TOKEN": "ghp_test_secret",
@@ -51,13 +50,6 @@ class DumpingCli:
     def taken(self, screen: str, message: str) -> bool:
         return False
 
-
-def seen_by(path: Path) -> dict[str, object] | None:
-    if not path.exists():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 @pytest.fixture
@@ -144,7 +136,7 @@ def test_launched_peer_sees_exactly_the_allowlisted_env(secrets: dict[str, str],
 
     peers.launch(DumpingCli(out), Launch("T-1", "implementer", worktree, brief), env)
 
-    seen = wait_until(lambda: seen_by(out), what="the peer to report its environment")
+    seen = wait_until(lambda: read_json(out), what="the peer to report its environment")
     peer_env = seen["env"]
     assert isinstance(peer_env, dict)
     assert "ANTHROPIC_API_KEY" not in peer_env

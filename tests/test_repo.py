@@ -8,16 +8,7 @@ import pytest
 
 from handoff.errors import NotFound, UsageError
 from handoff.repo import Repo
-from tests.conftest import git
-
-
-def commit_file(repo: Path, name: str, text: str, message: str) -> str:
-    path = repo / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    git(repo, "add", "--", name)
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
+from tests.conftest import commit_file, git
 
 
 @pytest.fixture

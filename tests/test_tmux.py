@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from handoff.tmux import HEIGHT, Pane, Tmux
-from tests.conftest import wait_until
+from tests.conftest import read_json, wait_until
 
 PY = sys.executable
 
@@ -47,13 +46,6 @@ while True:
 def socket_file(name: str) -> Path:
     return Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name
 
-
-def read_json(path: Path) -> dict[str, object] | None:
-    if not path.exists():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def text_of(path: Path) -> str | None:

@@ -12,7 +12,7 @@ from handoff.config import Share
 from handoff.errors import ExternalFailure, UsageError, WorkAtRisk
 from handoff.repo import Repo
 from handoff.worktrees import TicketWorktrees, branch_name
-from tests.conftest import PYTHON, git
+from tests.conftest import PYTHON, commit_file, git
 
 TICKET = "T-1"
 
@@ -21,14 +21,6 @@ def worktrees(repo: Path, shares: tuple[Share, ...] = (),
               post_create: tuple[tuple[str, ...], ...] = ()) -> TicketWorktrees:
     return TicketWorktrees(Repo.at(repo), TICKET, shares=shares, post_create=post_create)
 
-
-def commit_in(path: Path, name: str, text: str, message: str = "work") -> str:
-    target = path / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    git(path, "add", "--", name)
-    git(path, "commit", "-q", "-m", message)
-    return git(path, "rev-parse", "HEAD")
 
 
 def is_detached(path: Path) -> bool:
@@ -67,7 +59,7 @@ def test_implementer_is_on_the_ticket_branch_at_base(repo: Path, base: str) -> N
 def test_reviewer_is_detached_at_the_commit(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    commit = commit_in(impl, "feature.txt", "feature\n")
+    commit = commit_file(impl, "feature.txt", "feature\n")
     path = wt.create_reviewer(commit)
     assert path == wt.path("reviewer")
     assert is_detached(path)
@@ -90,7 +82,7 @@ def test_worktrees_keep_the_main_status_clean(repo: Path, base: str) -> None:
 def test_create_twice_resumes_without_touching_work(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    commit = commit_in(impl, "feature.txt", "feature\n")
+    commit = commit_file(impl, "feature.txt", "feature\n")
     (impl / "wip.txt").write_text("in progress", encoding="utf-8")
     rev = wt.create_reviewer(commit)
     (rev / "scratch.txt").write_text("notes", encoding="utf-8")
@@ -130,7 +122,7 @@ def test_point_reviewer_moves_to_the_new_commit(repo: Path, base: str, tmp_path:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
     rev = wt.create_reviewer(base)
-    commit = commit_in(impl, "feature.txt", "feature\n")
+    commit = commit_file(impl, "feature.txt", "feature\n")
     scratch = tmp_path / "ticket" / "reviewer-scratch.patch"
     wt.point_reviewer(commit, scratch)
     assert wt.head("reviewer") == commit
@@ -143,7 +135,7 @@ def test_point_reviewer_saves_scratch_changes(repo: Path, base: str, tmp_path: P
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
     rev = wt.create_reviewer(base)
-    commit = commit_in(impl, "feature.txt", "feature\n")
+    commit = commit_file(impl, "feature.txt", "feature\n")
     edited = (rev / "calc.py").read_text(encoding="utf-8") + "\n# reviewer was here\n"
     (rev / "calc.py").write_text(edited, encoding="utf-8")
     (rev / "probe").mkdir()
@@ -238,7 +230,7 @@ def test_remove_refuses_a_dirty_worktree(repo: Path, base: str) -> None:
 def test_remove_with_force_discards_and_keeps_the_branch(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     path = wt.create_implementer(base)
-    commit = commit_in(path, "feature.txt", "feature\n")
+    commit = commit_file(path, "feature.txt", "feature\n")
     (path / "calc.py").write_text("half done\n", encoding="utf-8")
     assert wt.remove("implementer", force=True) is True
     assert not path.exists()
@@ -253,7 +245,7 @@ def test_remove_of_a_missing_worktree_is_false(repo: Path) -> None:
 def test_remove_all_keeps_the_branch(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    commit = commit_in(impl, "feature.txt", "feature\n")
+    commit = commit_file(impl, "feature.txt", "feature\n")
     wt.create_reviewer(commit)
     assert sorted(wt.remove_all()) == ["implementer", "reviewer"]
     assert not (repo / ".worktrees").exists()
@@ -290,7 +282,7 @@ def test_remove_all_with_force_removes_dirty_worktrees(repo: Path, base: str) ->
 
 def test_existing_branch_without_the_base_is_a_usage_error(repo: Path, base: str) -> None:
     git(repo, "branch", branch_name(TICKET), base)
-    newer = commit_in(repo, "later.txt", "later\n", "main moves on")
+    newer = commit_file(repo, "later.txt", "later\n", "main moves on")
     wt = worktrees(repo)
     with pytest.raises(UsageError) as info:
         wt.create_implementer(newer)
@@ -301,7 +293,7 @@ def test_existing_branch_without_the_base_is_a_usage_error(repo: Path, base: str
 
 def test_existing_branch_with_the_base_is_reused(repo: Path, base: str) -> None:
     git(repo, "checkout", "-q", "-b", branch_name(TICKET))
-    ahead = commit_in(repo, "earlier-work.txt", "earlier\n", "earlier work")
+    ahead = commit_file(repo, "earlier-work.txt", "earlier\n", "earlier work")
     git(repo, "checkout", "-q", "main")
     wt = worktrees(repo)
     path = wt.create_implementer(base)
@@ -360,7 +352,7 @@ def test_point_reviewer_leaves_a_pristine_checkout_but_keeps_shares(
     stale.write_bytes(b"compiled from the previous round's calc.py")
     (reviewer / "build").mkdir()
     (reviewer / "build" / "out.o").write_text("old object")
-    new = commit_in(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
+    new = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
 
     wt.point_reviewer(new, tmp_path / "scratch.patch")
 
