@@ -36,7 +36,7 @@ Say = Callable[[dict[str, Any]], None]
 
 
 class Stopped(Exception):
-    """SIGTERM/SIGINT: leave everything as it is for `handoff resume`."""
+    """SIGTERM/SIGHUP/SIGINT: leave everything as it is for `handoff resume`."""
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
@@ -76,6 +76,7 @@ class Orchestrator:
     def run(self) -> State:
         with TicketLock(self.tdir.lock_file):
             old_term = signal.signal(signal.SIGTERM, _stop)
+            old_hup = signal.signal(signal.SIGHUP, _stop)  # its tmux window was closed
             try:
                 self.state = self.ws.state()
                 self.event("orchestrator", pid=os.getpid())
@@ -99,6 +100,7 @@ class Orchestrator:
                 raise
             finally:
                 signal.signal(signal.SIGTERM, old_term)
+                signal.signal(signal.SIGHUP, old_hup)
         return self.state
 
     def setup(self) -> None:
@@ -188,6 +190,7 @@ class Orchestrator:
         if self.state.relaunches > self.ws.config.max_relaunches:
             if existed:
                 self.ws.peers(self.state).capture(role, self.tdir.transcript(role, self.state.round))
+            self.state.after_answer = _phase_of(role)
             self.transition("needs-human",
                             f"the {role} died {self.state.relaunches} times this round; see "
                             "transcripts/, then 'handoff answer' to carry on")
@@ -316,7 +319,12 @@ class Orchestrator:
                 watcher.wait(TICK)
         self.state.answers_used = number
         text = path.read_text(encoding="utf-8")
-        self.next_round([], [("A person answered", text)])
+        again, self.state.after_answer = self.state.after_answer, ""
+        if again:  # the same round, its peer started afresh on the same brief
+            self.state.relaunches = 0
+            self.transition(again, "answered: " + " ".join(text.split())[:200])
+        else:
+            self.next_round([], [("A person answered", text)])
 
     def finish(self) -> None:
         if self.state.phase == "closed" or self.tdir.final_report.exists():

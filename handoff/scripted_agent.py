@@ -11,7 +11,8 @@ own worktree; a failure becomes a must-fix naming the failing file and line.
 
 Script keys (per round): edits [{file, replace, with} | {file, content}], status, question,
 commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
-this code before reporting), pause_until (wait for this file in the ticket directory before
+this code before reporting; exit_unless: not once this file exists in the ticket directory),
+pause_until (wait for this file in the ticket directory before
 acting), reviewer: {hang: once (first launch never reports), pause_until}.
 """
 
@@ -104,7 +105,8 @@ def implement(brief: dict[str, Any]) -> None:
         git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief['ticket']}: round {n}")
     for name in script.get("leave_untracked", []):
         (worktree / name).write_text("scratch\n", encoding="utf-8")
-    if "exit" in script:
+    spared = script.get("exit_unless") and (Path(brief["plan"]).parent / script["exit_unless"]).exists()
+    if "exit" in script and not spared:
         say(f"scripted: exiting with {script['exit']} as the plan says")
         raise SystemExit(int(script["exit"]))
     head = git(worktree, "rev-parse", "HEAD")

@@ -54,6 +54,9 @@ class State:
     gates: dict[str, str] = field(default_factory=dict)
     feedback: dict[str, Any] = field(default_factory=dict)
     answers_used: int = 0
+    #: where an answer leads: "" (the implementer's next round, carrying the answer), or
+    #: "implementing" / "reviewing" (the same round again, e.g. after a peer kept dying)
+    after_answer: str = ""
     reason: str = ""
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)

@@ -160,7 +160,7 @@ def test_blocked_implementer_waits_for_an_answer(repo: Path, tmp_path: Path,
 
 def test_dead_peer_is_noticed_relaunched_then_handed_to_a_person(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    plan = plan_text({1: {"edits": [FIX_ADD], "exit": 3}}, test=ADD_ONLY)
+    plan = plan_text({1: {"edits": [FIX_ADD], "exit": 3, "exit_unless": "fixed"}}, test=ADD_ONLY)
     path = write_plan(tmp_path, plan)
     (repo / ".handoff.yaml").write_text("max_relaunches: 1\n", encoding="utf-8")
     git(repo, "add", ".handoff.yaml")
@@ -169,14 +169,23 @@ def test_dead_peer_is_noticed_relaunched_then_handed_to_a_person(
                    log=tmp_path / "orchestrator.log")
     try:
         waiting = wait_phase(handoff_home, "T-5", "needs-human", timeout=30)
+        assert "died" in waiting["reason"]
+        deaths = [e for e in events(handoff_home, "T-5") if e["kind"] == "death"]
+        assert [d["exit_status"] for d in deaths] == [3, 3]
+        folder = ticket_path(handoff_home, "T-5")
+        transcripts = list((folder / "transcripts").glob("implementer-*"))
+        assert transcripts and any("exiting with 3" in t.read_text() for t in transcripts)
+
+        (folder / "fixed").write_text("the person mended what killed it\n")
+        assert handoff("answer", "T-5", "Fixed the environment.", cwd=repo).returncode == 0
+        final = wait_phase(handoff_home, "T-5", "passed", "escalated")
+        assert runner.wait(timeout=30) == 0
     finally:
         runner.kill()
         runner.wait()
-    assert "died" in waiting["reason"]
-    deaths = [e for e in events(handoff_home, "T-5") if e["kind"] == "death"]
-    assert [d["exit_status"] for d in deaths] == [3, 3]
-    transcripts = list((ticket_path(handoff_home, "T-5") / "transcripts").glob("implementer-*"))
-    assert transcripts and any("exiting with 3" in t.read_text() for t in transcripts)
+    assert final["phase"] == "passed"
+    assert final["round"] == 1, "after a crash loop the same round carries on"
+    assert not (folder / "inbox" / "implementer" / "brief-2.md").exists()
 
 
 def test_every_phase_written_is_a_known_phase(repo: Path, tmp_path: Path,
