@@ -16,7 +16,7 @@ from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.providers import get as get_provider
 from handoff.repo import Repo
 from handoff.store import atomic_write, validate_ticket_id
-from handoff.ticket import FINISHED, State, TicketDir, all_tickets, find, ticket_dir
+from handoff.ticket import State, TicketDir, all_tickets, find, ticket_dir
 from handoff.tmux import Tmux, socket_name
 from handoff.workspace import Workspace, check_role
 
@@ -144,8 +144,11 @@ def recycle(ws: Workspace, role: str) -> Path:
     """Kill the role's CLI and start it fresh on its current brief (transcript kept)."""
     check_role(role)
     state = ws.state()
-    if state.phase in FINISHED:
-        raise UsageError(f"{state.ticket} is {state.phase}: there is nothing to recycle")
+    working = {"implementer": "implementing", "reviewer": "reviewing"}[role]
+    if state.phase != working:
+        raise UsageError(f"the {role} of {state.ticket} has no work in progress "
+                         f"(phase {state.phase}); there is nothing to recycle",
+                         "recycle a peer while it works on its round")
     brief = ws.latest_brief(role)
     if brief is None:
         raise UsageError(f"the {role} has not been briefed yet", "wait for its first round")

@@ -70,6 +70,8 @@ def test_start_twice_and_unknown_role(repo: Path, tmp_path: Path, handoff_home: 
     assert_clean_error(handoff("start", "T-1", "--plan", str(plan), "--yes", cwd=repo), 2,
                        "already exists", "resume")
     assert_clean_error(handoff("recycle", "T-1", "janitor", cwd=repo), 2, "unknown role")
+    assert_clean_error(handoff("recycle", "T-1", "reviewer", cwd=repo), 2,
+                       "no work in progress (phase passed)")
 
 
 def test_unapproved_plan_waits_then_resume_yes_runs_it(repo: Path, tmp_path: Path,
