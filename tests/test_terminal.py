@@ -1,4 +1,4 @@
-"""`handoff attach` in a real terminal: an outer tmux server plays the user's terminal."""
+"""handoff in a real terminal (an outer tmux server plays the user's): attach, the approval prompt."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, tmux_alive, write_plan
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    handoff,
+    plan_text,
+    state,
+    tmux_alive,
+    wait_phase,
+    write_plan,
+)
 
 
 @pytest.fixture
@@ -31,7 +40,8 @@ def screen(socket: str) -> str:
     return done.stdout
 
 
-def attach_ended(socket: str) -> bool:
+def program_ended(socket: str) -> bool:
+    """The program in the user's terminal has ended."""
     done = subprocess.run(["tmux", "-L", socket, "list-panes", "-t", "=user:", "-F",
                            "#{pane_dead}"], capture_output=True, text=True, timeout=15)
     return done.stdout.strip() == "1"
@@ -53,7 +63,7 @@ def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
 
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "C-b", "d"], check=True,
                    timeout=15)
-    wait_until(lambda: attach_ended(terminal), what="the attach to end on detach")
+    wait_until(lambda: program_ended(terminal), what="the attach to end on detach")
     assert tmux_alive(socket), "detaching never stops the peers"
 
 
@@ -66,3 +76,35 @@ def test_attach_to_a_ticket_without_peers_says_how_to_start_them(
     done = handoff("attach", "T-2", cwd=repo)
     assert done.returncode == 2
     assert "not running" in done.stderr and "handoff resume T-2" in done.stderr
+
+
+def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_home: Path,
+                                            terminal: str) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
+                    "user", "-x", "160", "-y", "40", "-c", str(repo), "--", sys.executable, "-m",
+                    "handoff", "start", "T-3", "--plan", str(plan), "--foreground"],
+                   check=True, timeout=15)
+    wait_until(lambda: "Approve this plan for T-3?" in screen(terminal), what="the prompt")
+    assert "# Fix calc" in screen(terminal), "the plan is shown before the question"
+    assert state(handoff_home, "T-3")["phase"] == "awaiting-approval"
+
+    subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "y", "Enter"],
+                   check=True, timeout=15)
+    assert wait_phase(handoff_home, "T-3", "passed", "escalated")["phase"] == "passed"
+
+
+def test_declining_the_plan_leaves_it_waiting(repo: Path, tmp_path: Path, handoff_home: Path,
+                                              terminal: str) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
+                    "user", "-x", "160", "-y", "40", "-c", str(repo), "--", sys.executable, "-m",
+                    "handoff", "start", "T-4", "--plan", str(plan), "--foreground"],
+                   check=True, timeout=15)
+    wait_until(lambda: "Approve this plan for T-4?" in screen(terminal), what="the prompt")
+    subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "n", "Enter"],
+                   check=True, timeout=15)
+    wait_until(lambda: program_ended(terminal), what="start to end after the refusal")
+    assert "handoff resume T-4 --yes" in screen(terminal)
+    assert state(handoff_home, "T-4")["phase"] == "awaiting-approval"
+    assert not (repo / ".worktrees").exists()
