@@ -34,6 +34,13 @@ def terminal() -> Iterator[str]:
 OUTER_CONF = Path(__file__).with_name("user-terminal.tmux.conf")
 
 
+def run_in_terminal(socket: str, cwd: Path, *args: str) -> None:
+    """Start `handoff ARGS` in the user's terminal, as a person typing it would."""
+    subprocess.run(["tmux", "-L", socket, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
+                    "user", "-x", "160", "-y", "40", "-c", str(cwd), "--", sys.executable, "-m",
+                    "handoff", *args], check=True, timeout=15)
+
+
 def screen(socket: str) -> str:
     done = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t", "=user:"],
                           capture_output=True, text=True, timeout=15)
@@ -53,10 +60,7 @@ def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
     done = handoff("start", "T-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
     assert done.returncode == 0, done.stderr
 
-    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s", "user",
-                    "-x", "160", "-y", "40", "-c", str(repo), "--",
-                    sys.executable, "-m", "handoff", "attach", "T-1", "--role", "reviewer"],
-                   check=True, timeout=15)
+    run_in_terminal(terminal, repo, "attach", "T-1", "--role", "reviewer")
     wait_until(lambda: "scripted agent — reviewer" in screen(terminal),
                what="the reviewer's screen in the user's terminal")
     assert "[T-1-" in screen(terminal), "the status line names the ticket's session"
@@ -81,10 +85,7 @@ def test_attach_to_a_ticket_without_peers_says_how_to_start_them(
 def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_home: Path,
                                             terminal: str) -> None:
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
-    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
-                    "user", "-x", "160", "-y", "40", "-c", str(repo), "--", sys.executable, "-m",
-                    "handoff", "start", "T-3", "--plan", str(plan), "--foreground"],
-                   check=True, timeout=15)
+    run_in_terminal(terminal, repo, "start", "T-3", "--plan", str(plan), "--foreground")
     wait_until(lambda: "Approve this plan for T-3?" in screen(terminal), what="the prompt")
     assert "# Fix calc" in screen(terminal), "the plan is shown before the question"
     assert state(handoff_home, "T-3")["phase"] == "awaiting-approval"
@@ -97,10 +98,7 @@ def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_
 def test_declining_the_plan_leaves_it_waiting(repo: Path, tmp_path: Path, handoff_home: Path,
                                               terminal: str) -> None:
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
-    subprocess.run(["tmux", "-L", terminal, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
-                    "user", "-x", "160", "-y", "40", "-c", str(repo), "--", sys.executable, "-m",
-                    "handoff", "start", "T-4", "--plan", str(plan), "--foreground"],
-                   check=True, timeout=15)
+    run_in_terminal(terminal, repo, "start", "T-4", "--plan", str(plan), "--foreground")
     wait_until(lambda: "Approve this plan for T-4?" in screen(terminal), what="the prompt")
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "n", "Enter"],
                    check=True, timeout=15)
