@@ -262,6 +262,9 @@ def close(
     removed = ", ".join(result["removed"]) or "none"
     typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} kept;"
                f" record in {ws.tdir.path}")
+    if result["discarded_work"]:
+        typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
+                   "(git apply it to get it back)")
 
 
 @app.command()

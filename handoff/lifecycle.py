@@ -180,6 +180,12 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     if not keep_worktrees and not force:
         wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
     stopped = stop(ws) if state.phase != "closed" else {}
+    kept: Path | None = None
+    if force and not keep_worktrees:
+        # --force consents to removing the work, yet a patch of it costs nothing to keep
+        kept = ws.tdir.path / "transcripts" / "implementer-discarded-at-close.patch"
+        if not wt.save_scratch(wt.path("implementer"), kept):
+            kept = None
     scratch = ws.tdir.path / "transcripts" / "reviewer-scratch-close.patch"
     removed = [] if keep_worktrees else wt.remove_all(force=force, reviewer_scratch=scratch)
     state = ws.state()
@@ -189,7 +195,7 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     ws.tdir.events.append("phase", round=state.round, **{"from": before, "to": "closed"},
                           removed=removed, kept_worktrees=keep_worktrees)
     return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
-            "stopped": stopped}
+            "stopped": stopped, "discarded_work": str(kept) if kept else None}
 
 
 def status_row(tdir: TicketDir) -> dict[str, Any]:

@@ -161,3 +161,24 @@ def test_two_tickets_at_once_in_one_repo(repo: Path, tmp_path: Path, handoff_hom
         assert handoff("close", ticket, cwd=repo).returncode == 0
     assert worktree_count(repo) == 1
     assert not tmux_alive(socket)
+
+
+def test_close_force_still_keeps_a_patch_of_the_discarded_work(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    done = handoff("start", "T-F", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    worktree = repo / ".worktrees" / "T-F" / "implementer"
+    (worktree / "calc.py").write_text("# half-done idea\n")
+    (worktree / "idea.txt").write_text("untracked thought\n")
+
+    closed = handoff("close", "T-F", "--force", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert not worktree.exists()
+    patch = ticket_path(handoff_home, "T-F") / "transcripts" / "implementer-discarded-at-close.patch"
+    assert str(patch) in closed.stdout
+    git(repo, "checkout", "-q", "handoff/T-F")
+    git(repo, "apply", str(patch))
+    assert (repo / "calc.py").read_text() == "# half-done idea\n"
+    assert (repo / "idea.txt").read_text() == "untracked thought\n"
