@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from handoff import lifecycle
-from handoff.config import REPO_CONFIG
+from handoff.config import REPO_CONFIG, config_template
 from handoff.demo import new_demo
 from handoff.errors import HandoffError, UsageError
 from handoff.orchestrator import Orchestrator
@@ -75,22 +75,10 @@ def _launch(ws: Workspace, foreground: bool) -> int:
 @app.command()
 def init(repo: RepoOpt = None) -> None:
     """Write a commented .handoff.yaml into the repo (never overwriting one)."""
-    top = Repo.at(repo or Path.cwd()).top
-    path = top / REPO_CONFIG
-    if path.exists():
-        typer.echo(f"{path} exists; leaving it alone")
+    path = config_template(Repo.at(repo or Path.cwd()).top)
+    if path is None:
+        typer.echo(f"{REPO_CONFIG} exists; leaving it alone")
         return
-    path.write_text(
-        "# handoff configuration for this repository (all keys optional)\n"
-        "max_rounds: 3          # review rounds before escalating\n"
-        "max_gate_bounces: 3    # failed verification gates before escalating\n"
-        "gate_timeout: 900      # seconds the verification command may take\n"
-        "roles:\n  implementer: {provider: scripted}\n  reviewer: {provider: scripted}\n"
-        "share: []              # e.g. [{path: .venv, mode: symlink}, {path: node_modules, "
-        "mode: copy}]\n"
-        "post_create: []        # argv lists run in each new worktree\n"
-        "env_allow: []          # extra environment variables peers may see\n",
-        encoding="utf-8")
     typer.echo(f"wrote {path}\nnext: handoff start TICKET --plan plan.md")
 
 

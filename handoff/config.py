@@ -144,3 +144,27 @@ def load(home: Path, repo: Path | None) -> Config:
         if path is not None and path.is_file():
             _apply(merged, _read(path), str(path))
     return Config(**merged)
+
+
+TEMPLATE = """\
+# handoff configuration for this repository (all keys optional)
+max_rounds: 3          # review rounds before escalating
+max_gate_bounces: 3    # failed verification gates before escalating
+max_relaunches: 2      # restarts of a dying peer per round before asking a person
+gate_timeout: 900      # seconds the verification command may take
+roles:
+  implementer: {provider: scripted}
+  reviewer: {provider: scripted}
+share: []              # e.g. [{path: .venv, mode: symlink}, {path: node_modules, mode: copy}]
+post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
+env_allow: []          # extra environment variables peers may see
+"""
+
+
+def config_template(repo_top: Path) -> Path | None:
+    """Write a commented .handoff.yaml into the repo; None when one exists (never overwritten)."""
+    path = repo_top / REPO_CONFIG
+    if path.exists():
+        return None
+    path.write_text(TEMPLATE, encoding="utf-8")
+    return path

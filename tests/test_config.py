@@ -185,3 +185,14 @@ def test_an_empty_post_create_command_is_refused(home: Path, project: Path) -> N
         load(home, project)
     assert str(path) in caught.value.message
     assert "post_create[0]" in caught.value.message
+
+
+def test_the_init_template_is_a_valid_config_equal_to_the_defaults(tmp_path: Path) -> None:
+    from handoff.config import Config, config_template, load
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    written = config_template(repo)
+    assert written is not None and written.is_file()
+    assert load(tmp_path / "home", repo) == Config()
+    assert config_template(repo) is None, "an existing file is never overwritten"
