@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.config import REPO_CONFIG, Config, Share, load
+from handoff.config import REPO_CONFIG, Config, Share, config_template, load
 from handoff.errors import UsageError
 
 
@@ -188,8 +188,6 @@ def test_an_empty_post_create_command_is_refused(home: Path, project: Path) -> N
 
 
 def test_the_init_template_is_a_valid_config_equal_to_the_defaults(tmp_path: Path) -> None:
-    from handoff.config import Config, config_template, load
-
     repo = tmp_path / "r"
     repo.mkdir()
     written = config_template(repo)
