@@ -182,3 +182,28 @@ def test_close_force_still_keeps_a_patch_of_the_discarded_work(
     git(repo, "apply", str(patch))
     assert (repo / "calc.py").read_text() == "# half-done idea\n"
     assert (repo / "idea.txt").read_text() == "untracked thought\n"
+
+
+def test_stop_then_resume_in_the_background(repo: Path, tmp_path: Path, handoff_home: Path,
+                                            socket: str) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD], "pause_until": "go"}}, test=ADD_ONLY)
+    started = handoff("start", "T-S", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                      cwd=repo)
+    assert started.returncode == 0, started.stderr
+    wait_event(handoff_home, "T-S", "launch", role="implementer")
+    running = json.loads(handoff("status", "T-S", "--json", cwd=repo).stdout)[0]
+    assert running["orchestrator"], "the orchestrator runs in its tmux window"
+
+    stopped = handoff("stop", "T-S", cwd=repo)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not tmux_alive(socket)
+    idle = json.loads(handoff("status", "T-S", "--json", cwd=repo).stdout)[0]
+    assert idle["orchestrator"] is None and idle["phase"] == "implementing"
+    folder = ticket_path(handoff_home, "T-S")
+    assert any("paused until" in t.read_text() for t in (folder / "transcripts").glob("*"))
+
+    (folder / "go").write_text("go\n")
+    resumed = handoff("resume", "T-S", cwd=repo)
+    assert resumed.returncode == 0, resumed.stderr
+    assert wait_phase(handoff_home, "T-S", "passed", "escalated")["phase"] == "passed"
+    assert git(repo, "rev-list", "--count", "main..handoff/T-S") == "1"
