@@ -10,7 +10,7 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff import plan as plan_mod
-from handoff.errors import Busy, NotFound, UsageError
+from handoff.errors import Busy, HandoffError, NotFound, UsageError
 from handoff.lock import holder
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.providers import get as get_provider
@@ -213,7 +213,18 @@ def status_row(tdir: TicketDir) -> dict[str, Any]:
 def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
     if ticket is not None:
         return [status_row(open_ticket(home, ticket, repo).tdir)]
-    return [status_row(t) for t in all_tickets(home)]
+    return [_row_or_problem(t) for t in all_tickets(home)]
+
+
+def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
+    """One broken ticket directory must not hide all the others from `status`."""
+    try:
+        return status_row(tdir)
+    except HandoffError as exc:
+        return {"ticket": tdir.ticket, "repo": "", "phase": "unreadable", "round": 0,
+                "reviews": 0, "gate_bounces": 0, "dir": str(tdir.path), "branch": "",
+                "commit": "", "reason": exc.message, "orchestrator": None, "session": "",
+                "socket": "", "updated": ""}
 
 
 def attach_argv(ws: Workspace, role: str | None) -> list[str]:

@@ -193,3 +193,17 @@ def test_start_notes_uncommitted_changes_left_out_of_the_ticket(repo: Path, tmp_
     assert done.returncode == 0, done.stderr
     assert "note: 2 uncommitted change(s)" in done.stderr and "not part of T-7" in done.stderr
     assert (repo / "calc.py").read_text() == "# my local experiment\n", "left untouched"
+
+
+def test_status_lists_a_broken_ticket_without_hiding_the_others(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    for ticket in ("T-8", "T-9"):
+        assert handoff("start", ticket, "--plan", str(plan), cwd=repo,
+                       input_text="").returncode == 1
+    (ticket_path(handoff_home, "T-8") / "state.json").write_text("[]")
+    rows = {r["ticket"]: r for r in json.loads(handoff("status", "--json").stdout)}
+    assert rows["T-9"]["phase"] == "awaiting-approval"
+    assert rows["T-8"]["phase"] == "unreadable" and "state.json" in rows["T-8"]["reason"]
+    text = handoff("status")
+    assert text.returncode == 0 and "unreadable" in text.stdout and "T-9" in text.stdout
