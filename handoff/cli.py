@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from handoff import lifecycle
+from handoff import lifecycle, tools
 from handoff.config import REPO_CONFIG, config_template
 from handoff.demo import new_demo
 from handoff.errors import HandoffError, UsageError
@@ -75,6 +75,8 @@ def _launch(ws: Workspace, foreground: bool) -> int:
 @app.command()
 def init(repo: RepoOpt = None) -> None:
     """Write a commented .handoff.yaml into the repo (never overwriting one)."""
+    for problem in tools.problems():
+        typer.echo(f"warning: {problem}", err=True)
     path = config_template(Repo.at(repo or Path.cwd()).top)
     if path is None:
         typer.echo(f"{REPO_CONFIG} exists; leaving it alone")

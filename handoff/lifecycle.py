@@ -10,7 +10,8 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff import plan as plan_mod
-from handoff.errors import Busy, HandoffError, NotFound, UsageError
+from handoff import tools
+from handoff.errors import Busy, HandoffError, MissingTool, NotFound, UsageError
 from handoff.lock import holder
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.providers import get as get_provider
@@ -35,15 +36,17 @@ class NewTicket:
 def create(home: Path, new: NewTicket) -> Workspace:
     """Validate everything, then write the ticket directory (phase awaiting-approval)."""
     ticket = validate_ticket_id(new.ticket)
+    too_old = tools.problems()
+    if too_old:
+        raise MissingTool("; ".join(too_old), "install or upgrade it, then run the command again")
     repo = Repo.at(new.repo)
     cfg = config_mod.load(home, repo.top)
     plan = plan_mod.parse(new.plan_text, "the plan")
     for role in ("implementer", "reviewer"):
-        missing = get_provider(cfg.providers[role]).missing()
-        if missing:
-            raise UsageError(f"the {role}'s provider cannot run: {missing}")
+        cannot = get_provider(cfg.providers[role]).missing()
+        if cannot:
+            raise MissingTool(f"the {role}'s provider cannot run: {cannot}")
     tmux = Tmux(new.socket or socket_name(), home)
-    tmux.base()  # refuses clearly when tmux is missing
     base_commit = repo.resolve(new.base)
     tdir = ticket_dir(home, repo.key, ticket)
     if tdir.state_file.exists():

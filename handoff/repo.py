@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff import proc
-from handoff.errors import ExternalFailure, NotFound, UsageError
+from handoff.errors import NotFound, UsageError
 from handoff.store import repo_key
 
 GIT_TIMEOUT = 60.0
@@ -106,9 +106,3 @@ class Repo:
 def short(sha: str) -> str:
     return sha[:10]
 
-
-def require_git() -> None:
-    try:
-        proc.run(["git", "--version"], timeout=10)
-    except ExternalFailure as exc:
-        raise ExternalFailure(f"git does not run: {exc.message}") from None

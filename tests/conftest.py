@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -78,8 +79,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
         monkeypatch.setenv(key, value)
     for key in ("TMUX", "TMUX_PANE", "HANDOFF_TICKET_DIR", "HANDOFF_ROLE", "HANDOFF_TICKET"):
         monkeypatch.delenv(key, raising=False)
+    tmux = shutil.which("tmux") or "tmux"  # resolved now: a test may empty PATH
     yield values
-    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=15)
+    subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
     socket_file.unlink(missing_ok=True)
 
