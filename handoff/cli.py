@@ -52,7 +52,7 @@ def _approve(ws: Workspace, yes: bool) -> bool:
     if yes:
         lifecycle.approve(ws)
         return True
-    if not sys.stdin.isatty():
+    if sys.stdin is None or not sys.stdin.isatty():
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
     if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):

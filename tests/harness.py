@@ -51,8 +51,8 @@ def handoff(*args: str, cwd: Path | None = None, timeout: float = 90,
             input_text: str | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run([sys.executable, "-m", "handoff", *args], cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout, input=input_text,
-                              env=dict(os.environ))
+                              capture_output=True, text=True, timeout=timeout,
+                              input=input_text or "", env=dict(os.environ))
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"handoff {' '.join(args)} hung for {timeout}s\n"
                              f"output: {exc.stdout!r}\n{diagnose()}") from None
