@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from handoff.events import EventLog
+from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -207,3 +209,19 @@ def test_status_lists_a_broken_ticket_without_hiding_the_others(
     assert rows["T-8"]["phase"] == "unreadable" and "state.json" in rows["T-8"]["reason"]
     text = handoff("status")
     assert text.returncode == 0 and "unreadable" in text.stdout and "T-9" in text.stdout
+
+
+def test_log_follow_prints_new_events_as_they_come(repo: Path, tmp_path: Path,
+                                                   handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "T-L", "--plan", str(plan), cwd=repo).returncode == 1
+    out = tmp_path / "follow.log"
+    follower = spawn("log", "T-L", "--follow", cwd=repo, log=out)
+    try:
+        wait_until(lambda: "ticket created" in out.read_text(), what="the existing events")
+        EventLog(ticket_path(handoff_home, "T-L") / "events.jsonl").append(
+            "answer", round=1, role="human", file="answer-1.md")
+        wait_until(lambda: "answered (answer-1.md)" in out.read_text(), what="the new event")
+    finally:
+        follower.kill()
+        follower.wait()
