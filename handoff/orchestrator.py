@@ -168,7 +168,7 @@ class Orchestrator:
         peers = self.ws.peers(self.state)
         with Watcher([self.tdir.path]) as watcher:
             while True:
-                if path.exists() and _settled(path):
+                if path.exists() and report_settled(path, role):
                     report = self.take_report(role, n, path)
                     if report is not None or self.state.phase != _phase_of(role) \
                             or self.state.round != n:
@@ -360,16 +360,13 @@ def _phase_of(role: str) -> str:
     return "implementing" if role == "implementer" else "reviewing"
 
 
-def _settled(path: Path) -> bool:
-    """`handoff submit` renames a whole file into place; a file written in place gets a second."""
+def report_settled(path: Path, role: str) -> bool:
+    """Ready to judge: it parses whole (`handoff submit` renames a checked file into place), or
+    nobody has written to it for a while (a peer that wrote it in place has finished)."""
     try:
-        return time.time() - path.stat().st_mtime >= SETTLE or _complete(path)
+        if time.time() - path.stat().st_mtime >= SETTLE:
+            return True
+        report, _ = reports.parse(path.read_text(encoding="utf-8", errors="replace"), role)
     except FileNotFoundError:
         return False
-
-
-def _complete(path: Path) -> bool:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return text.startswith("---") and text.count("\n---") >= 1 and text.endswith("\n")
-
-
+    return report is not None
