@@ -207,3 +207,21 @@ def test_stop_then_resume_in_the_background(repo: Path, tmp_path: Path, handoff_
     assert resumed.returncode == 0, resumed.stderr
     assert wait_phase(handoff_home, "T-S", "passed", "escalated")["phase"] == "passed"
     assert git(repo, "rev-list", "--count", "main..handoff/T-S") == "1"
+
+
+def test_answer_restarts_an_orchestrator_that_is_gone(repo: Path, tmp_path: Path,
+                                                      handoff_home: Path) -> None:
+    plan = plan_text({1: {"status": "blocked", "question": "Which rounding?"},
+                      2: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    runner = spawn("start", "T-Q", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "run.log")
+    wait_phase(handoff_home, "T-Q", "needs-human")
+    runner.kill()
+    runner.wait()
+
+    answered = handoff("answer", "T-Q", "Round half to even.", cwd=repo)
+    assert answered.returncode == 0, answered.stderr
+    assert "orchestrator restarted" in answered.stdout
+    assert wait_phase(handoff_home, "T-Q", "passed", "escalated")["phase"] == "passed"
+    brief = ticket_path(handoff_home, "T-Q") / "inbox" / "implementer" / "brief-2.md"
+    assert "Round half to even." in brief.read_text()
