@@ -88,7 +88,8 @@ def test_reviewer_recycled_by_hand_mid_review(repo: Path, tmp_path: Path,
     runner = spawn("start", "T-7", "--plan", str(path), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / "orchestrator.log")
     try:
-        folder = wait_until(lambda: list(handoff_home.glob("*/T-7")), what="ticket dir")[0]
+        folder = wait_until(lambda: list(handoff_home.glob("*/T-7/state.json")),
+                            what="ticket dir")[0].parent
         wait_until(lambda: "hanging as the plan says" in _screen(folder, "reviewer"),
                    what="the reviewer to hang")
         recycled = handoff("recycle", "T-7", "reviewer", cwd=repo)
