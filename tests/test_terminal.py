@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -29,6 +30,8 @@ def terminal() -> Iterator[str]:
     name = f"handoff-test-user-{uuid.uuid4().hex[:8]}"
     yield name
     subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=15)
+    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name).unlink(
+        missing_ok=True)
 
 
 OUTER_CONF = Path(__file__).with_name("user-terminal.tmux.conf")
