@@ -10,14 +10,7 @@ from handoff.repo import Repo
 from handoff.reports import Report
 from handoff.validators import check_implementer, check_reviewer, full_sha
 from handoff.worktrees import TicketWorktrees
-from tests.conftest import git
-
-
-def commit_in(path: Path, name: str, text: str, message: str = "work") -> str:
-    (path / name).write_text(text, encoding="utf-8")
-    git(path, "add", "--", name)
-    git(path, "commit", "-q", "-m", message)
-    return git(path, "rev-parse", "HEAD")
+from tests.conftest import commit_file, git
 
 
 def impl(commit: str, status: str = "done") -> Report:
@@ -51,20 +44,20 @@ def work(wt: TicketWorktrees, base: str) -> Path:
 
 def test_happy_path_has_no_problems(main: Repo, wt: TicketWorktrees, work: Path,
                                     base: str) -> None:
-    commit = commit_in(work, "fix.txt", "fixed\n")
+    commit = commit_file(work, "fix.txt", "fixed\n")
     assert check_implementer(impl(commit), main, wt, base) == []
 
 
 def test_happy_path_with_a_short_sha(main: Repo, wt: TicketWorktrees, work: Path,
                                      base: str) -> None:
-    commit = commit_in(work, "fix.txt", "fixed\n")
+    commit = commit_file(work, "fix.txt", "fixed\n")
     assert check_implementer(impl(commit[:8]), main, wt, base) == []
 
 
 def test_happy_path_in_a_later_round(main: Repo, wt: TicketWorktrees, work: Path,
                                      base: str) -> None:
-    first = commit_in(work, "fix.txt", "fixed\n", "round 1")
-    second = commit_in(work, "fix.txt", "fixed better\n", "round 2")
+    first = commit_file(work, "fix.txt", "fixed\n", "round 1")
+    second = commit_file(work, "fix.txt", "fixed better\n", "round 2")
     assert check_implementer(impl(second), main, wt, first) == []
 
 
@@ -85,7 +78,7 @@ def test_a_blob_sha_is_not_a_commit(main: Repo, wt: TicketWorktrees, work: Path,
 
 def test_commit_not_on_the_branch(repo: Path, main: Repo, wt: TicketWorktrees, work: Path,
                                   base: str) -> None:
-    elsewhere = commit_in(repo, "main-only.txt", "main\n", "on main")
+    elsewhere = commit_file(repo, "main-only.txt", "main\n", "on main")
     problems = check_implementer(impl(elsewhere), main, wt, base)
     assert any("not on the ticket branch handoff/T-7" in p and elsewhere[:10] in p
                for p in problems), problems
@@ -99,16 +92,16 @@ def test_no_new_commit(main: Repo, wt: TicketWorktrees, work: Path, base: str) -
 
 def test_no_new_commit_in_a_later_round(main: Repo, wt: TicketWorktrees, work: Path,
                                         base: str) -> None:
-    first = commit_in(work, "fix.txt", "fixed\n")
+    first = commit_file(work, "fix.txt", "fixed\n")
     problems = check_implementer(impl(first), main, wt, first)
     assert len(problems) == 1
     assert "nothing new" in problems[0]
 
 
 def test_rewritten_history(main: Repo, wt: TicketWorktrees, work: Path, base: str) -> None:
-    accepted = commit_in(work, "fix.txt", "round 1\n", "round 1")
+    accepted = commit_file(work, "fix.txt", "round 1\n", "round 1")
     git(work, "reset", "-q", "--hard", base)
-    rewritten = commit_in(work, "fix.txt", "round 1 again\n", "rewritten")
+    rewritten = commit_file(work, "fix.txt", "round 1 again\n", "rewritten")
     problems = check_implementer(impl(rewritten), main, wt, accepted)
     assert len(problems) == 1
     assert "rewrite" in problems[0]
@@ -116,7 +109,7 @@ def test_rewritten_history(main: Repo, wt: TicketWorktrees, work: Path, base: st
 
 
 def test_dirty_worktree(main: Repo, wt: TicketWorktrees, work: Path, base: str) -> None:
-    commit = commit_in(work, "fix.txt", "fixed\n")
+    commit = commit_file(work, "fix.txt", "fixed\n")
     (work / "forgotten.txt").write_text("not committed", encoding="utf-8")
     (work / "calc.py").write_text("edited after commit\n", encoding="utf-8")
     problems = check_implementer(impl(commit), main, wt, base)
@@ -128,8 +121,8 @@ def test_dirty_worktree(main: Repo, wt: TicketWorktrees, work: Path, base: str) 
 
 def test_head_is_not_the_reported_commit(main: Repo, wt: TicketWorktrees, work: Path,
                                          base: str) -> None:
-    reported = commit_in(work, "fix.txt", "fixed\n", "reported")
-    commit_in(work, "more.txt", "more\n", "not reported")
+    reported = commit_file(work, "fix.txt", "fixed\n", "reported")
+    commit_file(work, "more.txt", "more\n", "not reported")
     problems = check_implementer(impl(reported), main, wt, base)
     assert len(problems) == 1
     assert "HEAD" in problems[0]
@@ -138,7 +131,7 @@ def test_head_is_not_the_reported_commit(main: Repo, wt: TicketWorktrees, work: 
 
 def test_head_check_with_a_detached_checkout(main: Repo, wt: TicketWorktrees, work: Path,
                                              base: str) -> None:
-    reported = commit_in(work, "fix.txt", "fixed\n", "reported")
+    reported = commit_file(work, "fix.txt", "fixed\n", "reported")
     git(work, "checkout", "-q", "--detach", base)
     problems = check_implementer(impl(reported), main, wt, base)
     assert len(problems) == 1
@@ -173,7 +166,7 @@ def test_reviewer_short_sha_matches(main: Repo, base: str) -> None:
 
 
 def test_reviewer_other_commit_is_rejected(repo: Path, main: Repo, base: str) -> None:
-    other = commit_in(repo, "other.txt", "other\n")
+    other = commit_file(repo, "other.txt", "other\n")
     problems = check_reviewer(review(other), main, base)
     assert len(problems) == 1
     assert other in problems[0]
