@@ -35,7 +35,7 @@ from typing import Any
 from handoff import proc
 from handoff.events import EventLog
 from handoff.peers import Peers, allowlisted_env
-from handoff.providers import Launch
+from handoff.providers import Launch, Provider
 from handoff.providers.scripted import TOOK, Scripted
 from handoff.repo import Repo
 from handoff.ticket import State, TicketDir
@@ -164,20 +164,16 @@ def render(rows: Sequence[Row]) -> str:
 # the sandbox
 
 
-class SleepProvider:
+class SleepProvider(Provider):
     """A provider whose peer is a trivial long-running program (for launch timings)."""
 
     name = "sleep"
-    env_allow: tuple[str, ...] = ()
 
     def missing(self) -> str | None:
         return None
 
     def argv(self, launch: Launch) -> list[str]:
         return list(SLEEP_ARGV)
-
-    def taken(self, screen: str, message: str) -> bool:
-        return False
 
 
 class Sandbox:
@@ -380,7 +376,7 @@ def bench_deliver(box: Sandbox, reps: int) -> list[Row]:
     row = Row("Peers.deliver -> scripted agent took it", "send-keys + poll capture 10ms")
 
     def via_handoff(path: Path) -> None:
-        if not peers.deliver(provider, "reviewer", path):
+        if not peers.deliver_brief(provider, "reviewer", path):
             raise RuntimeError(f"Peers.deliver did not get {path} taken")
 
     def via_raw(path: Path) -> None:

@@ -9,17 +9,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from handoff.frontmatter import join
 from handoff.plan import Plan
 from handoff.reports import Finding, template
-
-
-def role_instructions(role: str) -> str:
-    return resources.files("handoff.roles").joinpath(f"{role}.md").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -32,6 +27,18 @@ class BriefContext:
     worktree: Path
     submit: tuple[str, ...]
     draft: Path
+    #: the role contract's file; inline: the brief carries its text (the CLI has no
+    #: system-prompt mechanism), else the brief only points at it
+    contract: Path | None = None
+    contract_inline: bool = True
+
+
+def _contract(ctx: BriefContext) -> str:
+    if ctx.contract is None:
+        return ""
+    if ctx.contract_inline:
+        return ctx.contract.read_text(encoding="utf-8").strip() + "\n"
+    return (f"Your role contract is in your system prompt (also at `{ctx.contract}`): follow it.\n")
 
 
 def _submit_block(ctx: BriefContext) -> str:
@@ -61,8 +68,8 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = ()
     """notes: (title, text) sections of feedback — a gate failure, a rejected report, an answer."""
     test = [list(ctx.plan.test)] if ctx.plan.test else []
     parts = [
-        f"# {ctx.ticket} — implementer brief, round {ctx.round}\n",
-        role_instructions("implementer"),
+        f"# {ctx.ticket} — implementer brief, round {ctx.round}\n\n",
+        _contract(ctx),
         f"\n## Where\n\n- worktree: `{ctx.worktree}`\n- branch: `{branch}`\n- round: {ctx.round}\n",
         f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
         f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
@@ -82,8 +89,8 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = ()
 def reviewer(ctx: BriefContext, commit: str, diff: Path) -> str:
     commands = [list(c) for c in ctx.plan.review_commands]
     parts = [
-        f"# {ctx.ticket} — reviewer brief, round {ctx.round}\n",
-        role_instructions("reviewer"),
+        f"# {ctx.ticket} — reviewer brief, round {ctx.round}\n\n",
+        _contract(ctx),
         f"\n## What to review\n\n- commit: `{commit}` (checked out, detached, in "
         f"`{ctx.worktree}`)\n- diff against the base: `{diff}`\n",
         f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from handoff import lifecycle, tools
+from handoff import doctor, lifecycle, tools
 from handoff.config import REPO_CONFIG, config_template
+from handoff.config import load as load_config
 from handoff.demo import new_demo
 from handoff.errors import HandoffError, UsageError
 from handoff.orchestrator import Orchestrator
@@ -77,11 +78,54 @@ def init(repo: RepoOpt = None) -> None:
     """Write a commented .handoff.yaml into the repo (never overwriting one)."""
     for problem in tools.problems():
         typer.echo(f"warning: {problem}", err=True)
-    path = config_template(Repo.at(repo or Path.cwd()).top)
+    implementer, reviewer, installed = doctor.pick()
+    path = config_template(Repo.at(repo or Path.cwd()).top, implementer, reviewer)
     if path is None:
         typer.echo(f"{REPO_CONFIG} exists; leaving it alone")
         return
-    typer.echo(f"wrote {path}\nnext: handoff start TICKET --plan plan.md")
+    found = ", ".join(installed) if installed else "no coding CLI (claude, codex, gemini, opencode)"
+    typer.echo(f"found on PATH: {found}\nchose: implementer {implementer}, reviewer {reviewer}"
+               + (" (the built-in scripted agent: install a CLI and edit the file)"
+                  if not installed else ""))
+    typer.echo(f"wrote {path}\nnext: handoff doctor, then handoff start TICKET --plan plan.md")
+
+
+def _repo_top(repo: Path | None) -> Path | None:
+    """The repo named, else the one here; None when here is no repo (a named one must be)."""
+    try:
+        return Repo.at(repo or Path.cwd()).top
+    except HandoffError:
+        if repo is not None:
+            raise
+        return None
+
+
+@app.command(name="doctor")
+def doctor_command(repo: RepoOpt = None) -> None:
+    """Check tmux, git, the configured CLIs and their set-up: OK, WARN or FAIL with the fix."""
+    top = _repo_top(repo)
+    found = doctor.run(state_home(), top)
+    if top is None:
+        typer.echo("(not in a git repository: repo checks skipped; pass --repo PATH)")
+    for check in found:
+        typer.echo(f"{check.level:<4}  {check.what}: {check.detail}")
+        if check.fix and check.level != "OK":
+            typer.echo(f"      fix: {check.fix}")
+    raise typer.Exit(doctor.exit_code(found))
+
+
+@app.command()
+def providers(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """The coding CLIs handoff can run, what is installed, and which roles use them."""
+    rows = doctor.provider_rows(load_config(state_home(), _repo_top(repo)))
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'PROVIDER':<10} {'VERSION':<10} {'ROLES':<22} {'PATH':<40} SUPPORT")
+    for row in rows:
+        roles = ",".join(row["roles"]) if isinstance(row["roles"], list) else ""
+        typer.echo(f"{row['provider']!s:<10} {row['version'] or '-'!s:<10} {roles or '-':<22} "
+                   f"{row['path'] or 'not installed'!s:<40} {row['support']}")
 
 
 @app.command()

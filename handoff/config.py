@@ -6,17 +6,23 @@ Layers, later winning: built-in defaults, `$HANDOFF_HOME/config.yaml` (the user'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from handoff.errors import UsageError
+from handoff.providers import REGISTRY, Provider, RoleSpec, known
+from handoff.providers.command import MARKERS
 
 REPO_CONFIG = ".handoff.yaml"
 ROLES = ("implementer", "reviewer")
 SHARE_MODES = ("symlink", "copy")
+NEVER_WHY = ("CLAUDE*, CODEX_* (but CODEX_HOME) and AI_AGENT mark a running coding CLI's session: "
+             "a peer that saw them would act as its hidden child")
+SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience")
 
 
 @dataclass(frozen=True)
@@ -33,12 +39,26 @@ class Config:
     max_gate_bounces: int = 3
     max_relaunches: int = 2
     gate_timeout: float = 900.0
-    providers: dict[str, str] = field(
-        default_factory=lambda: {"implementer": "scripted", "reviewer": "scripted"}
+    #: seconds a freshly launched peer may take to show its input line or start working
+    start_timeout: float = 120.0
+    #: seconds a peer may show no progress at all (screen, hooks, reports) before a person
+    #: is asked to look
+    stall_timeout: float = 1800.0
+    #: seconds after a turn ended without a report before the peer is nudged
+    turn_grace: float = 5.0
+    #: seconds a CLI may keep retrying an unreachable API or show a quota message before a
+    #: person is asked (None: the provider's own measured default)
+    api_patience: float | None = None
+    roles: dict[str, RoleSpec] = field(
+        default_factory=lambda: {role: RoleSpec() for role in ROLES}
     )
     share: tuple[Share, ...] = ()
     post_create: tuple[tuple[str, ...], ...] = ()
     env_allow: tuple[str, ...] = ()
+
+    @property
+    def providers(self) -> dict[str, str]:
+        return {role: spec.provider for role, spec in self.roles.items()}
 
 
 def _int(source: str, key: str, value: Any, minimum: int = 1) -> int:
@@ -61,7 +81,7 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
     if not isinstance(data, dict):
         raise UsageError(f"{source}: the top level must be a mapping of keys to values")
     known = {"max_rounds", "max_gate_bounces", "max_relaunches", "gate_timeout", "roles",
-             "share", "post_create", "env_allow"}
+             "share", "post_create", "env_allow", *SECONDS}
     for key, value in data.items():
         if key not in known:
             raise UsageError(
@@ -71,12 +91,12 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
             base[key] = _int(source, key, value)
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)
-        elif key == "gate_timeout":
+        elif key == "gate_timeout" or key in SECONDS:
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise UsageError(f"{source}: 'gate_timeout' must be a positive number of seconds")
+                raise UsageError(f"{source}: '{key}' must be a positive number of seconds")
             base[key] = float(value)
         elif key == "roles":
-            base["providers"] = {**base["providers"], **_roles(source, value)}
+            base["roles"] = _roles(source, value, base["roles"])
         elif key == "share":
             base["share"] = _shares(source, value)
         elif key == "post_create":
@@ -88,19 +108,94 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
             )
         else:
             base["env_allow"] = _strings(source, key, value)
+            for name in base["env_allow"]:
+                if not Provider().allowed(name):
+                    raise UsageError(f"{source}: env_allow: {name} never passes to a peer",
+                                     NEVER_WHY)
 
 
-def _roles(source: str, value: Any) -> dict[str, str]:
+def _roles(source: str, value: Any, before: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
     if not isinstance(value, dict):
-        raise UsageError(f"{source}: 'roles' must map a role to {{provider: NAME}}")
-    out: dict[str, str] = {}
+        raise UsageError(f"{source}: 'roles' must map a role to {{provider: NAME, …}}")
+    out = dict(before)
     for role, spec in value.items():
         if role not in ROLES:
             raise UsageError(f"{source}: roles.{role}: unknown role", f"roles are {ROLES}")
-        if not isinstance(spec, dict) or not isinstance(spec.get("provider"), str):
-            raise UsageError(f"{source}: roles.{role}.provider must be a provider name")
-        out[role] = spec["provider"]
+        if not isinstance(spec, dict):
+            raise UsageError(f"{source}: roles.{role} must be a mapping, e.g. {{provider: claude}}")
+        out[role] = _role(source, role, spec, before[role])
     return out
+
+
+ROLE_KEYS = ("provider", "model", "args", "permission_mode", "env", "answer", "binary",
+             "command", "markers")
+
+
+def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -> RoleSpec:
+    where = f"{source}: roles.{role_name}"
+    unknown = set(spec) - set(ROLE_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {sorted(unknown)}",
+                         f"a role knows: {', '.join(ROLE_KEYS)}")
+    name = spec.get("provider", before.provider)
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise UsageError(f"{where}.provider: unknown provider {name!r}",
+                         f"known providers: {', '.join(REGISTRY)}")
+    cls = known(name)
+    # another provider in a later file starts the role afresh: flags for one CLI never
+    # reach another
+    fields_: dict[str, Any] = {} if name != before.provider else {
+        k: getattr(before, k) for k in ROLE_KEYS if k != "provider"}
+    fields_["provider"] = name
+    for key in ("model", "permission_mode", "binary"):
+        if key in spec:
+            if not isinstance(spec[key], str):
+                raise UsageError(f"{where}.{key} must be a string")
+            fields_[key] = spec[key]
+    for key in ("args", "env", "answer", "command"):
+        if key in spec:
+            fields_[key] = _strings(source, f"roles.{role_name}.{key}", spec[key])
+    if "markers" in spec:
+        fields_["markers"] = _markers(where, spec["markers"])
+    role = RoleSpec(**fields_)
+    _check_role(where, cls(role), role)
+    return role
+
+
+def _check_role(where: str, provider: Any, role: RoleSpec) -> None:
+    if role.permission_mode and role.permission_mode not in provider.modes:
+        raise UsageError(f"{where}.permission_mode {role.permission_mode!r} is not one of "
+                         f"{', '.join(provider.modes)} for {role.provider}")
+    for name in role.env:
+        if not provider.allowed(name):
+            raise UsageError(f"{where}.env: {name} never passes to a peer", NEVER_WHY)
+    dialogs = {d.name for d in provider.rules.dialogs if d.keys}
+    for name in role.answer:
+        if name not in dialogs:
+            raise UsageError(f"{where}.answer: handoff cannot answer {name!r} for "
+                             f"{role.provider}",
+                             f"answerable screens: {', '.join(sorted(dialogs)) or 'none'}")
+    if role.provider == "command" and not role.command:
+        raise UsageError(f"{where}: provider 'command' needs command: [argv, …, \"{{message}}\"]")
+    if role.command and role.provider != "command":
+        raise UsageError(f"{where}.command is only for provider 'command'")
+
+
+def _markers(where: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise UsageError(f"{where}.markers must map {', '.join(MARKERS)} to text")
+    unknown = set(value) - set(MARKERS)
+    if unknown:
+        raise UsageError(f"{where}.markers: unknown key(s) {sorted(unknown)}",
+                         f"markers are {', '.join(MARKERS)}")
+    for key in ("busy", "turn_ended"):
+        if key in value:
+            try:
+                re.compile(value[key])
+            except re.error as exc:
+                raise UsageError(f"{where}.markers.{key} is not a valid regular expression: "
+                                 f"{exc}") from None
+    return dict(value)
 
 
 def _shares(source: str, value: Any) -> tuple[Share, ...]:
@@ -130,16 +225,7 @@ def _read(path: Path) -> Any:
 def load(home: Path, repo: Path | None) -> Config:
     """Read the user's and the repo's config files (both optional) over the defaults."""
     defaults = Config()
-    merged: dict[str, Any] = {
-        "max_rounds": defaults.max_rounds,
-        "max_gate_bounces": defaults.max_gate_bounces,
-        "max_relaunches": defaults.max_relaunches,
-        "gate_timeout": defaults.gate_timeout,
-        "providers": dict(defaults.providers),
-        "share": defaults.share,
-        "post_create": defaults.post_create,
-        "env_allow": defaults.env_allow,
-    }
+    merged: dict[str, Any] = {f.name: getattr(defaults, f.name) for f in fields(Config)}
     for path in (home / "config.yaml", repo / REPO_CONFIG if repo else None):
         if path is not None and path.is_file():
             _apply(merged, _read(path), str(path))
@@ -152,19 +238,32 @@ max_rounds: 3          # review rounds before escalating
 max_gate_bounces: 3    # failed verification gates before escalating
 max_relaunches: 2      # restarts of a dying peer per round before asking a person
 gate_timeout: 900      # seconds the verification command may take
+start_timeout: 120     # seconds a new peer may take to show its input line or start work
+stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
+turn_grace: 5          # seconds after a turn ended without a report before a nudge
+# api_patience: 60     # seconds a CLI may retry an unreachable API before a person is asked
 roles:
-  implementer: {provider: scripted}
-  reviewer: {provider: scripted}
-share: []              # e.g. [{path: .venv, mode: symlink}, {path: node_modules, mode: copy}]
+  implementer:
+    provider: {implementer}
+    # model: ""            # the CLI's --model / -m
+    # args: []             # extra arguments for the CLI
+    # permission_mode: bypass
+    # env: []              # extra environment variables this CLI may see
+    # answer: []           # start-up screens handoff may answer itself, e.g. [trust]
+  reviewer:
+    provider: {reviewer}
+share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modules, mode: copy}}]
 post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
-env_allow: []          # extra environment variables peers may see
+env_allow: []          # extra environment variables every peer may see
 """
 
 
-def config_template(repo_top: Path) -> Path | None:
+def config_template(repo_top: Path, implementer: str = "scripted",
+                    reviewer: str = "scripted") -> Path | None:
     """Write a commented .handoff.yaml into the repo; None when one exists (never overwritten)."""
     path = repo_top / REPO_CONFIG
     if path.exists():
         return None
-    path.write_text(TEMPLATE, encoding="utf-8")
+    path.write_text(TEMPLATE.format(implementer=implementer, reviewer=reviewer),
+                    encoding="utf-8")
     return path

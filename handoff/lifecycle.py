@@ -11,10 +11,10 @@ from typing import Any
 from handoff import config as config_mod
 from handoff import plan as plan_mod
 from handoff import tools
+from handoff.doctor import ready_to_start
 from handoff.errors import Busy, HandoffError, MissingTool, NotFound, UsageError
 from handoff.lock import holder
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
-from handoff.providers import get as get_provider
 from handoff.repo import Repo
 from handoff.store import atomic_write, validate_ticket_id
 from handoff.ticket import State, TicketDir, all_tickets, find, ticket_dir
@@ -42,10 +42,7 @@ def create(home: Path, new: NewTicket) -> Workspace:
     repo = Repo.at(new.repo)
     cfg = config_mod.load(home, repo.top)
     plan = plan_mod.parse(new.plan_text, "the plan")
-    for role in ("implementer", "reviewer"):
-        cannot = get_provider(cfg.providers[role]).missing()
-        if cannot:
-            raise MissingTool(f"the {role}'s provider cannot run: {cannot}")
+    ready_to_start(cfg, repo.top)
     tmux = Tmux(new.socket or socket_name(), home)
     base_commit = repo.resolve(new.base)
     tdir = ticket_dir(home, repo.key, ticket)

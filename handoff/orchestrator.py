@@ -11,7 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -19,10 +19,13 @@ from typing import Any
 from handoff import briefs, reports, summary
 from handoff.gate import run_gate
 from handoff.lock import TicketLock
+from handoff.monitor import Decision, PeerMonitor
 from handoff.peers import self_argv
 from handoff.providers.base import first_message
+from handoff.providers.signals import read_signals
 from handoff.reports import Finding, Report
 from handoff.store import atomic_write
+from handoff.submission import has_receipt
 from handoff.ticket import FINISHED, State
 from handoff.validators import check_implementer, check_reviewer
 from handoff.watch import Watcher
@@ -43,12 +46,35 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
+@dataclass
+class Watching:
+    """The orchestrator's view of one running peer: its monitor and the last message sent."""
+
+    monitor: PeerMonitor
+    message: str
+    since_ns: int
+
+
+def signal_clock() -> int:
+    """Now, for comparing with signal files' mtimes. File times come from a coarse clock that
+    may lag a few milliseconds: a little slack keeps a hook that fired just after us."""
+    return time.time_ns() - 20_000_000
+
+
+def nudge_message(n: int, brief: Path) -> str:
+    return (f"You ended your turn without filing your report for round {n}. Read and follow "
+            f"{brief} to the end: file your report with the submit command it gives.")
+
+
 class Orchestrator:
     def __init__(self, ws: Workspace, say: Say | None = None) -> None:
         self.ws = ws
         self.tdir = ws.tdir
         self.say = say or (lambda event: None)
         self.state = ws.state()
+        self.monitors: dict[str, Watching] = {}
+        #: when this orchestrator launched each peer: its hooks' signals count from then
+        self.launched_ns: dict[str, int] = {}
 
     # ---- bookkeeping -------------------------------------------------------------------
     def event(self, kind: str, role: str = "", **fields: Any) -> None:
@@ -128,6 +154,7 @@ class Orchestrator:
         if not brief.exists():
             atomic_write(brief, self.render_implementer_brief(n))
         self.ensure_briefed("implementer", brief, fresh=False)
+        self.pass_on_note("implementer", brief)
         report = self.wait_for_report("implementer", n, brief)
         if report is not None:
             self.accept_implementation(n, report)
@@ -150,23 +177,48 @@ class Orchestrator:
             return
         pane = peers.pane(role)
         if not fresh and pane is not None and not pane.dead:
-            provider = self.ws.provider(role)
-            if peers.deliver(provider, role, brief):
+            self.launched_ns[role] = signal_clock()  # its signals count from this message on
+            delivery = peers.deliver_brief(self.ws.provider(role), role, brief)
+            if delivery:
                 self.event("brief", role, brief=str(brief), by="paste")
+                self.monitors.pop(role, None)
                 return
-            self.event("delivery-failed", role, brief=str(brief))
+            self.event("delivery-failed", role, brief=str(brief), why=delivery.why)
         self.launch(role, brief, "")
 
     def launch(self, role: str, brief: Path, reason: str) -> None:
-        self.ws.launch(self.state, role, brief)
+        self.launched_ns[role] = signal_clock()
+        launch = self.ws.launch(self.state, role, brief)
+        self.monitors.pop(role, None)
         self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
-                   message=first_message(brief), reason=reason)
+                   message=first_message(brief), reason=reason,
+                   **({"session_id": launch.session_id} if launch.signals else {}))
+
+    def pass_on_note(self, role: str, brief: Path) -> None:
+        """A person's answer for the same round goes to the live peer; a peer that cannot take
+        it (gone, or still on a dialog) starts afresh on its brief."""
+        note, self.state.note_for_peer = self.state.note_for_peer, ""
+        if not note:
+            return
+        self.save()
+        since = signal_clock()
+        message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
+                   f"{brief} to the end and file your report with its submit command.")
+        delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
+        self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
+        if delivery:
+            self.monitors[role] = Watching(
+                PeerMonitor(time.monotonic(), self.ws.timing(),
+                            frozenset(self.ws.config.roles[role].answer)), message, since)
+        else:
+            self.launch(role, brief, "answered")
 
     def wait_for_report(self, role: str, n: int, brief: Path) -> Report | None:
-        """Wait for the round's report; relaunch a dead peer (bounded). None: phase changed."""
+        """Wait for the round's report, watching the peer meanwhile: a dead one is relaunched
+        (bounded), a stuck one nudged or handed to a person. None: the phase changed."""
         path = self.tdir.report(role, n)
         peers = self.ws.peers(self.state)
-        with Watcher([self.tdir.path]) as watcher:
+        with Watcher([self.tdir.path, self.tdir.signals(role)]) as watcher:
             while True:
                 if path.exists() and report_settled(path, role):
                     report = self.take_report(role, n, path)
@@ -175,11 +227,73 @@ class Orchestrator:
                         return report
                     continue
                 pane = peers.pane(role)
-                dead = pane is None or pane.dead
-                if dead and not self.revive(role, brief, pane is not None,
-                                            peers.exit_status(role) if pane else None):
+                if pane is None or pane.dead:
+                    if not self.revive(role, brief, pane is not None,
+                                       peers.exit_status(role) if pane else None):
+                        return None
+                elif not self.watch(role, n, brief, path):
                     return None
                 watcher.wait(TICK)
+
+    def watch(self, role: str, n: int, brief: Path, report: Path) -> bool:
+        """Look at the peer once and act on what it shows; False: a person must step in."""
+        watching = self.monitors.get(role)
+        if watching is None:
+            watching = self.monitors[role] = Watching(
+                PeerMonitor(time.monotonic(), self.ws.timing(),
+                            frozenset(self.ws.config.roles[role].answer)),
+                first_message(brief), self.launched_ns.get(role, signal_clock()))
+        peers, provider = self.ws.peers(self.state), self.ws.provider(role)
+        screen = peers.screen(role)
+        signals = read_signals(self.tdir.signals(role), watching.since_ns)
+        if signals:
+            watching.since_ns = signals[-1].mtime_ns + 1
+        reading = provider.read(screen) if screen is not None else None
+        submitted = screen is not None and provider.rules.submitted(screen, watching.message)
+        for decision in watching.monitor.observe(time.monotonic(), reading, signals, submitted,
+                                                 screen or ""):
+            if report.exists():
+                return True  # the report came in meanwhile: it is judged first
+            if not self.act(role, n, brief, decision, watching, screen or ""):
+                return False
+        return True
+
+    def act(self, role: str, n: int, brief: Path, decision: Decision, watching: Watching,
+            screen: str) -> bool:
+        peers, provider = self.ws.peers(self.state), self.ws.provider(role)
+        if decision.action == "note":
+            self.event("peer", role, state=decision.state, evidence=decision.evidence)
+        elif decision.action == "answer":
+            peers.keys(role, decision.keys)
+            self.event("dialog", role, state=decision.state, evidence=decision.evidence,
+                       keys=list(decision.keys), answered=decision.fix)
+        elif decision.action == "nudge":
+            message = nudge_message(n, brief)
+            since = signal_clock()
+            delivery = peers.deliver(provider, role, message)
+            self.event("nudge", role, evidence=decision.evidence, delivered=delivery.taken,
+                       why=delivery.why)
+            if not delivery:
+                return self.escalate(role, Decision("escalate", "turn-ended", decision.evidence
+                                                    + f"; the nudge was not taken: "
+                                                      f"{delivery.why}"), screen)
+            watching.message, watching.since_ns = message, since
+            watching.monitor.after_nudge_or_answer(time.monotonic())
+        else:
+            return self.escalate(role, decision, screen)
+        return True
+
+    def escalate(self, role: str, decision: Decision, screen: str) -> bool:
+        """Hand the peer to a person: its screen kept, the reason and the fix spelled out."""
+        shown = self.tdir.transcript(role, self.state.round)
+        self.ws.peers(self.state).capture(role, shown)
+        self.event("escalate", role, state=decision.state, evidence=decision.evidence,
+                   fix=decision.fix, screen=shown.name, last_lines=screen.strip().splitlines()[-8:])
+        self.state.after_answer = _phase_of(role)
+        self.transition("needs-human", f"the {role} is {decision.state}: {decision.evidence}. "
+                        f"Fix: {decision.fix} (screen in transcripts/{shown.name}); then "
+                        f"'handoff answer {self.state.ticket} TEXT' to carry on")
+        return False
 
     def revive(self, role: str, brief: Path, existed: bool, status: int | None) -> bool:
         """A peer died before reporting: keep its screen, relaunch it on the same brief."""
@@ -205,8 +319,11 @@ class Orchestrator:
                                                       "ticket": self.state.ticket})
         if report is not None:
             if role == "implementer":
+                # submit checked the worktree when it filed the report; only the history
+                # claims are re-checked here
                 problems = check_implementer(report, self.ws.repo, self.ws.worktrees,
-                                             self.state.last_commit())
+                                             self.state.last_commit(),
+                                             worktree_state=not has_receipt(self.tdir, path, text))
             else:
                 problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
         if not problems and report is not None:
@@ -285,6 +402,7 @@ class Orchestrator:
             ctx = self.ws.brief_context(self.state, "reviewer", n)
             atomic_write(brief, briefs.reviewer(ctx, commit, diff))
         self.ensure_briefed("reviewer", brief, fresh=True)
+        self.pass_on_note("reviewer", brief)
         report = self.wait_for_report("reviewer", n, brief)
         if report is not None:
             self.judge(n, report)
@@ -320,8 +438,10 @@ class Orchestrator:
         self.state.answers_used = number
         text = path.read_text(encoding="utf-8")
         again, self.state.after_answer = self.state.after_answer, ""
-        if again:  # the same round, its peer started afresh on the same brief
+        if again:  # the same round: its peer is told the answer (or started afresh if dead)
             self.state.relaunches = 0
+            self.state.note_for_peer = text
+            self.monitors.clear()
             self.transition(again, "answered: " + " ".join(text.split())[:200])
         else:
             self.next_round([], [("A person answered", text)])

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from handoff.providers import Launch, Provider
-from handoff.providers.base import first_message
+from handoff import reaper
+from handoff.providers import Launch, Provider, first_message
+from handoff.providers.screen import DIALOG, holds
 from handoff.store import atomic_write
 from handoff.tmux import TERM, Pane, Tmux
 
@@ -46,6 +47,15 @@ def with_env(env: dict[str, str], argv: Sequence[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Delivery:
+    taken: bool
+    why: str
+
+    def __bool__(self) -> bool:
+        return self.taken
+
+
+@dataclass(frozen=True)
 class Peers:
     tmux: Tmux
     session: str
@@ -61,11 +71,13 @@ class Peers:
 
     def launch(self, provider: Provider, launch: Launch, env: dict[str, str]) -> str:
         """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window."""
-        argv = with_env(env, provider.argv(launch))
+        mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
+        argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch))
         pane = self.pane(launch.role)
         if pane is None:
             pane_id = self.tmux.new_window(self.session, launch.role, argv, launch.worktree)
         else:
+            self.reap(launch.role)  # the old CLI and whatever it left running
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
         self.tmux.tag(pane_id, str(launch.brief))
@@ -98,7 +110,13 @@ class Peers:
             return False
         atomic_write(transcript, self.tmux.capture(pane.id) + "\n")
         self.tmux.kill_pane(pane.id)
+        self.reap(role)
         return True
+
+    def reap(self, role: str = "") -> list[int]:
+        """End what the role's CLI (every role's, without one) left running past its pane."""
+        return reaper.reap(reaper.marker(self.ticket_dir, role) if role
+                           else f"{self.ticket_dir}#")
 
     def capture(self, role: str, path: Path) -> bool:
         """Save the role's whole pane history to path; False when there is no such pane."""
@@ -108,36 +126,69 @@ class Peers:
         atomic_write(path, self.tmux.capture(pane.id) + "\n")
         return True
 
-    def deliver(self, provider: Provider, role: str, brief: Path, tries: int = 3,
-                wait: float = 5.0) -> bool:
-        """Paste the nudge for brief into the role's pane and check it was taken; bounded retries.
+    def deliver(self, provider: Provider, role: str, message: str, tries: int = 3,
+                wait: float = 5.0) -> Delivery:
+        """Paste message into the role's input line and check it was taken; bounded retries.
 
-        A retry re-sends Enter only while our own text still sits in the input line, so a
-        person's draft in the box is never submitted by us.
+        Enter is re-sent only while our own text still sits in the input line; a person's
+        draft is never submitted by us, and nothing is ever typed into a dialog.
         """
-        message = first_message(brief)
         for _ in range(tries):
             pane = self.pane(role)
             if pane is None or pane.dead:
-                return False
-            if provider.taken(self.tmux.capture(pane.id), message):
-                self.tmux.tag(pane.id, str(brief))  # taken before a crash cut us short
-                return True
-            last = self.tmux.screen(pane.id).rstrip().splitlines()[-1:] or [""]
-            if message in last[0]:
+                return Delivery(False, "the peer is not running")
+            if provider.taken(self.tmux.tail(pane.id), message):
+                return Delivery(True, "taken")
+            reading = provider.read(self.tmux.screen(pane.id))
+            if reading.state == DIALOG:
+                return Delivery(False, f"the peer shows a dialog: {reading.says()}")
+            if holds(reading.draft, message):
                 self.tmux.send_enter(pane.id)
+            elif reading.draft:
+                return Delivery(False, f"a draft sits in the peer's input line: "
+                                f"{reading.draft[:80]!r}")
             else:
-                self.tmux.paste(pane.id, message)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if provider.taken(self.tmux.capture(pane.id), message):
-                    self.tmux.tag(pane.id, str(brief))
-                    return True
-                time.sleep(0.1)
+                self.tmux.paste(pane.id, message, provider.enter_delay)
+            if self._wait_taken(provider, pane.id, message, wait):
+                return Delivery(True, "taken")
+        return Delivery(False, f"not taken after {tries} tries")
+
+    def _wait_taken(self, provider: Provider, pane: str, message: str, wait: float) -> bool:
+        """Poll the screen with a short backoff until the message shows as taken."""
+        deadline, pause = time.monotonic() + wait, 0.02
+        while time.monotonic() < deadline:
+            if provider.taken(self.tmux.tail(pane), message):
+                return True
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
         return False
 
+    def deliver_brief(self, provider: Provider, role: str, brief: Path) -> Delivery:
+        """Deliver a brief's nudge and remember on the pane that it works on that brief."""
+        delivery = self.deliver(provider, role, first_message(brief))
+        pane = self.pane(role)
+        if delivery and pane is not None:
+            self.tmux.tag(pane.id, str(brief))
+        return delivery
+
+    def keys(self, role: str, keys: Sequence[str], pause: float = 0.15) -> bool:
+        """Answer a screen: each key as its own press, with a pause for the TUI to redraw."""
+        pane = self.pane(role)
+        if pane is None or pane.dead:
+            return False
+        for key in keys:
+            self.tmux.send_key(pane.id, key)
+            time.sleep(pause)
+        return True
+
+    def screen(self, role: str) -> str | None:
+        pane = self.pane(role)
+        return None if pane is None or pane.dead else self.tmux.screen(pane.id)
+
     def stop(self) -> bool:
-        return self.tmux.kill_session(self.session)
+        stopped = self.tmux.kill_session(self.session)
+        self.reap()
+        return stopped
 
 
 def self_argv(*args: str) -> list[str]:

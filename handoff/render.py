@@ -67,6 +67,16 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "orchestrator": lambda e: f"orchestrator running (pid {e.get('pid')})",
     "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
     "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
+    "peer": lambda e: f"is {e.get('state')} — {e.get('evidence')}",
+    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(e.get('keys', []))}: "
+                        f"{e.get('answered')} — {e.get('evidence')}",
+    "nudge": lambda e: f"nudged ({'taken' if e.get('delivered') else 'NOT taken: ' + str(e.get('why'))})"
+                       f" — {e.get('evidence')}",
+    "escalate": lambda e: f"needs a person: {e.get('state')} — {e.get('evidence')}\n"
+                          f"      fix: {e.get('fix')}\n      screen: transcripts/{e.get('screen')}",
+    "answer-passed-on": lambda e: "told the answer" if e.get("delivered")
+    else f"could not be told the answer ({e.get('why')}): restarted",
+    "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
 }
 
 

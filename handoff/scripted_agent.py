@@ -13,7 +13,9 @@ Script keys (per round): edits [{file, replace, with} | {file, content}], status
 commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
 this code before reporting; exit_unless: not once this file exists in the ticket directory),
 pause_until (wait for this file in the ticket directory before
-acting), reviewer: {hang: once (first launch never reports), pause_until}.
+acting), silent (once: the first turn ends without filing the report, a nudge files it;
+always: never files one), reviewer: {hang: once (first launch hangs, busy, never reporting),
+pause_until, silent}.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ import yaml
 
 from handoff.frontmatter import split
 from handoff.plan import parse as parse_plan
-from handoff.providers.scripted import TOOK
+from handoff.providers.scripted import TOOK, WAITING
 from handoff.reports import template
 
 MESSAGE = re.compile(r"Read and follow (\S+\.md)")
@@ -61,6 +64,9 @@ def run_command(argv: list[str], cwd: Path) -> tuple[int, str]:
 
 
 def submit(brief: dict[str, Any], text: str) -> None:
+    if brief.get("_silent"):
+        say("scripted: not filing my report (silent, as the plan says)")
+        return
     draft = Path(brief["report"])
     draft.parent.mkdir(parents=True, exist_ok=True)
     draft.write_text(text, encoding="utf-8")
@@ -177,7 +183,7 @@ def review(brief: dict[str, Any]) -> None:
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text("hung once\n", encoding="utf-8")
             say("scripted: hanging as the plan says (recycle me)")
-            return
+            threading.Event().wait()  # busy for good, like a CLI stuck mid-turn
     head = git(worktree, "rev-parse", "HEAD")
     findings = []
     if head != commit:
@@ -209,8 +215,19 @@ def handle(role: str, message: str) -> None:
         return
     say(f"{TOOK} {message.strip()}")
     brief, _ = split(Path(match.group(1)).read_text(encoding="utf-8"))
+    brief["_silent"] = silent(brief, role, nudged=not message.lstrip().startswith(
+        "Read and follow"))
     (implement if role == "implementer" else review)(brief)
-    say("scripted: waiting for the next message")
+    say(WAITING)
+
+
+def silent(brief: dict[str, Any], role: str, nudged: bool) -> bool:
+    """The plan's `silent` for this round and role: once (until nudged) or always."""
+    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
+    script = plan.scripts.get(int(brief["round"]), {})
+    mode = script.get("silent") if role == "implementer" else \
+        (script.get("reviewer") or {}).get("silent")
+    return mode == "always" or (mode == "once" and not nudged)
 
 
 def main(argv: list[str]) -> int:

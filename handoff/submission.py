@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
 from handoff import reports
 from handoff.errors import UsageError
-from handoff.store import atomic_write
+from handoff.events import now
+from handoff.store import atomic_write, atomic_write_json
 from handoff.ticket import TicketDir
 from handoff.validators import check_implementer, check_reviewer
 from handoff.workspace import Workspace, check_role
@@ -57,6 +60,28 @@ def file_report(folder: Path, role: str, round_: int | None,
         problems = check_reviewer(report, ws.repo, state.commit_of(n))
     if problems:
         return None, problems
+    # the receipt first: a report that is there always has the receipt of its checks
+    write_receipt(tdir, target, text, report.commit)
     atomic_write(target, text)
     tdir.events.append("submitted", round=n, role=role, report=target.name)
     return target, []
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str) -> None:
+    """What was checked, and when, for the exact text filed."""
+    atomic_write_json(tdir.receipt(report), {"report": report.name, "sha256": digest(text),
+                                             "commit": commit, "checked": now(),
+                                             "worktree_clean": True})
+
+
+def has_receipt(tdir: TicketDir, report: Path, text: str) -> bool:
+    """report was filed through `handoff submit`, unchanged since its checks."""
+    try:
+        data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("sha256") == digest(text)

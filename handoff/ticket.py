@@ -57,6 +57,8 @@ class State:
     #: where an answer leads: "" (the implementer's next round, carrying the answer), or
     #: "implementing" / "reviewing" (the same round again, e.g. after a peer kept dying)
     after_answer: str = ""
+    #: a person's answer still to be passed on to the peer of the same round
+    note_for_peer: str = ""
     reason: str = ""
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
@@ -119,6 +121,14 @@ class TicketDir:
 
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
+
+    def signals(self, role: str) -> Path:
+        """Where the role's CLI hooks drop their signal files."""
+        return self.path / "signals" / role
+
+    def receipt(self, report: Path) -> Path:
+        """What `handoff submit` checked when it filed report."""
+        return self.path / "receipts" / f"{report.stem}.json"
 
     def answer(self, number: int) -> Path:
         return self.path / "answers" / f"answer-{number}.md"

@@ -33,6 +33,7 @@ set -g mouse on
 set -s escape-time 10
 set -g status-left "[#S] "
 set -g status-left-length 48
+set -g default-size 200x50
 """
 
 
@@ -89,18 +90,35 @@ class Tmux:
     def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
         argv = direct(argv)
-        return self.run("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
+        pane = self.run("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
                         "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
                         "--", *argv)
+        self.fix_size(pane)
+        return pane
 
     def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         argv = direct(argv)
-        return self.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
+        pane = self.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
                         "-n", window, "-c", str(cwd), "--", *argv)
+        self.fix_size(pane)
+        return pane
+
+    def fix_size(self, pane: str) -> None:
+        """Pin the window at WIDTHxHEIGHT, so a peer's screen reads the same whoever attaches.
+
+        resize-window makes that one window's size manual; the global `window-size manual`
+        would do it for all, but tmux 3.3a's server exits on it.
+        """
+        self.run("resize-window", "-t", pane, "-x", str(WIDTH), "-y", str(HEIGHT), check=False)
 
     def respawn(self, pane: str, argv: Sequence[str], cwd: Path) -> None:
-        """Kill whatever runs in the pane (its whole process group) and start argv there."""
+        """Kill whatever runs in the pane (its whole process group) and start argv there.
+
+        The old history goes (the caller keeps it as a transcript first): what the pane shows
+        is then only ever about the process now running in it.
+        """
         argv = direct(argv)
+        self.run("clear-history", "-t", pane, check=False)
         self.run("respawn-pane", "-k", "-t", pane, "-c", str(cwd), "--", *argv)
 
     def panes(self, session: str) -> dict[str, Pane]:
@@ -134,24 +152,34 @@ class Tmux:
         """The pane's whole history and screen, wrapped lines joined."""
         return self.run("capture-pane", "-p", "-J", "-S", "-", "-t", pane, check=False)
 
+    def tail(self, pane: str, lines: int = 200) -> str:
+        """The last lines of the pane's history and its screen: enough to see a message that
+        scrolled off just after it was taken."""
+        return self.run("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", pane, check=False)
+
     def screen(self, pane: str) -> str:
         return self.run("capture-pane", "-p", "-J", "-t", pane, check=False)
 
-    def paste(self, pane: str, text: str) -> None:
-        """Bracketed paste of text, then Enter as its own key press after a pause.
+    def paste(self, pane: str, text: str, enter_delay: float = 0.2) -> None:
+        """Bracketed paste of text, then Enter as its own key press after enter_delay.
 
-        A TUI that sees the Enter inside the paste burst (Codex within ~120 ms) keeps it as a
-        newline in the draft instead of submitting it.
+        A TUI that sees the Enter inside the paste burst keeps it as a newline in the draft
+        instead of submitting it; how long a pause it needs is the provider's knowledge.
         """
         buffer = f"handoff-{os.getpid()}-{pane.lstrip('%')}"
         proc.run([*self.base(), "load-buffer", "-b", buffer, "-"], input_text=text,
                  timeout=TMUX_TIMEOUT)
         self.run("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane)
-        time.sleep(0.2)
+        if enter_delay:
+            time.sleep(enter_delay)
         self.run("send-keys", "-t", pane, "Enter")
 
     def send_enter(self, pane: str) -> None:
         self.run("send-keys", "-t", pane, "Enter")
+
+    def send_key(self, pane: str, key: str) -> None:
+        """One key by its tmux name (Down, Enter, C-c); any other word is typed as text."""
+        self.run("send-keys", "-t", pane, key)
 
     def kill_session(self, session: str) -> bool:
         if not self.has_session(session):

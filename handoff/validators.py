@@ -15,8 +15,13 @@ def full_sha(repo: Repo, commit: str) -> str:
 
 
 def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
-                      previous: str) -> list[str]:
-    """Problems with an implementer's claims; previous is the last accepted commit (or base)."""
+                      previous: str, worktree_state: bool = True) -> list[str]:
+    """Problems with an implementer's claims; previous is the last accepted commit (or base).
+
+    worktree_state: also check the worktree is clean at that commit. Only true at the moment
+    of filing: what a peer does in its worktree after `handoff submit` accepted its report
+    (a stray build file, the next round's first edit) is not a claim of that report.
+    """
     sha = full_sha(repo, report.commit)
     if not sha:
         return [f"commit {report.commit} does not exist in the repository: commit your work "
@@ -33,6 +38,8 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
     elif not repo.is_ancestor(previous, sha):
         problems.append(f"commit {sha[:10]} does not build on {previous[:10]}: do not rewrite "
                         "the ticket branch's history")
+    if not worktree_state:
+        return problems
     path = worktrees.path("implementer")
     dirty = worktrees.dirty(path)
     if dirty:

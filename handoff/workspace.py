@@ -10,15 +10,18 @@ import contextlib
 import os
 import signal
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from handoff import config as config_mod
+from handoff import contracts
 from handoff import plan as plan_mod
 from handoff.briefs import BriefContext
 from handoff.config import Config
 from handoff.errors import UsageError
 from handoff.lock import holder
+from handoff.monitor import Timing
 from handoff.peers import Peers, allowlisted_env, self_argv
 from handoff.providers import REGISTRY, Launch, Provider, get
 from handoff.repo import Repo
@@ -62,23 +65,36 @@ class Workspace:
     def plan(self) -> plan_mod.Plan:
         return plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
 
+    def timing(self) -> Timing:
+        return Timing(start=self.config.start_timeout, stall=self.config.stall_timeout,
+                      grace=self.config.turn_grace, patience=self.config.api_patience)
+
     def provider(self, role: str) -> Provider:
-        return get(self.config.providers[role])
+        return get(self.config.roles[role])
 
     def env(self, role: str) -> dict[str, str]:
         """A peer's allowlisted environment: base variables, its provider's, the config's."""
+        provider = self.provider(role)
         extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
                  "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role}
-        return allowlisted_env(extra, (*self.provider(role).env_allow, *self.config.env_allow))
+        names = (*provider.passthrough(dict(os.environ)), *self.config.env_allow)
+        return allowlisted_env(extra, [n for n in names if provider.allowed(n)])
 
     def orchestrator_env(self) -> dict[str, str]:
         """The orchestrator passes provider variables on to peers, so it is given all of them."""
-        allow = [name for p in REGISTRY.values() for name in p.env_allow]
+        allow = [name for cls in REGISTRY.values() for name in cls.env_allow]
+        allow += [n for role in self.config.roles
+                  for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
-        return allowlisted_env(extra, (*allow, *self.config.env_allow, "VIRTUAL_ENV"))
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV")
+        return allowlisted_env(extra, [n for n in names if Provider().allowed(n)
+                                       or n in ("CODEX_HOME",)])
 
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
+        provider = self.provider(role)
+        contract = contracts.write(self.tdir.path, self.repo.top, role)
         return BriefContext(
+            contract=contract, contract_inline=not provider.takes_contract,
             ticket=state.ticket, round=round_,
             ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"), plan=self.plan(),
             plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
@@ -87,14 +103,23 @@ class Workspace:
             draft=self.tdir.path / "drafts" / f"{role}-{round_}.md",
         )
 
-    def launch(self, state: State, role: str, brief: Path) -> None:
+    def launch(self, state: State, role: str, brief: Path) -> Launch:
         """Start the role fresh on brief; the old process's screen is kept as a transcript."""
         peers = self.peers(state)
         if peers.pane(role) is not None:
             peers.capture(role, self.tdir.transcript(role, state.round))
-        launch = Launch(ticket=state.ticket, role=role, worktree=self.worktrees.path(role),
-                        brief=brief)
+        launch = self.launch_of(role, brief)
         peers.launch(self.provider(role), launch, self.env(role))
+        return launch
+
+    def launch_of(self, role: str, brief: Path) -> Launch:
+        provider = self.provider(role)
+        contract = contracts.write(self.tdir.path, self.repo.top, role) \
+            if provider.takes_contract else None
+        return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
+                      brief=brief, ticket_dir=self.tdir.path, contract=contract,
+                      session_id=str(uuid.uuid4()),
+                      signals=self.tdir.signals(role) if provider.signals else None)
 
     def latest_brief(self, role: str) -> Path | None:
         briefs = sorted((self.tdir.path / "inbox" / role).glob("brief-*.md"),

@@ -20,6 +20,9 @@ import pytest
 
 T = TypeVar("T")
 
+#: the real-CLI fixtures (claude, codex and their stand-in servers)
+pytest_plugins = ("tests.realcli",)
+
 PYTHON = sys.executable
 
 

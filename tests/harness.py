@@ -149,3 +149,24 @@ def tmux_alive(socket: str) -> bool:
     done = subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True,
                           timeout=15)
     return done.returncode == 0
+
+
+def processes_of(home: Path, *names: str) -> list[str]:
+    """Live processes started for this test's tickets (their environment names its
+    HANDOFF_HOME) whose command line mentions one of names: what must be gone after close."""
+    found = []
+    marker = f"HANDOFF_HOME={home}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            continue  # a zombie has exited; only its parent's bookkeeping is left
+        if marker in environ and any(name in cmdline for name in names):
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found

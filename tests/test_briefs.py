@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff import briefs
+from handoff import briefs, contracts
 from handoff.briefs import BriefContext
 from handoff.frontmatter import split
 from handoff.plan import parse
@@ -38,8 +38,9 @@ def tdir(tmp_path: Path) -> Path:
 
 
 def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN,
-            ticket: str = "PROJ-7") -> BriefContext:
+            ticket: str = "PROJ-7", inline: bool = True) -> BriefContext:
     return BriefContext(
+        contract=contracts.write(tdir, tdir, role), contract_inline=inline,
         ticket=ticket, round=round_, ticket_text=TICKET_TEXT, plan=parse(plan_text),
         plan_path=tdir / "plan.md", worktree=tdir.parent / "worktrees" / role,
         submit=("/opt/handoff/bin/handoff", "submit", "--dir", str(tdir), "--role", role),
@@ -80,7 +81,7 @@ def test_implementer_brief_body_has_everything_to_work(tdir: Path) -> None:
     assert "round 1" in body
     assert shlex.join(submit_argv(ctx)) in body
     assert "python -m unittest -q tests.test_calc.AddTest" in body
-    assert briefs.role_instructions("implementer").strip() in body
+    assert contracts.compose(tdir, "implementer").strip() in body
 
 
 def test_round_one_lists_no_findings(tdir: Path) -> None:
@@ -173,7 +174,16 @@ def test_reviewer_brief_body_has_plan_commit_diff_and_tests(tdir: Path) -> None:
     assert "python -m unittest -q" in body
     assert shlex.join(["ruff", "check", "src dir"]) in body
     assert shlex.join(submit_argv(ctx)) in body
-    assert briefs.role_instructions("reviewer").strip() in body
+    assert contracts.compose(tdir, "reviewer").strip() in body
+
+
+@pytest.mark.parametrize("role", ["implementer", "reviewer"])
+def test_a_cli_that_reads_the_contract_itself_gets_only_a_pointer(tdir: Path, role: str) -> None:
+    ctx = context(tdir, role, 1, inline=False)
+    text = briefs.implementer(ctx, "handoff/PROJ-7") if role == "implementer" \
+        else briefs.reviewer(ctx, SHA, tdir / "diff-1.patch")
+    assert contracts.shipped(role).strip() not in text
+    assert f"also at `{ctx.contract}`" in text
 
 
 def test_reviewer_tests_default_to_the_plans_test_command(tdir: Path) -> None:

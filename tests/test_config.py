@@ -8,6 +8,7 @@ import pytest
 
 from handoff.config import REPO_CONFIG, Config, Share, config_template, load
 from handoff.errors import UsageError
+from handoff.providers import RoleSpec
 
 
 @pytest.fixture
@@ -86,6 +87,47 @@ def test_roles_merge_role_by_role(home: Path, project: Path) -> None:
     assert load(home, project).providers == {"implementer": "claude", "reviewer": "gemini"}
 
 
+def test_a_role_carries_model_args_mode_env_and_answers(home: Path, project: Path) -> None:
+    repo_file(project, (
+        "roles:\n"
+        "  implementer:\n"
+        "    provider: claude\n    model: opus\n    args: [--verbose]\n"
+        "    permission_mode: acceptEdits\n    env: [ANTHROPIC_API_KEY, MY_TOKEN]\n"
+        "    answer: [trust, api-key]\n    binary: /opt/claude/bin/claude\n"
+        "  reviewer:\n"
+        "    provider: command\n    command: [agent, --task, '{message}']\n"
+        "    markers: {composer: '>', busy: 'thinking', turn_ended: '^done'}\n"
+    ))
+    config = load(home, project)
+    assert config.roles["implementer"] == RoleSpec(
+        provider="claude", model="opus", args=("--verbose",), permission_mode="acceptEdits",
+        env=("ANTHROPIC_API_KEY", "MY_TOKEN"), answer=("trust", "api-key"),
+        binary="/opt/claude/bin/claude")
+    assert config.roles["reviewer"].command == ("agent", "--task", "{message}")
+    assert config.roles["reviewer"].markers == {"composer": ">", "busy": "thinking",
+                                               "turn_ended": "^done"}
+
+
+def test_a_later_file_refines_a_role_of_the_same_provider(home: Path, project: Path) -> None:
+    user_file(home, "roles:\n  implementer: {provider: claude, model: opus, args: [-x]}\n")
+    repo_file(project, "roles:\n  implementer: {model: sonnet}\n")
+    spec = load(home, project).roles["implementer"]
+    assert (spec.provider, spec.model, spec.args) == ("claude", "sonnet", ("-x",))
+
+
+def test_a_later_file_naming_another_provider_starts_the_role_afresh(home: Path,
+                                                                    project: Path) -> None:
+    user_file(home, "roles:\n  implementer: {provider: claude, model: opus, args: [-x]}\n")
+    repo_file(project, "roles:\n  implementer: {provider: codex}\n")
+    assert load(home, project).roles["implementer"] == RoleSpec(provider="codex")
+
+
+def test_timings_are_read(home: Path, project: Path) -> None:
+    repo_file(project, "start_timeout: 30\nstall_timeout: 600\nturn_grace: 2.5\n")
+    config = load(home, project)
+    assert (config.start_timeout, config.stall_timeout, config.turn_grace) == (30, 600, 2.5)
+
+
 def test_share_post_create_and_zero_relaunches(home: Path, project: Path) -> None:
     repo_file(project, (
         "max_relaunches: 0\n"
@@ -116,7 +158,27 @@ BAD_VALUES = [
     ("roles:\n  tester: {provider: claude}\n", "tester"),
     ("roles:\n  implementer: claude\n", "implementer"),
     ("roles:\n  reviewer: {provider: 3}\n", "reviewer"),
-    ("roles:\n  reviewer: {model: x}\n", "reviewer"),
+    ("roles:\n  reviewer: {model: 3}\n", "reviewer.model"),
+    ("roles:\n  reviewer: {provider: nope}\n", "nope"),
+    ("roles:\n  reviewer: {provider: claude, permission_mode: yolo}\n", "permission_mode"),
+    ("roles:\n  reviewer: {provider: codex, permission_mode: acceptEdits}\n", "permission_mode"),
+    ("roles:\n  reviewer: {provider: claude, env: [CLAUDE_CODE_SESSION_ID]}\n",
+     "CLAUDE_CODE_SESSION_ID"),
+    ("roles:\n  reviewer: {provider: codex, env: [CODEX_THREAD_ID]}\n", "CODEX_THREAD_ID"),
+    ("roles:\n  reviewer: {provider: claude, env: [AI_AGENT]}\n", "AI_AGENT"),
+    ("roles:\n  reviewer: {provider: claude, answer: [settings-error]}\n", "settings-error"),
+    ("roles:\n  reviewer: {provider: claude, answer: [sign-in]}\n", "sign-in"),
+    ("roles:\n  reviewer: {provider: command}\n", "command"),
+    ("roles:\n  reviewer: {provider: claude, command: [x]}\n", "command"),
+    ("roles:\n  reviewer: {provider: command, command: [x], markers: {busy: '('}}\n",
+     "markers.busy"),
+    ("roles:\n  reviewer: {provider: command, command: [x], markers: {idle: x}}\n", "idle"),
+    ("roles:\n  reviewer: {provider: claude, colour: red}\n", "colour"),
+    ("roles:\n  reviewer: {provider: claude, args: --verbose}\n", "args"),
+    ("start_timeout: 0\n", "start_timeout"),
+    ("stall_timeout: never\n", "stall_timeout"),
+    ("turn_grace: -1\n", "turn_grace"),
+    ("env_allow: [CODEX_SESSION_ID]\n", "CODEX_SESSION_ID"),
     ("share: .venv\n", "share"),
     ("share:\n  - {mode: copy}\n", "share[0]"),
     ("share:\n  - .venv\n  - 7\n", "share[1]"),
@@ -194,3 +256,11 @@ def test_the_init_template_is_a_valid_config_equal_to_the_defaults(tmp_path: Pat
     assert written is not None and written.is_file()
     assert load(tmp_path / "home", repo) == Config()
     assert config_template(repo) is None, "an existing file is never overwritten"
+
+
+def test_the_init_template_names_the_chosen_providers(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    assert config_template(repo, "claude", "codex") is not None
+    assert load(tmp_path / "home", repo).providers == {"implementer": "claude",
+                                                       "reviewer": "codex"}

@@ -96,14 +96,17 @@ def test_wheel_declares_the_handoff_command(wheel: Path) -> None:
     assert "handoff = handoff.cli:main" in [line.strip() for line in text.splitlines()]
 
 
-def test_installed_wheel_finds_its_role_instructions(unpacked: Path, tmp_path: Path) -> None:
+def test_installed_wheel_finds_its_role_contracts_and_hook_script(unpacked: Path,
+                                                                   tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import json, handoff, handoff.briefs as b\n"
+        "import json, handoff, handoff.contracts as c, handoff.providers.signals as s\n"
         "print(json.dumps({'file': handoff.__file__,\n"
-        "                  'implementer': b.role_instructions('implementer'),\n"
-        "                  'reviewer': b.role_instructions('reviewer')}))\n"
+        "                  'implementer': c.shipped('implementer'),\n"
+        "                  'reviewer': c.shipped('reviewer'),\n"
+        "                  'engineering': c.shipped('engineering'),\n"
+        "                  'signal': str(s.script())}))\n"
     )
 
     done = run_from_wheel(unpacked, code, elsewhere)
@@ -111,9 +114,12 @@ def test_installed_wheel_finds_its_role_instructions(unpacked: Path, tmp_path: P
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert Path(seen["file"]).resolve().is_relative_to(unpacked.resolve())
-    assert seen["implementer"].strip()
-    assert seen["implementer"] == (ROOT / "roles" / "implementer.md").read_text(encoding="utf-8")
-    assert seen["reviewer"] == (ROOT / "roles" / "reviewer.md").read_text(encoding="utf-8")
+    for name in ("implementer", "reviewer", "engineering"):
+        assert seen[name].strip()
+        assert seen[name] == (ROOT / "roles" / f"{name}.md").read_text(encoding="utf-8")
+    signal = Path(seen["signal"])
+    assert signal.resolve().is_relative_to(unpacked.resolve())
+    assert signal.read_bytes() == (ROOT / "hooks" / "peer-signal").read_bytes()
 
 
 def test_wheel_ships_every_module_of_the_package(wheel: Path) -> None:

@@ -32,13 +32,13 @@ sys.stdin.readline()
 """
 
 
-class DumpingCli:
+class DumpingCli(Provider):
     """A stand-in coding CLI (a real program in the pane) that reports what it was given."""
 
     name = "dumping"
-    env_allow: tuple[str, ...] = ()
 
     def __init__(self, out: Path) -> None:
+        super().__init__()
         self.out = out
 
     def missing(self) -> str | None:
@@ -146,8 +146,10 @@ def test_launched_peer_sees_exactly_the_allowlisted_env(secrets: dict[str, str],
     assert peer_env["HANDOFF_NOTE"] == "a b $HOME `id`"
     assert peer_env["TERM"] == TERM
     # Python itself may add LC_CTYPE (PEP 538 locale coercion) when the locale is plain C.
+    # and the marker that lets handoff end what the peer leaves running (handoff.reaper)
+    expected = {**env, "HANDOFF_PEER": f"{peers.ticket_dir}#implementer"}
     assert {k: v for k, v in peer_env.items() if k != "LC_CTYPE"} == \
-        {k: v for k, v in env.items() if k != "LC_CTYPE"}
+        {k: v for k, v in expected.items() if k != "LC_CTYPE"}
     assert seen["argv"] == [first_message(brief)]
     assert Path(str(seen["cwd"])).resolve() == worktree.resolve()
 
@@ -255,7 +257,7 @@ def test_deliver_pastes_into_the_scripted_agent_and_sees_it_taken(
     second = reviewer_brief(peers, repo, 2)
     provider: Provider = Scripted()
 
-    assert peers.deliver(provider, "reviewer", second) is True
+    assert peers.deliver_brief(provider, "reviewer", second).taken is True
 
     history = peers.tmux.capture(scripted_reviewer)
     took = [ln for ln in history.splitlines() if ln.startswith(f"{TOOK} {first_message(second)}")]
@@ -268,18 +270,18 @@ def test_deliver_pastes_into_the_scripted_agent_and_sees_it_taken(
 def test_deliver_of_a_brief_already_taken_never_sends_it_twice(
         peers: Peers, repo: Path, scripted_reviewer: str) -> None:
     second = reviewer_brief(peers, repo, 2)
-    assert peers.deliver(Scripted(), "reviewer", second) is True
+    assert peers.deliver_brief(Scripted(), "reviewer", second).taken is True
     took = f"{TOOK} {first_message(second)}"
     wait_until(lambda: "waiting for the next message" in
                peers.tmux.capture(scripted_reviewer).split(took, 1)[-1],
                what="the agent to finish the brief and wait for input")
     peers.tmux.tag(scripted_reviewer, "")  # as if we crashed before remembering the delivery
 
-    assert peers.deliver(Scripted(), "reviewer", second) is True
+    assert peers.deliver_brief(Scripted(), "reviewer", second).taken is True
     assert peers.working_on("reviewer") == str(second)
     # the agent reads its input in order: once a later message is taken, a duplicate would show
     third = reviewer_brief(peers, repo, 3)
-    assert peers.deliver(Scripted(), "reviewer", third) is True
+    assert peers.deliver_brief(Scripted(), "reviewer", third).taken is True
 
     history = peers.tmux.capture(scripted_reviewer)
     print(history)
@@ -290,7 +292,9 @@ def test_deliver_gives_up_when_the_message_is_never_taken(
         peers: Peers, repo: Path, scripted_reviewer: str) -> None:
     not_a_brief = peers.ticket_dir / "notes.txt"  # the scripted agent ignores non-.md paths
 
-    assert peers.deliver(Scripted(), "reviewer", not_a_brief, tries=2, wait=0.5) is False
+    delivery = peers.deliver(Scripted(), "reviewer", first_message(not_a_brief), tries=2,
+                             wait=0.5)
+    assert delivery.taken is False and "not taken after 2 tries" in delivery.why
 
     assert peers.working_on("reviewer") != str(not_a_brief)
     assert "scripted: ignoring" in peers.tmux.capture(scripted_reviewer)
@@ -299,7 +303,7 @@ def test_deliver_gives_up_when_the_message_is_never_taken(
 def test_deliver_to_a_missing_or_dead_peer_is_false(peers: Peers, repo: Path,
                                                     tmp_path: Path) -> None:
     brief = brief_file(peers, "implementer", 1)
-    assert peers.deliver(Scripted(), "implementer", brief, tries=1, wait=0.2) is False
+    assert peers.deliver_brief(Scripted(), "implementer", brief).taken is False
 
     pane = peers.launch(DumpingCli(tmp_path / "seen.json"),
                         Launch("T-1", "implementer", tmp_path, brief), allowlisted_env({}))
@@ -307,7 +311,7 @@ def test_deliver_to_a_missing_or_dead_peer_is_false(peers: Peers, repo: Path,
     wait_until(lambda: (p := peers.pane("implementer")) is not None and p.dead,
                what="the peer to exit")
 
-    assert peers.deliver(Scripted(), "implementer", brief, tries=1, wait=0.2) is False
+    assert peers.deliver_brief(Scripted(), "implementer", brief).taken is False
 
 
 def test_stop_ends_the_session(peers: Peers) -> None:

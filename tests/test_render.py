@@ -180,8 +180,26 @@ def test_session() -> None:
 
 
 def test_an_unknown_kind_shows_its_kind_and_fields() -> None:
-    text = describe(event("delivery-failed", role="reviewer", brief="/x/brief-2.md"))
-    assert "delivery-failed" in text and "/x/brief-2.md" in text
+    text = describe(event("mystery", role="reviewer", brief="/x/brief-2.md"))
+    assert "mystery" in text and "/x/brief-2.md" in text
+
+
+def test_judgements_about_a_peer_show_their_evidence() -> None:
+    peer = describe(event("peer", role="implementer", state="turn-ended",
+                          evidence="hook Stop: the turn ended"))
+    assert "implementer is turn-ended" in peer and "hook Stop" in peer
+    nudge = describe(event("nudge", role="implementer", delivered=False,
+                           why="a draft sits in the input line", evidence="hook Stop"))
+    assert "NOT taken: a draft sits in the input line" in nudge and "hook Stop" in nudge
+    escalated = describe(event("escalate", role="reviewer", state="dialog (trust)",
+                               evidence="dialog (trust): Yes, I trust this folder",
+                               fix="answer: [trust]", screen="reviewer-1.log"))
+    assert "needs a person: dialog (trust)" in escalated
+    assert "fix: answer: [trust]" in escalated and "transcripts/reviewer-1.log" in escalated
+    answered = describe(event("dialog", role="implementer", state="dialog (trust)",
+                              keys=["Down", "Enter"], answered="trusted the repository",
+                              evidence="Yes, I trust this folder"))
+    assert "Down+Enter" in answered and "trusted the repository" in answered
 
 
 def test_an_unknown_kind_without_fields_is_just_its_kind() -> None:

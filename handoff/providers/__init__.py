@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 from handoff.errors import UsageError
-from handoff.providers.base import Launch, Provider
+from handoff.providers.base import Check, Launch, Provider, RoleSpec, first_message
+from handoff.providers.claude import Claude
+from handoff.providers.codex import Codex
+from handoff.providers.command import Command
+from handoff.providers.gemini import Gemini
+from handoff.providers.opencode import Opencode
 from handoff.providers.scripted import Scripted
 
-REGISTRY: dict[str, Provider] = {"scripted": Scripted()}
+REGISTRY: dict[str, type[Provider]] = {
+    cls.name: cls for cls in (Claude, Codex, Gemini, Opencode, Command, Scripted)
+}
+#: the order `handoff init` prefers when it picks providers from what is installed
+PREFERENCE = ("claude", "codex", "gemini", "opencode")
 
 
-def get(name: str) -> Provider:
+def known(name: str) -> type[Provider]:
     try:
         return REGISTRY[name]
     except KeyError:
         raise UsageError(
             f"unknown provider {name!r}",
-            f"known providers: {', '.join(sorted(REGISTRY))} (set roles.<role>.provider "
+            f"known providers: {', '.join(REGISTRY)} (set roles.<role>.provider "
             "in .handoff.yaml)",
         ) from None
 
 
-__all__ = ["REGISTRY", "Launch", "Provider", "get"]
+def get(spec: RoleSpec) -> Provider:
+    """The provider for one role, bound to how that role is set up."""
+    return known(spec.provider)(spec)
+
+
+__all__ = ["PREFERENCE", "REGISTRY", "Check", "Launch", "Provider", "RoleSpec", "first_message",
+           "get", "known"]

@@ -1,10 +1,40 @@
-"""What handoff needs to know about a coding CLI to run it as a peer."""
+"""What handoff needs to know about a coding CLI to run it as a peer.
+
+A provider is a description, not a driver: how to start the CLI (argv, environment), how to
+read its screen, which start-up screens it can show and how each is answered, how to leave
+it. `peers.py` does the tmux work for every provider alike.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+
+from handoff.providers.screen import Dialog, Reading, ScreenRules, holds
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """What a person chose for one role in `.handoff.yaml` (`roles.<role>`)."""
+
+    provider: str = "scripted"
+    model: str = ""
+    args: tuple[str, ...] = ()
+    permission_mode: str = ""
+    #: extra environment variables passed through to this role's CLI
+    env: tuple[str, ...] = ()
+    #: names of start-up screens handoff may answer by itself (e.g. "trust")
+    answer: tuple[str, ...] = ()
+    #: the CLI's executable, when it is not the provider's usual name on PATH
+    binary: str = ""
+    #: the `command` provider's argv template
+    command: tuple[str, ...] = ()
+    #: the `command` provider's screen markers (ready, busy, turn_ended, composer, …)
+    markers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -15,6 +45,13 @@ class Launch:
     role: str
     worktree: Path
     brief: Path
+    ticket_dir: Path = Path()
+    #: the role contract as one file (the CLI reads it through its own mechanism)
+    contract: Path | None = None
+    #: a fresh id for CLIs that can name their session (its transcript file follows it)
+    session_id: str = ""
+    #: the folder the CLI's hooks drop their signal files into
+    signals: Path | None = None
 
     @property
     def message(self) -> str:
@@ -26,18 +63,134 @@ def first_message(brief: Path) -> str:
     return f"Read and follow {brief}"
 
 
-class Provider(Protocol):
-    """A coding CLI. Providers are stateless descriptions; peers.py does the tmux work."""
+@dataclass(frozen=True)
+class Check:
+    """One line of `handoff doctor`: OK, WARN or FAIL, and how to mend it."""
 
-    name: str
-    #: environment variables the CLI needs beyond the base allowlist (e.g. its API key)
-    env_allow: tuple[str, ...]
+    level: str
+    what: str
+    detail: str
+    fix: str = ""
+
+
+class Provider:
+    """A coding CLI, as one role is set up to run it (its `RoleSpec`).
+
+    Subclasses set the class attributes and override what differs.
+    """
+
+    name = ""
+    #: the executable's usual name on PATH ('' for providers that run no installed CLI)
+    binary = ""
+    #: the npm package that installs it, for messages and doctor
+    package = ""
+    #: environment variables the CLI may need beyond the base allowlist (keys, base URLs)
+    env_allow: tuple[str, ...] = ()
+    #: prefixes of variables that must never reach the CLI, even when a person lists them:
+    #: a coding CLI's own session markers make a peer a hidden child of the session that
+    #: started handoff
+    env_never: tuple[str, ...] = ("CLAUDE", "CODEX_", "AI_AGENT")
+    #: names matching env_never that are configuration, not a session marker
+    env_exempt: tuple[str, ...] = ()
+    #: permission modes accepted in config; the first is the default
+    modes: tuple[str, ...] = ("bypass",)
+    #: the CLI reads the role contract itself (system prompt); otherwise the brief carries it
+    takes_contract = False
+    #: pause between a paste and its Enter (a TUI that detects paste bursts needs one)
+    enter_delay = 0.1
+    #: keys that make the CLI exit cleanly, sent one call at a time
+    exit_keys: tuple[str, ...] = ()
+    #: the CLI's hooks write signal files (prompt arrived, turn ended) for the orchestrator
+    signals = False
+    rules = ScreenRules(composer="\0")
+
+    def __init__(self, spec: RoleSpec | None = None) -> None:
+        self.spec = spec or RoleSpec(provider=self.name)
+
+    @property
+    def mode(self) -> str:
+        return self.spec.permission_mode or self.modes[0]
+
+    def executable(self) -> str | None:
+        name = self.spec.binary or self.binary
+        return shutil.which(name) if name else None
 
     def missing(self) -> str | None:
         """Why this CLI cannot run here (not installed, …), or None when it can."""
+        if self.executable() is None:
+            where = f" (npm install -g {self.package})" if self.package else ""
+            return f"{self.spec.binary or self.binary} is not installed or not on PATH{where}"
+        return None
+
+    def version(self) -> str | None:
+        path = self.executable()
+        if path is None:
+            return None
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                  timeout=20, stdin=subprocess.DEVNULL, errors="replace")
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        match = re.search(r"\d+\.\d+(\.\d+)?", done.stdout + done.stderr)
+        return match.group(0) if match else None
 
     def argv(self, launch: Launch) -> list[str]:
         """The command line that starts the CLI with the first brief as its own prompt."""
+        raise NotImplementedError
+
+    def env(self, launch: Launch) -> dict[str, str]:
+        """Variables handoff sets for this CLI (beyond the allowlisted ones passed through)."""
+        return {}
+
+    def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
+        """Names of variables this CLI may see: its own list and the role's config."""
+        return (*self.env_allow, *self.spec.env)
+
+    def allowed(self, name: str) -> bool:
+        return name in self.env_exempt or not name.startswith(self.env_never)
+
+    def read(self, screen: str) -> Reading:
+        return self.rules.read(screen)
 
     def taken(self, screen: str, message: str) -> bool:
-        """Whether the visible screen shows the pasted message was submitted, not left in a draft."""
+        """The pasted message was submitted: it left the input line and shows above it, as a
+        prompt or a message queued into the running turn. (A busy screen alone proves
+        nothing: the CLI may have been busy before the paste, e.g. running a Stop hook.)"""
+        if holds(self.read(screen).draft, message):
+            return False
+        return self.rules.submitted(screen, message)
+
+    #: `doctor` runs the launch flags with --help to see the CLI accepts them
+    probe_flags = False
+
+    def flags_problem(self) -> str | None:
+        """Why this CLI would refuse the flags handoff launches it with, or None."""
+        from handoff.providers.probe import exit_status
+
+        path = self.executable()
+        if path is None or not self.probe_flags:
+            return None
+        launch = Launch(ticket="T", role="implementer", worktree=Path("/"), brief=Path("/b.md"),
+                        contract=Path("/c.md"), session_id="00000000-0000-4000-8000-000000000000")
+        flags = self.argv(launch)[1:-1]
+        code, output = exit_status([path, *flags, "--help"])
+        if code != 0:
+            last = output.strip().splitlines()[-3:]
+            return f"`{self.binary} {' '.join(flags)} --help` exited {code}: {' / '.join(last)}"
+        return None
+
+    def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
+        """What would make this CLI hang or fail at start here (for doctor and start)."""
+        return []
+
+    def screen_check(self, dialog: Dialog, what: str, detail: str) -> Check:
+        """A start-up screen that will show: fine when the role lets handoff answer it."""
+        if dialog.keys and dialog.name in self.spec.answer:
+            return Check("OK", what, f"{detail}; handoff answers its screen (answer: "
+                         f"[{dialog.name}])")
+        return Check("WARN", what, f"{detail}: its screen would stop the peer (the ticket goes "
+                     "to needs-human)", dialog.fix)
+
+
+def is_root() -> bool:
+    return hasattr(os, "getuid") and os.getuid() == 0

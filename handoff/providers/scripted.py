@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import sys
 
-from handoff.providers.base import Launch
+from handoff.providers.base import Launch, Provider
+from handoff.providers.screen import ScreenRules
 
 TOOK = "scripted: took"
+WAITING = "scripted: waiting for the next message"
+
+RULES = ScreenRules(composer="\0", busy=(r"^scripted: took",), turn_ended=(f"^{WAITING}",))
 
 
-class Scripted:
+class Scripted(Provider):
     name = "scripted"
-    env_allow: tuple[str, ...] = ()
+    enter_delay = 0.0
+    rules = RULES
+
+    def executable(self) -> str | None:
+        return sys.executable
 
     def missing(self) -> str | None:
         return None
+
+    def version(self) -> str | None:
+        from handoff import __version__
+
+        return __version__
 
     def argv(self, launch: Launch) -> list[str]:
         return [sys.executable, "-m", "handoff.scripted_agent", launch.role, launch.message]

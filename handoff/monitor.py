@@ -1,0 +1,178 @@
+"""Judging one launched peer from what it shows: its hooks' signals first, its screen second.
+
+`PeerMonitor.observe` is pure: given the time, a reading of the screen and the signals since
+the last look, it returns what the orchestrator should do — note a change of state, answer a
+start-up screen, nudge a peer whose turn ended without a report, or ask a person. Each
+judgement carries the evidence it was made on (the hook, or the screen lines matched), so
+`handoff log` can say why handoff thought what it thought.
+
+Completion is never judged here: only an accepted report completes a round.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from handoff.providers.screen import BLOCKED, BUSY, DIALOG, READY, STARTING, Reading
+from handoff.providers.signals import NOTIFICATION, PROMPT, STOP, Signal
+
+#: how often handoff answers the same start-up screen before it asks a person instead
+ANSWERS_PER_DIALOG = 2
+_NOISE = re.compile(r"[\d·✢*✶✻✽•◦⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]+")
+
+
+@dataclass(frozen=True)
+class Timing:
+    start: float = 120.0
+    stall: float = 1800.0
+    grace: float = 5.0
+    nudges: int = 1
+    #: seconds a blocker (an unreachable API, a quota message) may last before a person is
+    #: asked; None: each blocker's own patience, measured against its CLI's retries
+    patience: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    #: note (a change of state), answer (send keys), nudge (paste a reminder), escalate
+    action: str
+    state: str
+    evidence: str
+    keys: tuple[str, ...] = ()
+    fix: str = ""
+
+
+@dataclass
+class PeerMonitor:
+    launched: float
+    timing: Timing
+    #: dialog names handoff may answer for this role
+    answer: frozenset[str] = frozenset()
+    arrived: bool = False
+    ended_at: float | None = None
+    ended_by: str = ""
+    nudged: int = 0
+    last_progress: float = 0.0
+    noted: str = ""
+    answered: dict[str, int] = field(default_factory=dict)
+    blocked_since: dict[str, float] = field(default_factory=dict)
+    _screen_key: str = ""
+
+    def __post_init__(self) -> None:
+        self.last_progress = self.last_progress or self.launched
+
+    def observe(self, now: float, reading: Reading | None, signals: Sequence[Signal] = (),
+                submitted: bool = False, screen: str = "") -> list[Decision]:
+        """What to do after one look. submitted: our last message shows as sent."""
+        decisions = [d for s in signals for d in self._signal(now, s)]
+        if screen:
+            self._progress_from(now, screen)
+        if reading is not None:
+            decisions += self._reading(now, reading, submitted)
+        return decisions + self._clock(now, reading)
+
+    def _signal(self, now: float, signal: Signal) -> list[Decision]:
+        self.last_progress = now
+        if signal.event == PROMPT:
+            self.arrived, self.ended_at = True, None
+            return self._note("working", "hook UserPromptSubmit: the prompt arrived")
+        if signal.event == STOP and self.arrived:
+            # the screen may have shown the end a moment before the hook ran: the hook is
+            # the better evidence, the time stays the first sign's
+            seen = f" (the screen showed it too: {self.ended_by})" if self.ended_at else ""
+            self.ended_at, self.ended_by = self.ended_at or now, "hook Stop" + seen
+            return self._note("turn-ended", "hook Stop: the turn ended")
+        if signal.event == NOTIFICATION:
+            return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
+        return []
+
+    def _reading(self, now: float, reading: Reading, submitted: bool) -> list[Decision]:
+        if reading.state != BLOCKED:
+            self.blocked_since.clear()
+        if reading.state == DIALOG and reading.dialog is not None:
+            return self._dialog(reading)
+        if reading.state == BLOCKED and reading.blocker is not None:
+            since = self.blocked_since.setdefault(reading.blocker.name, now)
+            patience = reading.blocker.patience if self.timing.patience is None \
+                else self.timing.patience
+            if now - since >= patience:
+                return [Decision("escalate", f"blocked ({reading.blocker.name})", reading.says(),
+                                 fix=reading.blocker.fix)]
+            return self._note(f"blocked ({reading.blocker.name})", reading.says())
+        if reading.state == BUSY and reading.settling:
+            return []  # the turn's own end-of-turn hooks: not new work
+        if reading.state == BUSY:
+            self.arrived, self.ended_at = True, None
+            return self._note("working", reading.says())
+        if reading.state == READY:
+            if submitted or reading.turn_ended:
+                self.arrived = True
+            if self.arrived and self.ended_at is None:
+                self.ended_at = now
+                self.ended_by = reading.says()
+                return self._note("turn-ended", reading.says())
+            if not self.arrived:
+                return self._note("ready", reading.says())
+        return []
+
+    def _dialog(self, reading: Reading) -> list[Decision]:
+        dialog = reading.dialog
+        assert dialog is not None
+        times = self.answered.get(dialog.name, 0)
+        if dialog.keys and dialog.name in self.answer and times < ANSWERS_PER_DIALOG:
+            self.answered[dialog.name] = times + 1
+            return [Decision("answer", f"dialog ({dialog.name})", reading.says(),
+                             keys=dialog.keys, fix=dialog.means)]
+        why = "" if dialog.keys and dialog.name not in self.answer else \
+            " (handoff never answers it)" if not dialog.keys else " (answered twice already)"
+        return [Decision("escalate", f"dialog ({dialog.name})", reading.says() + why,
+                         fix=dialog.fix)]
+
+    def _clock(self, now: float, reading: Reading | None) -> list[Decision]:
+        if self.ended_at is not None and now - self.ended_at >= self.timing.grace:
+            evidence = f"{self.ended_by}; no report {now - self.ended_at:.0f}s later"
+            if self.nudged < self.timing.nudges:
+                self.nudged += 1
+                self.arrived, self.ended_at = False, None
+                return [Decision("nudge", "turn-ended", evidence)]
+            return [Decision("escalate", "turn-ended",
+                             f"{evidence}, after {self.nudged} nudge(s)",
+                             fix="attach to see why it stopped; 'handoff answer' tells it how "
+                                 "to go on")]
+        state = reading.state if reading else ""
+        if not self.arrived and state in (STARTING, READY, "") and \
+                now - self.launched >= self.timing.start:
+            return [Decision("escalate", "starting", f"the prompt never arrived "
+                             f"{now - self.launched:.0f}s after launch ({state or 'no screen'})",
+                             fix="attach to see what the CLI shows; raise start_timeout in "
+                                 ".handoff.yaml if it is only slow")]
+        if now - self.last_progress >= self.timing.stall and self.ended_at is None:
+            return [Decision("escalate", "stalled", f"nothing changed on screen or in hooks for "
+                             f"{now - self.last_progress:.0f}s",
+                             fix="attach to see what it is doing; raise stall_timeout in "
+                                 ".handoff.yaml for work that is legitimately this slow")]
+        return []
+
+    def _progress_from(self, now: float, screen: str) -> None:
+        """A changed screen is progress; spinners, timers and token counters are not."""
+        key = _NOISE.sub("", screen)
+        key = "\n".join(line for line in key.splitlines() if "esc to" not in line)
+        if key != self._screen_key:
+            self._screen_key = key
+            self.last_progress = now
+
+    def _note(self, state: str, evidence: str) -> list[Decision]:
+        if state == self.noted:
+            return []
+        self.noted = state
+        return [Decision("note", state, evidence)]
+
+    def after_nudge_or_answer(self, now: float) -> None:
+        """A message went to the peer: its next turn is judged afresh."""
+        self.arrived, self.ended_at, self.noted = False, None, ""
+        self.last_progress = now
+
+
+__all__ = ["READY", "Decision", "PeerMonitor", "Timing"]

@@ -1,0 +1,202 @@
+"""Claude Code (`claude`, npm @anthropic-ai/claude-code), measured on 2.1.197 and 2.1.328.
+
+The first brief is the positional prompt. The role contract goes in through
+`--append-system-prompt-file`, and a SessionStart hook (matcher `compact`) gives it again
+after a compaction. Hooks for UserPromptSubmit, Stop and Notification drop signal files into
+the ticket directory: the orchestrator hears "prompt arrived" and "turn ended" from them
+first, and reads the screen only as a fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from handoff.providers.base import Check, Launch, Provider, is_root
+from handoff.providers.screen import Blocker, Dialog, ScreenRules
+from handoff.providers.signals import signal_command
+
+CONFIRM = "Enter to confirm · Esc to cancel"
+
+TRUST = Dialog(
+    "trust", ("trust this folder",), ("Down", "Enter"),
+    "open `claude` once in the repository and accept the folder, or allow handoff to answer "
+    "it: roles.<role>.answer: [trust] in .handoff.yaml",
+    "trusted the repository (Claude Code saves the trust for the main checkout, so every "
+    "worktree of it is trusted from then on)")
+API_KEY = Dialog(
+    "api-key", ("Detected a custom API key", "Do you want to use this API key?"), ("Up", "Enter"),
+    "pass ANTHROPIC_AUTH_TOKEN instead of ANTHROPIC_API_KEY, or approve the key once by "
+    "starting `claude` in a terminal, or allow handoff: roles.<role>.answer: [api-key]",
+    "approved the API key from the environment (Claude Code saves it for every folder)")
+BYPASS = Dialog(
+    "bypass", ("Bypass Permissions mode", "Yes, I accept"), ("Down", "Enter"),
+    "set \"skipDangerousModePermissionPrompt\": true in ~/.claude/settings.json (handoff "
+    "passes it in --settings, so a newer Claude Code may have renamed it)",
+    "accepted bypass-permissions mode")
+MCP = Dialog(
+    "mcp", ("New MCP server found",), ("Enter",),
+    "add --strict-mcp-config to roles.<role>.args, or enable or disable the server in "
+    "Claude Code's settings (enableAllProjectMcpServers / disabledMcpjsonServers)",
+    "went on without the new MCP server")
+SETTINGS_ERROR = Dialog(
+    "settings-error", ("Settings Error", "Continue without these settings"), (),
+    "mend the settings file named on the screen (handoff never answers this: going on "
+    "without settings would drop its own hooks)")
+ANY_DIALOG = Dialog(
+    "unknown-dialog", (CONFIRM,), (),
+    "attach (handoff attach TICKET --role ROLE), answer it by hand, then 'handoff answer'")
+
+RULES = ScreenRules(
+    composer="❯",
+    busy=(r"esc to interrupt", r"^\s*[·✢*✶✻✽] \S+…"),
+    turn_ended=(r"^\s*[·✢*✶✻✽] \S+ed for \d+(\.\d+)?[smh]",),
+    dialogs=(TRUST, API_KEY, BYPASS, MCP, SETTINGS_ERROR, ANY_DIALOG),
+    blockers=(
+        Blocker("not-logged-in", r"Not logged in|Please run /login|Invalid API key",
+                "log in (run `claude` once and /login), or pass a key: export "
+                "ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN before handoff starts"),
+        Blocker("unreachable",
+                r"Unable to connect to Anthropic|ECONNREFUSED|ENOTFOUND|Connection refused|"
+                r"API Error: Connection error",
+                "the model API cannot be reached: check the network, a proxy "
+                "(HTTPS_PROXY) or ANTHROPIC_BASE_URL", patience=45.0),
+        Blocker("quota", r"usage limit|Credit balance is too low|rate_limit_error|"
+                r"reached your .*limit|Overloaded",
+                "the account is out of quota or rate-limited: wait for the limit to reset "
+                "or switch the role to another model or provider", patience=20.0),
+    ),
+    placeholders=("Once fixed, resend your message", "Press up to edit queued messages"),
+    rule="─",
+    settling=(r"running Stop hook",),
+)
+
+#: flags handoff passes that `claude --help` does not list although they work
+UNLISTED = ("--append-system-prompt-file",)
+
+
+class Claude(Provider):
+    name = "claude"
+    binary = "claude"
+    package = "@anthropic-ai/claude-code"
+    env_allow = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                 "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
+                 "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX", "HTTPS_PROXY", "HTTP_PROXY",
+                 "NO_PROXY", "NODE_EXTRA_CA_CERTS")
+    modes = ("bypass", "acceptEdits", "auto", "default", "plan", "dontAsk")
+    takes_contract = True
+    enter_delay = 0.05
+    exit_keys = ("/exit", "Enter")
+    signals = True
+    rules = RULES
+
+    def argv(self, launch: Launch) -> list[str]:
+        spec = self.spec
+        argv = [self.executable() or self.binary]
+        argv += ["--dangerously-skip-permissions"] if self.mode == "bypass" \
+            else ["--permission-mode", self.mode]
+        argv += ["--settings", json.dumps(self.settings(launch), separators=(",", ":"))]
+        if launch.contract is not None:
+            argv += ["--append-system-prompt-file", str(launch.contract)]
+        argv += ["-n", f"{launch.ticket} {launch.role}"]
+        if launch.session_id:
+            argv += ["--session-id", launch.session_id]
+        if spec.model:
+            argv += ["--model", spec.model]
+        return [*argv, *spec.args, launch.message]
+
+    def settings(self, launch: Launch) -> dict[str, Any]:
+        """Passed with --settings: no bypass screen, and hooks that signal the orchestrator."""
+        hooks: dict[str, Any] = {}
+        if launch.signals is not None:
+            for event, name in (("UserPromptSubmit", "prompt"), ("Stop", "stop"),
+                                ("Notification", "notification")):
+                hooks[event] = [{"hooks": [{"type": "command",
+                                            "command": signal_command(launch.signals, name)}]}]
+        if launch.contract is not None:
+            # after a compaction the appended system prompt may be summarised away
+            hooks["SessionStart"] = [{"matcher": "compact", "hooks": [
+                {"type": "command", "command": f"cat {shlex.quote(str(launch.contract))}"}]}]
+        settings: dict[str, Any] = {"skipDangerousModePermissionPrompt": True}
+        if hooks:
+            settings["hooks"] = hooks
+        return settings
+
+    def env(self, launch: Launch) -> dict[str, str]:
+        # full-screen mode keeps one screen of history: transcripts would lose the rest;
+        # no auto-update or telemetry traffic from a peer nobody watches
+        return {"CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+    def flags_problem(self) -> str | None:
+        """claude ignores unknown flags silently, even with --help: its --help text is the only
+        way to tell that a flag handoff passes is gone."""
+        from handoff.providers.probe import help_text
+
+        path = self.executable()
+        if path is None:
+            return None
+        text = help_text([path, "--help"])
+        launch = Launch(ticket="T", role="implementer", worktree=Path("/"), brief=Path("/b.md"),
+                        contract=Path("/c.md"), session_id="0")
+        wanted = [a for a in self.argv(launch)[1:] if a.startswith("--")]
+        unknown = [flag for flag in wanted if flag not in UNLISTED
+                   and not re.search(re.escape(flag) + r"[\s,=]", text)]
+        return f"its --help does not list {', '.join(unknown)}" if unknown else None
+
+    def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
+        found: list[Check] = []
+        if self.mode == "bypass" and is_root() and env.get("IS_SANDBOX") != "1":
+            found.append(Check("FAIL", "claude as root", "Claude Code refuses "
+                               "--dangerously-skip-permissions as root unless IS_SANDBOX=1",
+                               "run handoff as a normal user, or in a sandbox export "
+                               "IS_SANDBOX=1 before handoff starts"))
+        return found + self.account_checks(repo, env)
+
+    def account_checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
+        """Onboarding, credentials and trust, read from ~/.claude.json (never written)."""
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        path = home / ".claude.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        found: list[Check] = []
+        if not data.get("hasCompletedOnboarding"):
+            found.append(Check("FAIL", "claude set-up", f"{path} says Claude Code's first-run "
+                               "set-up was never finished: a peer would stop on it",
+                               "run `claude` once in a terminal and finish the set-up"))
+        token, key = env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_API_KEY")
+        logged_in = (home / ".claude" / ".credentials.json").exists() or data.get("oauthAccount")
+        if not token and not key and not logged_in:
+            found.append(Check("WARN", "claude login", "no ANTHROPIC_API_KEY or "
+                               "ANTHROPIC_AUTH_TOKEN and no stored login were found",
+                               "log in with `claude` /login, or export a key before handoff"))
+        if key and not token:
+            approved = (data.get("customApiKeyResponses") or {}).get("approved") or []
+            if key[-20:] not in approved:
+                found.append(self.screen_check(API_KEY, "claude API key",
+                                               "ANTHROPIC_API_KEY is not yet approved"))
+        if not trusted(data, repo):
+            found.append(self.screen_check(TRUST, "claude trust",
+                                           f"{repo} is not a trusted folder for Claude Code"))
+        return found
+
+
+def trusted(data: dict[str, Any], repo: Path) -> bool:
+    """Trust in ~/.claude.json is per folder and inherited by every folder below it."""
+    projects = data.get("projects") or {}
+    if not isinstance(projects, dict):
+        return False
+    for folder in (repo, *repo.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted"):
+            return True
+    return False

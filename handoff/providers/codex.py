@@ -1,0 +1,136 @@
+"""Codex (`codex`, npm @openai/codex), measured on 0.169 and 0.171.
+
+Always `--no-daemon`: without it Codex starts a shared background server that is reparented
+to pid 1 and outlives the pane and `handoff close`. `--no-alt-screen` keeps the pane's
+history for transcripts. Commands run through a non-login shell (`allow_login_shell=false`):
+a login shell resets PATH on Debian, and the peer would not find what the gate finds.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.screen import Blocker, Dialog, ScreenRules
+
+TRUST = Dialog(
+    "trust", ("Trust this folder", "Trust and continue"), ("Enter",),
+    "trust the repository in $CODEX_HOME/config.toml ([projects.\"<repo>\"] "
+    "trust_level = \"trusted\"), or allow handoff to answer: roles.<role>.answer: [trust]",
+    "trusted the repository (Codex saves it in its config.toml)")
+SIGN_IN = Dialog(
+    "sign-in", ("Sign in with ChatGPT",), (),
+    "log Codex in before handoff starts it: `codex login`, or with a key: "
+    "`printenv OPENAI_API_KEY | codex login --with-api-key`")
+APPROVAL = Dialog(
+    "approval", ("Would you like to run the following command?",), (),
+    "run the role in bypass mode (roles.<role>.permission_mode: bypass), or attach and answer")
+
+RULES = ScreenRules(
+    composer="›",
+    busy=(r"esc to interrupt", r"^\s*[•◦] Working"),
+    turn_ended=(r"Worked for \d+", r"^\s*─+ Worked for"),
+    dialogs=(TRUST, SIGN_IN, APPROVAL),
+    blockers=(
+        Blocker("not-logged-in", r"Not logged in|401 Unauthorized|Missing environment variable"
+                r"|invalid_api_key|Incorrect API key",
+                "log Codex in (`codex login`), or export the key its model provider names "
+                "(env_key in config.toml) before handoff starts"),
+        Blocker("quota", r"insufficient_quota|Quota exceeded|usage limit|rate limit",
+                "the account is out of quota or rate-limited: wait for it to reset or switch "
+                "the role to another model or provider", patience=20.0),
+        Blocker("unreachable", r"stream disconnected|error sending request|Connection refused"
+                r"|Reconnecting\.\.\.|connection error",
+                "the model API cannot be reached: check the network, a proxy or the "
+                "provider's base_url in config.toml", patience=60.0),
+    ),
+    placeholders=("Ask Codex to do anything", "Find and fix a bug in @filename",
+                  "Explain this codebase", "Write tests for @filename",
+                  "Summarize recent commits", "Improve documentation in @filename",
+                  "Implement {feature}", "Run /review on my current changes"),
+)
+
+
+class Codex(Provider):
+    name = "codex"
+    binary = "codex"
+    package = "@openai/codex"
+    env_allow = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
+                 "CODEX_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE")
+    #: CODEX_HOME points at the user's own configuration; every other CODEX_* variable is a
+    #: running Codex session's marker and never passes
+    env_exempt = ("CODEX_HOME",)
+    modes = ("bypass", "full-auto", "default")
+    enter_delay = 0.1
+    exit_keys = ("/quit", "Enter")
+    rules = RULES
+    probe_flags = True
+
+    def argv(self, launch: Launch) -> list[str]:
+        spec = self.spec
+        argv = [self.executable() or self.binary, "--no-daemon", "--no-alt-screen"]
+        if self.mode == "bypass":
+            argv.append("--dangerously-bypass-approvals-and-sandbox")
+        elif self.mode == "full-auto":
+            argv.append("--full-auto")
+        argv += ["-C", str(launch.worktree), "-c", "allow_login_shell=false"]
+        if spec.model:
+            argv += ["-m", spec.model]
+        return [*argv, *spec.args, launch.message]
+
+    def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
+        """The key variable a custom model provider names (env_key) passes too."""
+        config = read_config(codex_home(env))
+        names = [p.get("env_key") for p in (config.get("model_providers") or {}).values()
+                 if isinstance(p, dict)]
+        return (*super().passthrough(env),
+                *(n for n in names if isinstance(n, str) and self.allowed(n)))
+
+    def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
+        home = codex_home(env)
+        config = read_config(home)
+        found: list[Check] = []
+        provider = str(config.get("model_provider") or "openai")
+        if provider == "openai" and not (home / "auth.json").exists():
+            found.append(Check("FAIL", "codex login", f"Codex uses OpenAI's own login and "
+                               f"{home / 'auth.json'} does not exist: it would stop on its "
+                               "sign-in screen", SIGN_IN.fix))
+        elif provider != "openai":
+            spec_p = (config.get("model_providers") or {}).get(provider) or {}
+            key = spec_p.get("env_key") if isinstance(spec_p, dict) else None
+            if isinstance(key, str) and key and not env.get(key):
+                found.append(Check("FAIL", "codex key", f"model provider {provider!r} reads "
+                                   f"its key from {key}, which is not set",
+                                   f"export {key} before handoff starts"))
+        if not trusted(config, repo):
+            found.append(self.screen_check(TRUST, "codex trust", f"{repo} is not trusted in "
+                                           f"{home / 'config.toml'}"))
+        return found
+
+
+def codex_home(env: dict[str, str]) -> Path:
+    home = env.get("CODEX_HOME")
+    return Path(home) if home else Path(env.get("HOME") or os.path.expanduser("~")) / ".codex"
+
+
+def read_config(home: Path) -> dict[str, Any]:
+    try:
+        with (home / "config.toml").open("rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def trusted(config: dict[str, Any], repo: Path) -> bool:
+    """Codex resolves trust to the git repository's root (the main checkout)."""
+    projects = config.get("projects") or {}
+    if not isinstance(projects, dict):
+        return False
+    for folder in (repo, *repo.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
+            return True
+    return False

@@ -1,0 +1,169 @@
+"""The stand-in model's mind: what a coding agent does with a handoff brief, as tool actions.
+
+The stand-in model servers (Anthropic Messages, OpenAI Responses) are stateless: on every
+request they hand the brain the turn's prompt (the newest plain user message) and the text of
+every tool result since, and render the one next action it returns in their own wire format.
+The real CLI then carries the action out with its own tools (read, edit, shell).
+
+The brain acts from the same `handoff-script` blocks of the plan as the built-in scripted
+agent, plus a few keys for real CLIs (`cli:` in a round's block):
+
+    cli: {silent: once}     # end the first turn without filing the report (a nudge follows)
+    cli: {silent: always}   # never file a report
+    cli: {idle: true}       # do nothing at all: end every turn at once
+
+(for the implementer; the reviewer's go under `reviewer: {cli: …}`).
+
+Shell commands end with `; echo handoff-exit=$?` where the brain needs the exit status, so
+it can read it from the tool result whatever the CLI's own result format is.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from handoff.frontmatter import split
+from handoff.plan import parse as parse_plan
+from handoff.scripted_agent import failing_location, failure_reason, first_failure
+
+BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
+EXIT = re.compile(r"handoff-exit=(\d+)")
+
+
+@dataclass(frozen=True)
+class Read:
+    path: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    path: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str
+    #: computed when the action is sent, so a report names the commit made just before
+    content: Callable[[], str]
+
+
+@dataclass(frozen=True)
+class Shell:
+    command: str
+    cwd: str
+
+
+@dataclass(frozen=True)
+class Say:
+    """The turn's final text: the model ends its turn."""
+
+    text: str
+
+
+Action = Read | Edit | Write | Shell | Say
+
+
+def next_action(prompt: str, results: Sequence[str]) -> Action:
+    """The action after len(results) tool calls of the turn that prompt started."""
+    actions = turn(prompt, results)
+    return actions[len(results)] if len(results) < len(actions) else Say("Done.")
+
+
+def turn(prompt: str, results: Sequence[str]) -> list[Action]:
+    """Every action of one turn; the same list on every request (results only fill details)."""
+    match = BRIEF.search(prompt)
+    if match is None:
+        return [Say("I have no brief to work on.")]
+    brief_path = Path(match.group(1))
+    if not brief_path.is_file():
+        return [Say(f"The brief {brief_path} does not exist.")]
+    brief, _ = split(brief_path.read_text(encoding="utf-8"))
+    nudged = not prompt.lstrip().startswith("Read and follow")
+    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
+    script = plan.scripts.get(int(brief["round"]), {})
+    own = script if brief["role"] == "implementer" else script.get("reviewer") or {}
+    cli = own.get("cli") or {}
+    if cli.get("idle"):
+        return [Say("Waiting.")]
+    silent = cli.get("silent") == "always" or (cli.get("silent") == "once" and not nudged)
+    if brief["role"] == "implementer":
+        actions = [] if nudged else [Read(str(brief_path)), *implement(brief, script)]
+        report = implementer_report(brief, script)
+    else:
+        actions = [Read(str(brief_path)), *review(brief)]
+        report = reviewer_report(brief, results)
+    if silent:
+        return [*actions, Say("I made the change and stop here.")]
+    return [*actions, Write(str(brief["report"]), report),
+            Shell(shlex.join(brief["submit"]), str(brief["worktree"])),
+            Say("I filed my report.")]
+
+
+def implement(brief: dict[str, Any], script: dict[str, Any]) -> list[Action]:
+    worktree = Path(brief["worktree"])
+    actions: list[Action] = []
+    for edit in script.get("edits", []):
+        path = str(worktree / edit["file"])
+        if "content" in edit:
+            actions.append(Write(path, _const(str(edit["content"]))))
+        else:
+            actions += [Read(path), Edit(path, str(edit["replace"]), str(edit["with"]))]
+    message = shlex.quote(f"{brief['ticket']}: round {brief['round']}")
+    actions.append(Shell(f"git add -A && git commit -q -m {message}; echo handoff-exit=$?",
+                         str(worktree)))
+    return actions
+
+
+def implementer_report(brief: dict[str, Any], script: dict[str, Any]) -> Callable[[], str]:
+    def render() -> str:
+        head = _head(Path(brief["worktree"]))
+        return (f"---\nstatus: {script.get('status', 'done')}\ncommit: '{head}'\n---\n"
+                f"## Changes\nRound {brief['round']} of the plan.\n\n## Verification\n"
+                "Committed; the orchestrator runs the gate.\n\n## Deviations\nNone\n\n"
+                f"## Open questions\n{script.get('question', 'None')}\n")
+    return render
+
+
+def review(brief: dict[str, Any]) -> list[Action]:
+    return [Shell(f"{shlex.join(argv)} 2>&1; echo handoff-exit=$?", str(brief["worktree"]))
+            for argv in brief.get("tests") or []]
+
+
+def reviewer_report(brief: dict[str, Any], results: Sequence[str]) -> Callable[[], str]:
+    def render() -> str:
+        worktree = Path(brief["worktree"])
+        findings = []
+        # results: [brief read, test 1, test 2, …]
+        for argv, output in zip(brief.get("tests") or [], results[1:], strict=False):
+            code = EXIT.findall(output)
+            if code and code[-1] == "0":
+                continue
+            block = first_failure(output)
+            file, line = failing_location(block, worktree)
+            findings.append({"file": file or argv[-1], "line": line,
+                             "reason": failure_reason(list(argv), block)})
+        verdict = "fail" if findings else "pass"
+        must = yaml.safe_dump({"must_fix": findings}, sort_keys=False, width=1000) \
+            if findings else "must_fix: []\n"
+        return (f"---\nverdict: {verdict}\ncommit: '{brief['commit']}'\n{must}should_fix: []\n"
+                f"---\n## Summary\nRan the test commands at {str(brief['commit'])[:10]}.\n")
+    return render
+
+
+def _head(worktree: Path) -> str:
+    return subprocess.run(["git", "-C", str(worktree), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, timeout=30, check=True).stdout.strip()
+
+
+def _const(text: str) -> Callable[[], str]:
+    return lambda: text

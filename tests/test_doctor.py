@@ -1,0 +1,192 @@
+"""`handoff doctor`, `handoff providers` and `handoff init`'s choice of providers, run as a
+user runs them, against the real CLIs where they are installed for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.harness import handoff
+from tests.realcli import configure, role
+from tests.standins import install
+from tests.standins.homes import claude_home, codex_home
+
+
+def lines(text: str, level: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(level)]
+
+
+def test_doctor_with_the_defaults_is_all_ok(repo: Path) -> None:
+    done = handoff("doctor", cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for what in ("tmux", "git", "state dir", "config", "implementer: scripted",
+                 "reviewer: scripted"):
+        assert any(what in line for line in lines(done.stdout, "OK")), what
+    assert lines(done.stdout, "FAIL") == []
+
+
+def test_doctor_names_a_missing_cli_with_how_to_install_it(repo: Path,
+                                                           handoff_home: Path) -> None:
+    configure(handoff_home, {"implementer": {"provider": "claude",
+                                             "binary": "/nonexistent/claude"}})
+    done = handoff("doctor", cwd=repo)
+    assert done.returncode == 1
+    failed = lines(done.stdout, "FAIL")
+    assert any("implementer: claude" in f and "/nonexistent/claude" in f for f in failed)
+    assert "npm install -g @anthropic-ai/claude-code" in done.stdout
+
+
+def test_doctor_reads_claude_codes_set_up_and_never_writes_it(
+        repo: Path, handoff_home: Path, isolated: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = install.binary("claude")
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude, answer=["trust"])})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-doctor-0123456789abcdefghij")
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    home = Path(isolated["HOME"])
+
+    fresh = handoff("doctor", cwd=repo)
+    assert fresh.returncode == 1
+    assert any("claude set-up" in f for f in lines(fresh.stdout, "FAIL"))
+    assert not (home / ".claude.json").exists(), "doctor never writes the user's files"
+
+    claude_home(home, [])
+    done = handoff("doctor", cwd=repo)
+    assert done.returncode == 0, done.stdout
+    assert "version 2.1.328" in done.stdout, "the real binary answered"
+    assert not any("flags" in f for f in lines(done.stdout, "FAIL")), "its flags are known"
+    warned = lines(done.stdout, "WARN")
+    assert any("implementer: claude trust" in w and "not a trusted folder" in w for w in warned)
+    assert any("claude API key" in w and "not yet approved" in w for w in warned)
+    assert any("reviewer: claude trust" in line and "handoff answers" in line
+               for line in lines(done.stdout, "OK"))
+    before = (home / ".claude.json").read_text()
+
+    claude_home(home, [repo], api_key=os.environ["ANTHROPIC_API_KEY"])
+    trusted = handoff("doctor", cwd=repo)
+    assert lines(trusted.stdout, "WARN") == [], trusted.stdout
+    assert (home / ".claude.json").read_text() != before
+
+
+def test_doctor_as_root_without_is_sandbox_fails_claude_in_bypass_mode(
+        repo: Path, handoff_home: Path, isolated: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = install.binary("claude")
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude, permission_mode="acceptEdits")})
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    done = handoff("doctor", cwd=repo)
+    root = [f for f in lines(done.stdout, "FAIL") if "as root" in f]
+    if os.getuid() == 0:
+        assert done.returncode == 1 and len(root) == 1, done.stdout
+        assert root[0].startswith("FAIL  implementer:"), "acceptEdits needs no sandbox"
+        assert "export IS_SANDBOX=1" in done.stdout
+    else:
+        assert root == []
+
+
+def test_doctor_reads_codexs_login_and_trust(repo: Path, handoff_home: Path,
+                                             tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    codex = install.binary("codex")
+    configure(handoff_home, {"implementer": role("codex", codex),
+                             "reviewer": {"provider": "scripted"}})
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    signed_out = handoff("doctor", cwd=repo)
+    assert signed_out.returncode == 1
+    assert any("codex login" in f for f in lines(signed_out.stdout, "FAIL"))
+    assert "codex login --with-api-key" in signed_out.stdout
+    assert "version 0.171.0" in signed_out.stdout
+
+    codex_home(home, "http://127.0.0.1:9/v1", [])
+    no_key = handoff("doctor", cwd=repo)
+    assert any("reads its key from OPENAI_API_KEY" in f for f in lines(no_key.stdout, "FAIL"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-standin")
+    untrusted = handoff("doctor", cwd=repo)
+    assert untrusted.returncode == 0, untrusted.stdout
+    assert any("codex trust" in w for w in lines(untrusted.stdout, "WARN"))
+    codex_home(home, "http://127.0.0.1:9/v1", [repo])
+    assert lines(handoff("doctor", cwd=repo).stdout, "WARN") == []
+
+
+def test_doctor_reports_a_broken_config_instead_of_failing(repo: Path) -> None:
+    (repo / ".handoff.yaml").write_text("roles:\n  implementer: {provider: nope}\n")
+    done = handoff("doctor", cwd=repo)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert any("config" in f and "unknown provider 'nope'" in f
+               for f in lines(done.stdout, "FAIL"))
+
+
+def test_doctor_outside_a_repo_checks_what_it_can(tmp_path: Path) -> None:
+    done = handoff("doctor", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "repo checks skipped" in done.stdout
+
+
+def test_providers_lists_every_provider_and_what_is_installed(
+        repo: Path, handoff_home: Path) -> None:
+    claude = install.binary("claude")
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": {"provider": "scripted"}})
+    rows = json.loads(handoff("providers", "--json", cwd=repo).stdout)
+    by_name = {row["provider"]: row for row in rows}
+    assert set(by_name) == {"claude", "codex", "gemini", "opencode", "command", "scripted"}
+    assert by_name["claude"]["installed"] and by_name["claude"]["version"] == "2.1.328"
+    assert by_name["claude"]["path"] == str(claude) and by_name["claude"]["roles"] == \
+        ["implementer"]
+    assert by_name["scripted"]["roles"] == ["reviewer"]
+    assert by_name["command"]["installed"] is False
+    assert all(row["support"] for row in rows)
+    table = handoff("providers", cwd=repo).stdout
+    assert "claude" in table and "2.1.328" in table and "not installed" in table
+
+
+def fake_cli(folder: Path, name: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\necho '{name} 9.9.9'\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def only_git_and_tmux(tmp_path: Path) -> Path:
+    """A PATH holding git and tmux and nothing else a machine may have installed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("git", "tmux"):
+        found = shutil.which(tool)
+        assert found, tool
+        (bin_dir / tool).symlink_to(found)
+    return bin_dir
+
+
+def test_init_picks_the_installed_clis_and_says_so(repo: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = only_git_and_tmux(tmp_path)
+    for name in ("codex", "gemini"):
+        fake_cli(bin_dir, name)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    done = handoff("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "found on PATH: codex, gemini" in done.stdout
+    assert "chose: implementer codex, reviewer gemini" in done.stdout
+    text = (repo / ".handoff.yaml").read_text()
+    assert "provider: codex" in text and "provider: gemini" in text
+
+
+def test_init_without_any_cli_falls_back_to_the_scripted_agent(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(only_git_and_tmux(tmp_path)))
+    done = handoff("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "chose: implementer scripted, reviewer scripted" in done.stdout
+    assert "install a CLI" in done.stdout

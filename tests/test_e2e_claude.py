@@ -1,0 +1,118 @@
+"""Whole tickets with the real Claude Code as peers, against the stand-in Anthropic server.
+
+The real `claude` (pinned, from the npm registry, cached in ~/.cache/handoff-tests) runs in
+handoff's tmux panes, reads its brief with its own Read tool, edits with Edit, commits and files
+its report through `handoff submit` with Bash: the stand-in model only decides which tool to
+call next (tests/standins/brain.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import git
+from tests.harness import (
+    ADD_ONLY,
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    events,
+    handoff,
+    plan_text,
+    processes_of,
+    spawn,
+    state,
+    ticket_path,
+    wait_phase,
+    write_plan,
+)
+from tests.realcli import configure, role, stand_in_errors
+from tests.standins.anthropic import AnthropicStandIn
+from tests.standins.homes import claude_home
+
+
+def both_claude(binary: Path, **implementer: object) -> dict[str, dict[str, object]]:
+    return {"implementer": role("claude", binary, **implementer),
+            "reviewer": role("claude", binary)}
+
+
+def test_claude_as_both_peers_fails_then_passes_each_round_briefed_once(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, both_claude(claude))
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    done = handoff("start", "CC-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    final = state(handoff_home, "CC-1")
+    assert final["phase"] == "passed" and final["verdicts"] == {"1": "fail", "2": "pass"}
+
+    folder = ticket_path(handoff_home, "CC-1")
+    prompts = anthropic.turn_prompts()
+    for who, n in (("implementer", 1), ("implementer", 2), ("reviewer", 1), ("reviewer", 2)):
+        brief = folder / "inbox" / who / f"brief-{n}.md"
+        assert prompts.count(f"Read and follow {brief}") == 1, (who, n, prompts)
+    log = events(handoff_home, "CC-1")
+    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"], \
+        "round 2 reached the live implementer once, by paste"
+    assert [e for e in log if e["kind"] in ("nudge", "escalate", "delivery-failed")] == []
+    arrived = [e for e in log if e["kind"] == "peer" and e["state"] == "working"]
+    assert any("hook UserPromptSubmit" in e["evidence"] for e in arrived)
+    # the work was done by claude's own tools: its commits are on the branch
+    subjects = git(repo, "log", "--format=%s", "handoff/CC-1").splitlines()
+    assert subjects[:2] == ["CC-1: round 2", "CC-1: round 1"]
+    assert "return a * b" in git(repo, "show", "handoff/CC-1:calc.py")
+    review = (folder / "review-report-1.md").read_text()
+    assert "verdict: fail" in review and "test_mul" in review
+
+    closed = handoff("close", "CC-1", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert processes_of(handoff_home, str(claude.parent.parent), "claude") == []
+
+
+def test_claude_ending_its_turn_without_a_report_is_nudged_once_then_files_it(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, both_claude(claude), turn_grace=1)
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG], "cli": {"silent": "once"}}},
+                     test=ALL_TESTS)
+    done = handoff("start", "CC-2", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    log = events(handoff_home, "CC-2")
+    nudges = [e for e in log if e["kind"] == "nudge"]
+    assert len(nudges) == 1 and nudges[0]["role"] == "implementer" and nudges[0]["delivered"]
+    assert "hook Stop" in nudges[0]["evidence"], "the Stop hook, not the screen, said so"
+    folder = ticket_path(handoff_home, "CC-2")
+    brief = folder / "inbox" / "implementer" / "brief-1.md"
+    prompts = anthropic.turn_prompts()
+    assert prompts.count(f"Read and follow {brief}") == 1
+    assert sum("You ended your turn without filing your report" in p for p in prompts) == 1
+    assert state(handoff_home, "CC-2")["phase"] == "passed"
+
+
+def test_claude_that_never_reports_is_nudged_then_handed_to_a_person(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, both_claude(claude), turn_grace=1)
+    plan = plan_text({1: {"edits": [FIX_ADD], "cli": {"silent": "always"}}}, test=ADD_ONLY)
+    runner = spawn("start", "CC-3", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "orch.log")
+    try:
+        waiting = wait_phase(handoff_home, "CC-3", "needs-human", timeout=120)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert "after 1 nudge(s)" in waiting["reason"]
+    log = events(handoff_home, "CC-3")
+    assert [e["kind"] for e in log].count("nudge") == 1
+    escalated = [e for e in log if e["kind"] == "escalate"]
+    assert len(escalated) == 1 and "hook Stop" in escalated[0]["evidence"]
+    closed = handoff("close", "CC-3", "--force", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert processes_of(handoff_home, "claude") == []

@@ -1,0 +1,177 @@
+"""handoff.monitor: judging a peer from its hooks and its screen, each judgement with evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from handoff.monitor import Decision, PeerMonitor, Timing
+from handoff.providers.screen import (
+    BLOCKED,
+    BUSY,
+    DIALOG,
+    READY,
+    STARTING,
+    Blocker,
+    Dialog,
+    Reading,
+)
+from handoff.providers.signals import Signal
+
+TRUST = Dialog("trust", ("trust this folder",), ("Down", "Enter"), "trust it yourself", "trusted")
+NEVER = Dialog("settings-error", ("Settings Error",), (), "mend the settings")
+OFFLINE = Blocker("unreachable", "ECONNREFUSED", "check the network", patience=30.0)
+TIMING = Timing(start=60.0, stall=600.0, grace=5.0, nudges=1)
+
+
+def monitor(answer: frozenset[str] = frozenset()) -> PeerMonitor:
+    return PeerMonitor(launched=1000.0, timing=TIMING, answer=answer)
+
+
+def actions(decisions: list[Decision]) -> list[tuple[str, str]]:
+    return [(d.action, d.state) for d in decisions]
+
+
+def busy() -> Reading:
+    return Reading(BUSY, draft="", evidence=("✻ Working… (3s · esc to interrupt)",))
+
+
+def ready(ended: bool = False) -> Reading:
+    return Reading(READY, draft="", turn_ended=ended,
+                   evidence=("✻ Worked for 3s",) if ended else ("❯",))
+
+
+def signal(event: str, data: dict[str, object] | None = None) -> Signal:
+    return Signal(event, Path(f"/x/{event}.json"), 0, dict(data or {}))
+
+
+def test_a_working_peer_is_noted_once_with_the_screen_line_it_was_read_from() -> None:
+    m = monitor()
+    first = m.observe(1001.0, busy())
+    assert actions(first) == [("note", "working")]
+    assert "esc to interrupt" in first[0].evidence
+    assert m.observe(1002.0, busy()) == [], "the same state is not noted twice"
+
+
+def test_a_turn_that_ends_without_a_report_is_nudged_after_the_grace_then_escalated() -> None:
+    m = monitor()
+    m.observe(1001.0, busy())
+    assert actions(m.observe(1002.0, ready(ended=True))) == [("note", "turn-ended")]
+    assert m.observe(1006.0, ready(ended=True)) == [], "still within the grace"
+    nudge = m.observe(1008.0, ready(ended=True))
+    assert actions(nudge) == [("nudge", "turn-ended")]
+    assert "Worked for 3s" in nudge[0].evidence and "no report 6s later" in nudge[0].evidence
+
+    m.after_nudge_or_answer(1008.5)
+    assert actions(m.observe(1009.0, busy())) == [("note", "working")]
+    m.observe(1010.0, ready(ended=True))
+    escalated = m.observe(1016.0, ready(ended=True))
+    assert actions(escalated) == [("escalate", "turn-ended")]
+    assert "after 1 nudge(s)" in escalated[0].evidence and escalated[0].fix
+
+
+def test_hooks_come_first_the_stop_hook_ends_a_turn_without_any_screen() -> None:
+    m = monitor()
+    assert actions(m.observe(1001.0, None, [signal("prompt")])) == [("note", "working")]
+    ended = m.observe(1002.0, None, [signal("stop")])
+    assert actions(ended) == [("note", "turn-ended")]
+    assert "hook Stop" in ended[0].evidence
+    assert actions(m.observe(1008.0, None)) == [("nudge", "turn-ended")]
+
+
+def test_a_stop_hook_before_any_prompt_arrived_is_not_a_finished_turn() -> None:
+    m = monitor()
+    assert [d for d in m.observe(1001.0, None, [signal("stop")]) if d.action != "note"] == []
+    assert m.observe(1010.0, None) == []
+
+
+def test_an_allowed_dialog_is_answered_with_its_keys_a_bounded_number_of_times() -> None:
+    m = monitor(frozenset({"trust"}))
+    shown = Reading(DIALOG, dialog=TRUST, evidence=("Yes, I trust this folder",))
+    first = m.observe(1001.0, shown)
+    assert actions(first) == [("answer", "dialog (trust)")]
+    assert first[0].keys == ("Down", "Enter") and "trust this folder" in first[0].evidence
+    assert actions(m.observe(1002.0, shown)) == [("answer", "dialog (trust)")]
+    third = m.observe(1003.0, shown)
+    assert actions(third) == [("escalate", "dialog (trust)")]
+    assert "answered twice already" in third[0].evidence
+
+
+def test_a_dialog_not_allowed_by_config_goes_to_a_person_with_its_fix() -> None:
+    decided = monitor().observe(1001.0, Reading(DIALOG, dialog=TRUST,
+                                                evidence=("Yes, I trust this folder",)))
+    assert actions(decided) == [("escalate", "dialog (trust)")]
+    assert decided[0].fix == "trust it yourself"
+
+
+def test_a_dialog_handoff_never_answers_is_escalated_even_when_listed() -> None:
+    decided = monitor(frozenset({"settings-error"})).observe(
+        1001.0, Reading(DIALOG, dialog=NEVER, evidence=("Settings Error",)))
+    assert actions(decided) == [("escalate", "dialog (settings-error)")]
+    assert "never answers" in decided[0].evidence
+
+
+def test_a_blocker_counts_only_once_it_outlasted_the_clis_own_retries() -> None:
+    m = monitor()
+    offline = Reading(BLOCKED, blocker=OFFLINE, evidence=("ECONNREFUSED · retrying in 7s",))
+    assert actions(m.observe(1001.0, offline)) == [("note", "blocked (unreachable)")]
+    assert m.observe(1020.0, offline) == []
+    escalated = m.observe(1031.0, offline)
+    assert actions(escalated) == [("escalate", "blocked (unreachable)")]
+    assert escalated[0].fix == "check the network" and "ECONNREFUSED" in escalated[0].evidence
+
+
+def test_a_blocker_that_clears_starts_its_patience_afresh() -> None:
+    m = monitor()
+    offline = Reading(BLOCKED, blocker=OFFLINE, evidence=("ECONNREFUSED",))
+    m.observe(1001.0, offline)
+    m.observe(1020.0, busy())
+    assert [d.action for d in m.observe(1040.0, offline)] == ["note"]
+
+
+def test_a_peer_that_never_shows_its_prompt_is_escalated_after_the_start_timeout() -> None:
+    m = monitor()
+    assert m.observe(1030.0, Reading(STARTING)) == []
+    late = m.observe(1061.0, Reading(STARTING))
+    assert actions(late) == [("escalate", "starting")]
+    assert "61s after launch" in late[0].evidence
+
+
+def test_a_submitted_prompt_on_an_idle_screen_is_a_finished_turn() -> None:
+    """A turn quicker than one look: never seen busy, but our message shows as sent."""
+    m = monitor()
+    assert actions(m.observe(1001.0, ready(), submitted=True)) == [("note", "turn-ended")]
+
+
+def test_a_screen_that_never_changes_is_a_stall_but_a_ticking_spinner_is_not_progress() -> None:
+    m = monitor()
+    m.observe(1001.0, busy(), screen="● Bash(sleep 999)\n✻ Pondering… (1s · esc to interrupt)")
+    assert m.observe(1500.0, busy(), screen="● Bash(sleep 999)\n✢ Pondering… (500s · esc to "
+                                            "interrupt)") == []
+    stalled = m.observe(1602.0, busy(), screen="● Bash(sleep 999)\n✶ Pondering… (601s · esc "
+                                               "to interrupt)")
+    assert actions(stalled) == [("escalate", "stalled")]
+    assert "601s" in stalled[0].evidence
+
+
+def test_new_output_on_screen_is_progress() -> None:
+    m = monitor()
+    m.observe(1001.0, busy(), screen="● Bash(make)\n")
+    m.observe(1500.0, busy(), screen="● Bash(make)\n  ⎿  compiling a.c\n")
+    assert m.observe(1602.0, busy(), screen="● Bash(make)\n  ⎿  compiling a.c\n") == []
+
+
+def test_a_notification_hook_is_noted_with_what_it_said() -> None:
+    decided = monitor().observe(1001.0, None, [signal("notification", {
+        "message": "Claude needs your permission to use Bash"})])
+    assert actions(decided) == [("note", "notified")]
+    assert "needs your permission" in decided[0].evidence
+
+
+def test_a_turn_finishing_its_own_hooks_is_not_new_work() -> None:
+    m = monitor()
+    m.observe(1001.0, None, [signal("prompt")])
+    m.observe(1002.0, None, [signal("stop")])
+    settling = Reading(BUSY, draft="", settling=True,
+                       evidence=("✽ Jitterbugging… (running Stop hook · 0s)",))
+    assert m.observe(1003.0, settling) == []
+    assert actions(m.observe(1007.5, ready(ended=True))) == [("nudge", "turn-ended")]

@@ -1,0 +1,49 @@
+"""handoff.providers.signals: the hook script drops whole files, the reader orders them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from handoff.providers.signals import read_signals, signal_argv, signal_command
+
+
+def test_a_hook_command_keeps_its_stdin_as_one_whole_file(tmp_path: Path) -> None:
+    folder = tmp_path / "sig nals"  # a space: the command line quotes its paths
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": "abc"})
+    done = subprocess.run(signal_command(folder, "stop"), shell=True, input=payload, text=True,
+                          capture_output=True, timeout=10)
+    assert done.returncode == 0 and done.stdout == "", "a hook prints nothing"
+    found = read_signals(folder, 0)
+    assert [s.event for s in found] == ["stop"]
+    assert found[0].data == {"hook_event_name": "Stop", "session_id": "abc"}
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "no temp file left"
+
+
+def test_a_notify_program_gets_its_json_as_the_last_argument(tmp_path: Path) -> None:
+    payload = json.dumps({"type": "agent-turn-complete", "turn-id": "7"})
+    subprocess.run([*signal_argv(tmp_path, "stop"), payload], check=True, timeout=10,
+                   stdin=subprocess.DEVNULL)
+    found = read_signals(tmp_path, 0)
+    assert found[0].data["type"] == "agent-turn-complete"
+    assert found[0].detail() == "stop (agent-turn-complete)"
+
+
+def test_signals_come_oldest_first_and_older_ones_can_be_left_out(tmp_path: Path) -> None:
+    for i, event in enumerate(("prompt", "stop", "prompt")):
+        subprocess.run(signal_command(tmp_path, event), shell=True, input="{}", text=True,
+                       check=True, timeout=10)
+        path = sorted(tmp_path.glob(f"{event}.*.json"), key=os.path.getmtime)[-1]
+        os.utime(path, ns=(10**9 * (100 + i), 10**9 * (100 + i)))
+    assert [s.event for s in read_signals(tmp_path, 0)] == ["prompt", "stop", "prompt"]
+    assert [s.event for s in read_signals(tmp_path, 10**9 * 101)] == ["stop", "prompt"]
+
+
+def test_a_broken_or_half_written_signal_is_still_a_signal_without_data(tmp_path: Path) -> None:
+    (tmp_path / "stop.x1.json").write_text("{not json")
+    (tmp_path / ".stop.tmp123").write_text("{}")  # still being written: not read
+    found = read_signals(tmp_path, 0)
+    assert [(s.event, s.data) for s in found] == [("stop", {})]
+    assert read_signals(tmp_path / "missing", 0) == []
