@@ -165,12 +165,17 @@ def stop(ws: Workspace) -> dict[str, Any]:
     state = ws.state()
     pid = ws.stop_orchestrator()
     peers = ws.peers(state)
-    captured = [role for role in ("implementer", "reviewer")
-                if peers.capture(role, ws.tdir.transcript(role, state.round))]
+    left = [role for role in ("implementer", "reviewer") if peers.leave(ws.provider(role), role)]
+    captured = []
+    for role in ("implementer", "reviewer"):
+        transcript = ws.tdir.transcript(role, state.round)
+        if peers.capture(role, transcript):
+            ws.keep_session(state, role, transcript)
+            captured.append(role)
     stopped = peers.stop()
-    ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid,
+    ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid, exited=left,
                           session=stopped)
-    return {"orchestrator": pid, "session": stopped, "transcripts": captured}
+    return {"orchestrator": pid, "session": stopped, "transcripts": captured, "exited": left}
 
 
 def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> dict[str, Any]:

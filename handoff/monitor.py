@@ -53,6 +53,9 @@ class PeerMonitor:
     arrived: bool = False
     ended_at: float | None = None
     ended_by: str = ""
+    #: the end came from the CLI's Stop hook: only its next prompt hook starts a new turn (a
+    #: screen that still shows the spinner a moment later is only lagging)
+    ended_by_hook: bool = False
     nudged: int = 0
     last_progress: float = 0.0
     noted: str = ""
@@ -76,13 +79,14 @@ class PeerMonitor:
     def _signal(self, now: float, signal: Signal) -> list[Decision]:
         self.last_progress = now
         if signal.event == PROMPT:
-            self.arrived, self.ended_at = True, None
+            self.arrived, self.ended_at, self.ended_by_hook = True, None, False
             return self._note("working", "hook UserPromptSubmit: the prompt arrived")
         if signal.event == STOP and self.arrived:
             # the screen may have shown the end a moment before the hook ran: the hook is
             # the better evidence, the time stays the first sign's
             seen = f" (the screen showed it too: {self.ended_by})" if self.ended_at else ""
             self.ended_at, self.ended_by = self.ended_at or now, "hook Stop" + seen
+            self.ended_by_hook = True
             return self._note("turn-ended", "hook Stop: the turn ended")
         if signal.event == NOTIFICATION:
             return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
@@ -101,8 +105,8 @@ class PeerMonitor:
                 return [Decision("escalate", f"blocked ({reading.blocker.name})", reading.says(),
                                  fix=reading.blocker.fix)]
             return self._note(f"blocked ({reading.blocker.name})", reading.says())
-        if reading.state == BUSY and reading.settling:
-            return []  # the turn's own end-of-turn hooks: not new work
+        if reading.state == BUSY and (reading.settling or self.ended_by_hook):
+            return []  # the turn's own end-of-turn hooks, or a screen lagging behind them
         if reading.state == BUSY:
             self.arrived, self.ended_at = True, None
             return self._note("working", reading.says())
@@ -171,7 +175,7 @@ class PeerMonitor:
 
     def after_nudge_or_answer(self, now: float) -> None:
         """A message went to the peer: its next turn is judged afresh."""
-        self.arrived, self.ended_at, self.noted = False, None, ""
+        self.arrived, self.ended_at, self.noted, self.ended_by_hook = False, None, "", False
         self.last_progress = now
 
 

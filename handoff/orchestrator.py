@@ -8,6 +8,7 @@ ticket with nothing lost and no round done twice.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -287,6 +288,7 @@ class Orchestrator:
         """Hand the peer to a person: its screen kept, the reason and the fix spelled out."""
         shown = self.tdir.transcript(role, self.state.round)
         self.ws.peers(self.state).capture(role, shown)
+        self.ws.keep_session(self.state, role, shown)
         self.event("escalate", role, state=decision.state, evidence=decision.evidence,
                    fix=decision.fix, screen=shown.name, last_lines=screen.strip().splitlines()[-8:])
         self.state.after_answer = _phase_of(role)
@@ -358,8 +360,13 @@ class Orchestrator:
         n, plan = self.state.round, self.ws.plan()
         commit = self.state.commit_of(n)
         peers = self.ws.peers(self.state)
-        if peers.working_on("reviewer"):
-            peers.retire("reviewer", self.tdir.transcript("reviewer", n))
+        worked_on = peers.working_on("reviewer")
+        if worked_on:
+            # named after the round it reviewed, not the round that retires it
+            transcript = self.tdir.transcript("reviewer", brief_round(worked_on) or n)
+            peers.leave(self.ws.provider("reviewer"), "reviewer")
+            self.ws.keep_session(self.state, "reviewer", transcript)
+            peers.retire("reviewer", transcript)
             self.event("recycle", "reviewer", stage="stopped", by="orchestrator")
         self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
                                          f"reviewer-scratch-{n}.patch")
@@ -474,6 +481,12 @@ class Orchestrator:
             ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
             changed=changed, verified=verified, open_findings=open_findings)
+
+
+def brief_round(brief: str) -> int | None:
+    """N of a path .../brief-N.md."""
+    match = re.search(r"brief-(\d+)\.md$", brief)
+    return int(match.group(1)) if match else None
 
 
 def _phase_of(role: str) -> str:

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from handoff import reaper
 from handoff.providers import Launch, Provider, first_message
-from handoff.providers.screen import DIALOG, holds
+from handoff.providers.screen import DIALOG, READY, holds
 from handoff.store import atomic_write
 from handoff.tmux import TERM, Pane, Tmux
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
             "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET")
 ORCHESTRATOR_WINDOW = "orchestrator"
+SESSION_TAG = "@handoff-session"
 
 
 def session_name(ticket: str, repo_key: str) -> str:
@@ -81,7 +82,14 @@ class Peers:
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
         self.tmux.tag(pane_id, str(launch.brief))
+        if launch.session_id:
+            self.tmux.tag(pane_id, launch.session_id, SESSION_TAG)
         return pane_id
+
+    def session_of(self, role: str) -> str:
+        """The session id the role's CLI was started with ('' when none was given)."""
+        pane = self.pane(role)
+        return self.tmux.tag_of(pane.id, SESSION_TAG) if pane is not None else ""
 
     def exit_status(self, role: str, wait: float = 2.0) -> int | None:
         """A dead pane's exit status, or None when tmux never learns it.
@@ -103,8 +111,29 @@ class Peers:
         pane = self.pane(role)
         return self.tmux.tag_of(pane.id) if pane is not None and not pane.dead else ""
 
-    def retire(self, role: str, transcript: Path) -> bool:
-        """Save the role's transcript and end its process and window; False when none ran."""
+    def leave(self, provider: Provider, role: str, wait: float = 3.0) -> bool:
+        """Ask an idle CLI to exit by itself (its session saved, its resume line and usage on
+        screen for the transcript); False when it is busy, holds a draft, or does not go."""
+        pane = self.pane(role)
+        if not provider.exit_keys or pane is None or pane.dead:
+            return False
+        reading = provider.read(self.tmux.screen(pane.id))
+        if reading.state != READY or reading.draft:
+            return False
+        self.keys(role, provider.exit_keys, pause=0.2)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            pane = self.pane(role)
+            if pane is None or pane.dead:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def retire(self, role: str, transcript: Path, provider: Provider | None = None) -> bool:
+        """Save the role's transcript and end its process and window; False when none ran.
+        With its provider, an idle CLI is first asked to exit by itself."""
+        if provider is not None:
+            self.leave(provider, role)
         pane = self.pane(role)
         if pane is None:
             return False

@@ -138,12 +138,12 @@ class Tmux:
                                  int(ppid) if ppid.isdigit() else 0)
         return panes
 
-    def tag(self, pane: str, value: str) -> None:
+    def tag(self, pane: str, value: str, name: str = "@handoff") -> None:
         """Remember on the pane itself what it was started for (survives our own crash)."""
-        self.run("set-option", "-p", "-t", pane, "@handoff", value)
+        self.run("set-option", "-p", "-t", pane, name, value)
 
-    def tag_of(self, pane: str) -> str:
-        return self.run("show-options", "-p", "-v", "-t", pane, "@handoff", check=False).strip()
+    def tag_of(self, pane: str, name: str = "@handoff") -> str:
+        return self.run("show-options", "-p", "-v", "-t", pane, name, check=False).strip()
 
     def kill_pane(self, pane: str) -> None:
         self.run("kill-pane", "-t", pane, check=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import time
 import uuid
@@ -107,10 +108,23 @@ class Workspace:
         """Start the role fresh on brief; the old process's screen is kept as a transcript."""
         peers = self.peers(state)
         if peers.pane(role) is not None:
-            peers.capture(role, self.tdir.transcript(role, state.round))
+            transcript = self.tdir.transcript(role, state.round)
+            peers.capture(role, transcript)
+            self.keep_session(state, role, transcript)
         launch = self.launch_of(role, brief)
         peers.launch(self.provider(role), launch, self.env(role))
         return launch
+
+    def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:
+        """Copy the CLI's own log of the role's live session next to its pane transcript."""
+        log = self.provider(role).session_log(self.worktrees.path(role),
+                                              self.peers(state).session_of(role))
+        if log is None or not log.is_file():
+            return None
+        kept = transcript.with_name(f"{transcript.stem}.session.jsonl")
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, kept)
+        return kept
 
     def launch_of(self, role: str, brief: Path) -> Launch:
         provider = self.provider(role)

@@ -108,6 +108,7 @@ def test_doctor_reads_codexs_login_and_trust(repo: Path, handoff_home: Path,
     assert any("codex login" in f for f in lines(signed_out.stdout, "FAIL"))
     assert "codex login --with-api-key" in signed_out.stdout
     assert "version 0.171.0" in signed_out.stdout
+    assert not any("flags" in f for f in lines(signed_out.stdout, "FAIL")), "codex took them"
 
     codex_home(home, "http://127.0.0.1:9/v1", [])
     no_key = handoff("doctor", cwd=repo)

@@ -68,8 +68,16 @@ def test_claude_as_both_peers_fails_then_passes_each_round_briefed_once(
     review = (folder / "review-report-1.md").read_text()
     assert "verdict: fail" in review and "test_mul" in review
 
+    # the idle reviewer was asked to exit before it was recycled: its session was saved, and
+    # claude's own log of it (the whole conversation) kept beside the pane's transcript
+    assert "claude --resume" in (folder / "transcripts" / "reviewer-1.log").read_text()
+    session = (folder / "transcripts" / "reviewer-1.session.jsonl").read_text()
+    assert f"Read and follow {folder / 'inbox' / 'reviewer' / 'brief-1.md'}" in session
+
     closed = handoff("close", "CC-1", cwd=repo)
     assert closed.returncode == 0, closed.stderr
+    stopped = [e for e in events(handoff_home, "CC-1") if e["kind"] == "stopped"]
+    assert stopped[-1]["exited"] == ["implementer", "reviewer"], "idle peers left by themselves"
     assert processes_of(handoff_home, str(claude.parent.parent), "claude") == []
 
 

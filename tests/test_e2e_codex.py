@@ -55,6 +55,14 @@ def test_codex_implements_claude_reviews_fail_then_pass(
     assert git(repo, "log", "-2", "--format=%s", "handoff/CX-1").splitlines() == \
         ["CX-1: round 2", "CX-1: round 1"]
 
+    # the role contract reached Codex as a developer message, and the brief only points at it
+    developer = "\n".join(m for r in openai.turn_records() for m in r.developer)
+    assert "# Your role: implementer" in developer and "## How you hand off" in developer
+    brief1 = (folder / "inbox" / "implementer" / "brief-1.md").read_text()
+    assert "## What you must not do" not in brief1 and "contracts/implementer.md" in brief1
+
     closed = handoff("close", "CX-1", cwd=repo)
     assert closed.returncode == 0, closed.stderr
+    transcripts = [p.read_text() for p in (folder / "transcripts").glob("implementer-2*.log")]
+    assert any("Token usage" in t for t in transcripts), "codex quit by itself and said its usage"
     assert processes_of(handoff_home, "codex", "claude") == []

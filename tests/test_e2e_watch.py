@@ -3,11 +3,17 @@ nudged once, then handed to a person; the answer reaches the live peer."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import yaml
 
 from tests.harness import (
     ADD_ONLY,
+    ALL_TESTS,
     FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
     events,
     handoff,
     plan_text,
@@ -70,3 +76,52 @@ def test_a_peer_that_never_reports_is_handed_to_a_person_and_the_answer_reaches_
     passed = [e for e in log if e["kind"] == "answer-passed-on"]
     assert len(passed) == 1 and passed[0]["delivered"] is True
     assert [e["kind"] for e in log].count("launch") == 1, "the peer was told, not restarted"
+
+
+def test_a_peer_that_shows_no_progress_is_handed_to_a_person_then_restarted_on_an_answer(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text("stall_timeout: 2\n", encoding="utf-8")
+    plan = plan_text({1: {"edits": [FIX_ADD], "reviewer": {"hang": "once"}}}, test=ADD_ONLY,
+                     review=[ADD_ONLY])
+    runner = spawn("start", "T-3", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", "--max-rounds", "1", cwd=repo, log=tmp_path / "orch.log")
+    try:
+        waiting = wait_phase(handoff_home, "T-3", "needs-human", timeout=60)
+        assert "the reviewer is stalled" in waiting["reason"]
+        assert "nothing changed on screen or in hooks" in waiting["reason"]
+        assert "stall_timeout" in waiting["reason"]
+        # the hung process cannot take the answer: it is started afresh on the same brief
+        assert handoff("answer", "T-3", "Try again.", cwd=repo).returncode == 0
+        final = wait_phase(handoff_home, "T-3", "passed", "escalated", timeout=60)
+        assert runner.wait(timeout=30) == 0
+    finally:
+        runner.kill()
+        runner.wait()
+    assert final["phase"] == "passed"
+    passed_on = [e for e in events(handoff_home, "T-3") if e["kind"] == "answer-passed-on"]
+    assert len(passed_on) == 1 and passed_on[0]["delivered"] is False
+    launches = [e for e in events(handoff_home, "T-3") if e["kind"] == "launch"
+                and e["role"] == "reviewer"]
+    assert [e["reason"] for e in launches] == ["", "answered"]
+
+
+def test_any_command_can_be_a_peer(repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """The command provider fills its argv template; here the template runs the scripted agent,
+    the way a person would wire in a CLI handoff has no module for."""
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    spec = {"provider": "command",
+            "command": [sys.executable, "-m", "handoff.scripted_agent", "{role}", "{message}"],
+            "markers": {"turn_ended": "^scripted: waiting for the next message",
+                        "busy": "^scripted: took"}}
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump(
+        {"roles": {"implementer": spec, "reviewer": spec}}), encoding="utf-8")
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    done = handoff("start", "T-4", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = events(handoff_home, "T-4")
+    assert {e["provider"] for e in log if e["kind"] == "launch"} == {"command"}
+    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"]
+    assert [e["verdict"] for e in log if e["kind"] == "verdict"] == ["fail", "pass"]

@@ -175,3 +175,13 @@ def test_a_turn_finishing_its_own_hooks_is_not_new_work() -> None:
                        evidence=("✽ Jitterbugging… (running Stop hook · 0s)",))
     assert m.observe(1003.0, settling) == []
     assert actions(m.observe(1007.5, ready(ended=True))) == [("nudge", "turn-ended")]
+
+
+def test_a_screen_lagging_behind_the_stop_hook_does_not_reopen_the_turn() -> None:
+    m = monitor()
+    m.observe(1001.0, None, [signal("prompt"), signal("stop")])
+    assert m.observe(1001.1, busy()) == [], "the spinner is still drawn: not new work"
+    assert actions(m.observe(1007.0, ready(ended=True))) == [("nudge", "turn-ended")]
+    m.after_nudge_or_answer(1007.5)
+    assert actions(m.observe(1008.0, None, [signal("prompt")])) == [("note", "working")]
+    assert actions(m.observe(1008.5, busy())) == [], "a prompt hook opened the new turn"

@@ -171,7 +171,7 @@ class Provider:
         if path is None or not self.probe_flags:
             return None
         launch = Launch(ticket="T", role="implementer", worktree=Path("/"), brief=Path("/b.md"),
-                        contract=Path("/c.md"), session_id="00000000-0000-4000-8000-000000000000")
+                        session_id="00000000-0000-4000-8000-000000000000")
         flags = self.argv(launch)[1:-1]
         code, output = exit_status([path, *flags, "--help"])
         if code != 0:
@@ -182,6 +182,10 @@ class Provider:
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         """What would make this CLI hang or fail at start here (for doctor and start)."""
         return []
+
+    def session_log(self, worktree: Path, session_id: str) -> Path | None:
+        """Where the CLI keeps the whole conversation of a session it was started with."""
+        return None
 
     def screen_check(self, dialog: Dialog, what: str, detail: str) -> Check:
         """A start-up screen that will show: fine when the role lets handoff answer it."""

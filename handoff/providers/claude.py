@@ -110,6 +110,15 @@ class Claude(Provider):
             argv += ["--model", spec.model]
         return [*argv, *spec.args, launch.message]
 
+    def session_log(self, worktree: Path, session_id: str) -> Path | None:
+        """~/.claude/projects/<the folder, every other character a dash>/<session>.jsonl: the
+        whole conversation, which the pane's history holds only in part."""
+        if not session_id:
+            return None
+        folder = re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
+        return Path(os.path.expanduser("~")) / ".claude" / "projects" / folder / \
+            f"{session_id}.jsonl"
+
     def settings(self, launch: Launch) -> dict[str, Any]:
         """Passed with --settings: no bypass screen, and hooks that signal the orchestrator."""
         hooks: dict[str, Any] = {}

@@ -8,6 +8,7 @@ a login shell resets PATH on Debian, and the peer would not find what the gate f
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
@@ -64,6 +65,7 @@ class Codex(Provider):
     #: running Codex session's marker and never passes
     env_exempt = ("CODEX_HOME",)
     modes = ("bypass", "full-auto", "default")
+    takes_contract = True
     enter_delay = 0.1
     exit_keys = ("/quit", "Enter")
     rules = RULES
@@ -77,6 +79,11 @@ class Codex(Provider):
         elif self.mode == "full-auto":
             argv.append("--full-auto")
         argv += ["-C", str(launch.worktree), "-c", "allow_login_shell=false"]
+        if launch.contract is not None:
+            # added to Codex's own instructions as a developer message (model_instructions_file
+            # would replace them); a JSON string is a valid TOML string
+            text = launch.contract.read_text(encoding="utf-8")
+            argv += ["-c", f"developer_instructions={json.dumps(text)}"]
         if spec.model:
             argv += ["-m", spec.model]
         return [*argv, *spec.args, launch.message]

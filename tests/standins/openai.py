@@ -76,6 +76,8 @@ class Record:
     history: tuple[str, ...] = ()
     #: the tool the answer called ("exec", "exec_command", "wait", "write_stdin") or "message"
     via: str = "message"
+    #: the developer messages Codex sent (its base prompt, developer_instructions, …)
+    developer: tuple[str, ...] = ()
 
 
 @dataclass
@@ -236,7 +238,10 @@ class OpenAIStandIn:
             command = render(action)
             item, sent = tools.run(self, command), command
         via = str(item.get("name", "message"))
-        return Record("POST", "/v1/responses", "turn", prompt, results, action, sent, history, via), [item]
+        developer = tuple(_user_text(i) for i in items
+                          if isinstance(i, dict) and i.get("role") == "developer")
+        return Record("POST", "/v1/responses", "turn", prompt, results, action, sent, history, via,
+                      developer), [item]
 
     def _message(self, text: str) -> dict[str, Any]:
         return {"type": "message", "id": self._next_id("msg"), "role": "assistant",
