@@ -42,6 +42,8 @@ class Decision:
     evidence: str
     keys: tuple[str, ...] = ()
     fix: str = ""
+    #: the dialog an answer is for
+    dialog: str = ""
 
 
 @dataclass
@@ -88,6 +90,12 @@ class PeerMonitor:
             self.ended_at, self.ended_by = self.ended_at or now, "hook Stop" + seen
             self.ended_by_hook = True
             return self._note("turn-ended", "hook Stop: the turn ended")
+        if signal.event == NOTIFICATION and signal.data.get("notification_type") == \
+                "permission_prompt":
+            return [Decision("escalate", "waiting for permission",
+                             f"hook Notification: {signal.detail()}",
+                             fix="run the role in bypass mode (roles.<role>.permission_mode: "
+                                 "bypass), or attach and answer the prompt by hand")]
         if signal.event == NOTIFICATION:
             return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
         return []
@@ -128,7 +136,7 @@ class PeerMonitor:
         if dialog.keys and dialog.name in self.answer and times < ANSWERS_PER_DIALOG:
             self.answered[dialog.name] = times + 1
             return [Decision("answer", f"dialog ({dialog.name})", reading.says(),
-                             keys=dialog.keys, fix=dialog.means)]
+                             keys=dialog.keys, fix=dialog.means, dialog=dialog.name)]
         why = "" if dialog.keys and dialog.name not in self.answer else \
             " (handoff never answers it)" if not dialog.keys else " (answered twice already)"
         return [Decision("escalate", f"dialog ({dialog.name})", reading.says() + why,

@@ -266,8 +266,9 @@ class Orchestrator:
             self.event("peer", role, state=decision.state, evidence=decision.evidence)
         elif decision.action == "answer":
             peers.keys(role, decision.keys)
+            gone = peers.dialog_gone(provider, role, decision.dialog)
             self.event("dialog", role, state=decision.state, evidence=decision.evidence,
-                       keys=list(decision.keys), answered=decision.fix)
+                       keys=list(decision.keys), answered=decision.fix, gone=gone)
         elif decision.action == "nudge":
             message = nudge_message(n, brief)
             since = signal_clock()

@@ -210,6 +210,19 @@ class Peers:
             time.sleep(pause)
         return True
 
+    def dialog_gone(self, provider: Provider, role: str, name: str, wait: float = 5.0) -> bool:
+        """Wait (bounded) until the role's screen no longer shows dialog name: a TUI redraws a
+        moment after a key, and a dialog read twice must not be answered twice."""
+        deadline = time.monotonic() + wait
+        while True:
+            screen = self.screen(role)
+            reading = provider.read(screen) if screen is not None else None
+            if reading is None or reading.dialog is None or reading.dialog.name != name:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
     def screen(self, role: str) -> str | None:
         pane = self.pane(role)
         return None if pane is None or pane.dead else self.tmux.screen(pane.id)

@@ -50,12 +50,20 @@ def reap(value: str, grace: float = 3.0) -> list[int]:
     pids = marked(value)
     for pid in pids:
         _send(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and marked(value):
-        time.sleep(0.05)
-    for pid in marked(value):
-        _send(pid, signal.SIGKILL)
+    if not _gone(value, grace):
+        for pid in marked(value):
+            _send(pid, signal.SIGKILL)
+        _gone(value, 2.0)  # a KILL takes effect at once, but not before this returns
     return pids
+
+
+def _gone(value: str, wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while marked(value):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _send(pid: int, signum: int) -> None:

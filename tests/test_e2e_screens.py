@@ -153,6 +153,23 @@ def test_claude_mcp_screen_answered_by_going_on_without_the_server(
         close_leaves_nothing(repo, handoff_home, "MC-1", runner)
 
 
+def test_claude_asking_permission_waits_for_a_person(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, {"implementer": role("claude", claude,
+                                                 permission_mode="acceptEdits"),
+                             "reviewer": role("claude", claude)})
+    final, runner = run_to(repo, tmp_path, handoff_home, "PM-1", "needs-human", "passed")
+    try:
+        shown = escalation(handoff_home, "PM-1")
+        assert shown["state"] == "dialog (permission)", shown
+        assert "Do you want to proceed?" in str(shown["evidence"])
+        assert "permission_mode: bypass" in str(final["reason"])
+    finally:
+        close_leaves_nothing(repo, handoff_home, "PM-1", runner)
+
+
 def test_claude_broken_user_settings_are_never_answered(
         repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
         claude: Path, anthropic: AnthropicStandIn) -> None:

@@ -185,3 +185,11 @@ def test_a_screen_lagging_behind_the_stop_hook_does_not_reopen_the_turn() -> Non
     m.after_nudge_or_answer(1007.5)
     assert actions(m.observe(1008.0, None, [signal("prompt")])) == [("note", "working")]
     assert actions(m.observe(1008.5, busy())) == [], "a prompt hook opened the new turn"
+
+
+def test_a_permission_notification_asks_a_person() -> None:
+    decided = monitor().observe(1001.0, None, [signal("notification", {
+        "notification_type": "permission_prompt",
+        "message": "Claude needs your permission to use Bash"})])
+    assert actions(decided) == [("escalate", "waiting for permission")]
+    assert "needs your permission" in decided[0].evidence and "bypass" in decided[0].fix

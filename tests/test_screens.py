@@ -39,6 +39,7 @@ CLAUDE = [
     ("mcp", DIALOG, None, "mcp", False),
     ("settings-error", DIALOG, None, "settings-error", False),
     ("settings-warning", DIALOG, None, "unknown-dialog", False),
+    ("permission", DIALOG, None, "permission", False),
     ("not-logged-in", BLOCKED, "", "not-logged-in", False),
     ("connection-refused", BLOCKED, "", "unreachable", False),
 ]

@@ -109,3 +109,34 @@ def test_declining_the_plan_leaves_it_waiting(repo: Path, tmp_path: Path, handof
     assert "handoff resume T-4 --yes" in screen(terminal)
     assert state(handoff_home, "T-4")["phase"] == "awaiting-approval"
     assert not (repo / ".worktrees").exists()
+
+
+def test_a_person_attaching_from_a_small_terminal_does_not_resize_the_peers(
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, terminal: str) -> None:
+    """Peers' screens must read the same whoever attaches: their windows stay 200x50."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_until": "never"}},
+                                          test=ADD_ONLY))
+    assert handoff("start", "T-9", "--plan", str(plan), "--yes", cwd=repo).returncode == 0
+    session = wait_until(lambda: state(handoff_home, "T-9").get("session")
+                         if list(handoff_home.glob("*/T-9/state.json")) else None,
+                         what="the ticket's session")
+    wait_until(lambda: "implementer" in _windows(socket, str(session)), what="the implementer")
+    run_in_terminal(terminal, repo, "attach", "T-9")
+    wait_until(lambda: _clients(socket), what="the person's terminal to attach")
+    assert _clients(socket) == ["160x40"], "attached from a terminal smaller than the panes"
+    assert set(_windows(socket, str(session)).values()) == {"200x50"}
+    handoff("close", "T-9", "--force", cwd=repo)
+
+
+def _windows(socket: str, session: str) -> dict[str, str]:
+    done = subprocess.run(["tmux", "-L", socket, "list-windows", "-t", f"={session}", "-F",
+                           "#{window_name} #{window_width}x#{window_height}"],
+                          capture_output=True, text=True, timeout=15)
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+
+
+def _clients(socket: str) -> list[str]:
+    done = subprocess.run(["tmux", "-L", socket, "list-clients", "-F",
+                           "#{client_width}x#{client_height}"], capture_output=True, text=True,
+                          timeout=15)
+    return done.stdout.split()

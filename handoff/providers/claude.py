@@ -47,6 +47,10 @@ SETTINGS_ERROR = Dialog(
     "settings-error", ("Settings Error", "Continue without these settings"), (),
     "mend the settings file named on the screen (handoff never answers this: going on "
     "without settings would drop its own hooks)")
+PERMISSION = Dialog(
+    "permission", ("Do you want to proceed?", "Esc to cancel"), (),
+    "run the role in bypass mode (roles.<role>.permission_mode: bypass), or attach "
+    "(handoff attach TICKET --role ROLE) and answer each prompt by hand")
 ANY_DIALOG = Dialog(
     "unknown-dialog", (CONFIRM,), (),
     "attach (handoff attach TICKET --role ROLE), answer it by hand, then 'handoff answer'")
@@ -55,7 +59,7 @@ RULES = ScreenRules(
     composer="❯",
     busy=(r"esc to interrupt", r"^\s*[·✢*✶✻✽] \S+…"),
     turn_ended=(r"^\s*[·✢*✶✻✽] \S+ed for \d+(\.\d+)?[smh]",),
-    dialogs=(TRUST, API_KEY, BYPASS, MCP, SETTINGS_ERROR, ANY_DIALOG),
+    dialogs=(TRUST, API_KEY, BYPASS, MCP, SETTINGS_ERROR, PERMISSION, ANY_DIALOG),
     blockers=(
         Blocker("not-logged-in", r"Not logged in|Please run /login|Invalid API key",
                 "log in (run `claude` once and /login), or pass a key: export "

@@ -40,11 +40,9 @@ class Signal:
 
     def detail(self) -> str:
         """A short description of what the hook carried, for the event log."""
-        for key in ("notification_type", "message", "type", "hook_event_name"):
-            value = self.data.get(key)
-            if isinstance(value, str) and value:
-                return f"{self.event} ({value[:80]})"
-        return self.event
+        said = [str(self.data[key])[:100] for key in ("notification_type", "type", "message")
+                if isinstance(self.data.get(key), str) and self.data[key]]
+        return f"{self.event} ({': '.join(said)})" if said else self.event
 
 
 def read_signals(folder: Path, since_ns: int) -> list[Signal]:
