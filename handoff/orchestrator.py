@@ -276,9 +276,11 @@ class Orchestrator:
             self.event("nudge", role, evidence=decision.evidence, delivered=delivery.taken,
                        why=delivery.why)
             if not delivery:
-                return self.escalate(role, Decision("escalate", "turn-ended", decision.evidence
-                                                    + f"; the nudge was not taken: "
-                                                      f"{delivery.why}"), screen)
+                return self.escalate(role, Decision(
+                    "escalate", "turn-ended",
+                    f"{decision.evidence}; the nudge was not taken: {delivery.why}",
+                    fix="attach to see what holds its input line; 'handoff answer' passes your "
+                        "answer on"), screen)
             watching.message, watching.since_ns = message, since
             watching.monitor.after_nudge_or_answer(time.monotonic())
         else:
@@ -290,12 +292,14 @@ class Orchestrator:
         shown = self.tdir.transcript(role, self.state.round)
         self.ws.peers(self.state).capture(role, shown)
         self.ws.keep_session(self.state, role, shown)
+        last = [line.rstrip() for line in screen.strip().splitlines()[-8:]]
         self.event("escalate", role, state=decision.state, evidence=decision.evidence,
-                   fix=decision.fix, screen=shown.name, last_lines=screen.strip().splitlines()[-8:])
+                   fix=decision.fix, screen=shown.name, last_lines=last)
         self.state.after_answer = _phase_of(role)
-        self.transition("needs-human", f"the {role} is {decision.state}: {decision.evidence}. "
-                        f"Fix: {decision.fix} (screen in transcripts/{shown.name}); then "
-                        f"'handoff answer {self.state.ticket} TEXT' to carry on")
+        self.transition("needs-human", f"the {role} needs a person ({decision.state}): "
+                        f"{decision.evidence}. Fix: {decision.fix} (its screen is in "
+                        f"transcripts/{shown.name}); then 'handoff answer {self.state.ticket} "
+                        "TEXT' to carry on")
         return False
 
     def revive(self, role: str, brief: Path, existed: bool, status: int | None) -> bool:

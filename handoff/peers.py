@@ -21,7 +21,10 @@ from handoff.store import atomic_write
 from handoff.tmux import TERM, Pane, Tmux
 
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
-            "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET")
+            "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET",
+            # the network as this machine reaches it: every coding CLI needs it the same way
+            "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+            "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 ORCHESTRATOR_WINDOW = "orchestrator"
 SESSION_TAG = "@handoff-session"
 

@@ -18,6 +18,9 @@ from typing import TypeVar
 
 import pytest
 
+from handoff.peers import Peers, session_name
+from handoff.tmux import Tmux
+
 T = TypeVar("T")
 
 #: the real-CLI fixtures (claude, codex and their stand-in servers)
@@ -87,6 +90,16 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
     subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
     socket_file.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def peers(socket: str, handoff_home: Path, tmp_path: Path) -> Peers:
+    """Ticket T-1's session on the test's socket, its orchestrator window a sleeping program."""
+    tdir = handoff_home / "repo-0123456789" / "T-1"
+    tdir.mkdir(parents=True)
+    p = Peers(Tmux(socket, handoff_home), session_name("T-1", "repo-0123456789"), tdir)
+    p.ensure_session(tmp_path, [PYTHON, "-c", "import time; time.sleep(600)"])
+    return p
 
 
 @pytest.fixture

@@ -3,28 +3,15 @@ draft is never submitted or pasted over, and nothing is ever typed into a dialog
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-
-from handoff.peers import Peers, allowlisted_env, session_name
+from handoff.peers import Peers, allowlisted_env
 from handoff.providers import RoleSpec, get
 from handoff.providers.base import Launch, Provider
 from handoff.providers.screen import DIALOG, READY
-from handoff.tmux import Tmux
 from tests.conftest import wait_until
 from tests.standins.anthropic import AnthropicStandIn
 from tests.standins.homes import claude_home
-
-
-@pytest.fixture
-def peers(socket: str, handoff_home: Path, tmp_path: Path) -> Peers:
-    tdir = handoff_home / "repo-0123456789" / "T-1"
-    tdir.mkdir(parents=True)
-    p = Peers(Tmux(socket, handoff_home), session_name("T-1", "repo-0123456789"), tdir)
-    p.ensure_session(tmp_path, [sys.executable, "-c", "import time; time.sleep(600)"])
-    return p
 
 
 def start(peers: Peers, claude: Path, repo: Path) -> Provider:

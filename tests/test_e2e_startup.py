@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from pathlib import Path
 
-import pytest
-
-from handoff.peers import Peers, allowlisted_env, session_name
+from handoff.peers import Peers, allowlisted_env
 from handoff.providers import RoleSpec, get
 from handoff.providers.base import Launch, Provider
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG
 from handoff.reaper import marked, marker
-from handoff.tmux import Tmux
 from tests.conftest import wait_until
 from tests.standins import install
 
@@ -29,15 +25,6 @@ def closed_port() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{probe.getsockname()[1]}"
-
-
-@pytest.fixture
-def peers(socket: str, handoff_home: Path, tmp_path: Path) -> Peers:
-    tdir = handoff_home / "repo-0123456789" / "T-1"
-    tdir.mkdir(parents=True)
-    p = Peers(Tmux(socket, handoff_home), session_name("T-1", "repo-0123456789"), tdir)
-    p.ensure_session(tmp_path, [sys.executable, "-c", "import time; time.sleep(600)"])
-    return p
 
 
 def launch(peers: Peers, provider: Provider, repo: Path, extra: dict[str, str]) -> str:

@@ -88,7 +88,7 @@ def test_a_peer_that_shows_no_progress_is_handed_to_a_person_then_restarted_on_a
                    "--foreground", "--max-rounds", "1", cwd=repo, log=tmp_path / "orch.log")
     try:
         waiting = wait_phase(handoff_home, "T-3", "needs-human", timeout=60)
-        assert "the reviewer is stalled" in waiting["reason"]
+        assert "the reviewer needs a person (stalled)" in waiting["reason"]
         assert "nothing changed on screen or in hooks" in waiting["reason"]
         assert "stall_timeout" in waiting["reason"]
         # the hung process cannot take the answer: it is started afresh on the same brief

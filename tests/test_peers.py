@@ -60,15 +60,6 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return SECRETS
 
 
-@pytest.fixture
-def peers(socket: str, handoff_home: Path, tmp_path: Path) -> Peers:
-    tdir = handoff_home / "repo-0123456789" / "T-1"
-    tdir.mkdir(parents=True)
-    p = Peers(Tmux(socket, handoff_home), session_name("T-1", "repo-0123456789"), tdir)
-    p.ensure_session(tmp_path, [PY, "-c", "import sys; sys.stdin.readline()"])
-    return p
-
-
 def brief_file(peers: Peers, role: str, n: int) -> Path:
     path = peers.ticket_dir / "inbox" / role / f"brief-{n}.md"
     path.parent.mkdir(parents=True, exist_ok=True)

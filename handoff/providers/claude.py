@@ -90,8 +90,7 @@ class Claude(Provider):
     env_allow = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
                  "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
                  "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX", "HTTPS_PROXY", "HTTP_PROXY",
-                 "NO_PROXY", "NODE_EXTRA_CA_CERTS")
+                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX")
     modes = ("bypass", "acceptEdits", "auto", "default", "plan", "dontAsk")
     takes_contract = True
     enter_delay = 0.05

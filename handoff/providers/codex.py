@@ -60,7 +60,7 @@ class Codex(Provider):
     binary = "codex"
     package = "@openai/codex"
     env_allow = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
-                 "CODEX_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE")
+                 "CODEX_HOME")
     #: CODEX_HOME points at the user's own configuration; every other CODEX_* variable is a
     #: running Codex session's marker and never passes
     env_exempt = ("CODEX_HOME",)

@@ -48,7 +48,7 @@ class Gemini(Provider):
     package = "@google/gemini-cli"
     env_allow = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
                  "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
-                 "GOOGLE_APPLICATION_CREDENTIALS", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
+                 "GOOGLE_APPLICATION_CREDENTIALS")
     modes = ("bypass", "auto_edit", "default")
     exit_keys = ("/quit", "Enter")
     probe_flags = True

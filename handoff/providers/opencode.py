@@ -75,8 +75,7 @@ class Opencode(Provider):
     binary = "opencode"
     package = "opencode-ai"
     env_allow = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-                 "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "HTTPS_PROXY",
-                 "HTTP_PROXY", "NO_PROXY")
+                 "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
     modes = ("bypass", "default")
     exit_keys = ("/exit", "Enter")
     rules = RULES
