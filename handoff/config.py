@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from handoff.errors import UsageError
-from handoff.providers import REGISTRY, Provider, RoleSpec, known
+from handoff.providers import REGISTRY, Provider, RoleSpec, allowed_anywhere, known
 from handoff.providers.command import MARKERS
 
 REPO_CONFIG = ".handoff.yaml"
@@ -109,7 +109,7 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
         else:
             base["env_allow"] = _strings(source, key, value)
             for name in base["env_allow"]:
-                if not Provider().allowed(name):
+                if not allowed_anywhere(name):
                     raise UsageError(f"{source}: env_allow: {name} never passes to a peer",
                                      NEVER_WHY)
 
@@ -162,7 +162,7 @@ def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -
     return role
 
 
-def _check_role(where: str, provider: Any, role: RoleSpec) -> None:
+def _check_role(where: str, provider: Provider, role: RoleSpec) -> None:
     if role.permission_mode and role.permission_mode not in provider.modes:
         raise UsageError(f"{where}.permission_mode {role.permission_mode!r} is not one of "
                          f"{', '.join(provider.modes)} for {role.provider}")

@@ -208,9 +208,7 @@ class Orchestrator:
         delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
         self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
         if delivery:
-            self.monitors[role] = Watching(
-                PeerMonitor(time.monotonic(), self.ws.timing(),
-                            frozenset(self.ws.config.roles[role].answer)), message, since)
+            self.monitors[role] = self.watching(role, message, since)
         else:
             self.launch(role, brief, "answered")
 
@@ -236,14 +234,18 @@ class Orchestrator:
                     return None
                 watcher.wait(TICK)
 
+    def watching(self, role: str, message: str, since_ns: int) -> Watching:
+        """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
+        monitor = PeerMonitor(time.monotonic(), self.ws.timing(),
+                              frozenset(self.ws.config.roles[role].answer))
+        return Watching(monitor, message, since_ns)
+
     def watch(self, role: str, n: int, brief: Path, report: Path) -> bool:
         """Look at the peer once and act on what it shows; False: a person must step in."""
         watching = self.monitors.get(role)
         if watching is None:
-            watching = self.monitors[role] = Watching(
-                PeerMonitor(time.monotonic(), self.ws.timing(),
-                            frozenset(self.ws.config.roles[role].answer)),
-                first_message(brief), self.launched_ns.get(role, signal_clock()))
+            watching = self.monitors[role] = self.watching(
+                role, first_message(brief), self.launched_ns.get(role, signal_clock()))
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
         screen = peers.screen(role)
         signals = read_signals(self.tdir.signals(role), watching.since_ns)

@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,19 +124,10 @@ class Peers:
         if reading.state != READY or reading.draft:
             return False
         self.keys(role, provider.exit_keys, pause=0.2)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            pane = self.pane(role)
-            if pane is None or pane.dead:
-                return True
-            time.sleep(0.05)
-        return False
+        return poll(lambda: (p := self.pane(role)) is None or p.dead, wait)
 
-    def retire(self, role: str, transcript: Path, provider: Provider | None = None) -> bool:
-        """Save the role's transcript and end its process and window; False when none ran.
-        With its provider, an idle CLI is first asked to exit by itself."""
-        if provider is not None:
-            self.leave(provider, role)
+    def retire(self, role: str, transcript: Path) -> bool:
+        """Save the role's transcript and end its process and window; False when none ran."""
         pane = self.pane(role)
         if pane is None:
             return False
@@ -186,14 +177,7 @@ class Peers:
         return Delivery(False, f"not taken after {tries} tries")
 
     def _wait_taken(self, provider: Provider, pane: str, message: str, wait: float) -> bool:
-        """Poll the screen with a short backoff until the message shows as taken."""
-        deadline, pause = time.monotonic() + wait, 0.02
-        while time.monotonic() < deadline:
-            if provider.taken(self.tmux.tail(pane), message):
-                return True
-            time.sleep(pause)
-            pause = min(pause * 2, 0.25)
-        return False
+        return poll(lambda: provider.taken(self.tmux.tail(pane), message), wait)
 
     def deliver_brief(self, provider: Provider, role: str, brief: Path) -> Delivery:
         """Deliver a brief's nudge and remember on the pane that it works on that brief."""
@@ -216,15 +200,11 @@ class Peers:
     def dialog_gone(self, provider: Provider, role: str, name: str, wait: float = 5.0) -> bool:
         """Wait (bounded) until the role's screen no longer shows dialog name: a TUI redraws a
         moment after a key, and a dialog read twice must not be answered twice."""
-        deadline = time.monotonic() + wait
-        while True:
+        def gone() -> bool:
             screen = self.screen(role)
-            reading = provider.read(screen) if screen is not None else None
-            if reading is None or reading.dialog is None or reading.dialog.name != name:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
+            dialog = provider.read(screen).dialog if screen is not None else None
+            return dialog is None or dialog.name != name
+        return poll(gone, wait)
 
     def screen(self, role: str) -> str | None:
         pane = self.pane(role)
@@ -234,6 +214,18 @@ class Peers:
         stopped = self.tmux.kill_session(self.session)
         self.reap()
         return stopped
+
+
+def poll(check: Callable[[], bool], wait: float) -> bool:
+    """check() until it holds or wait seconds pass, looking sooner at first (a TUI answers a
+    key or a paste within tens of milliseconds, or takes its time)."""
+    deadline, pause = time.monotonic() + wait, 0.02
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+    return True
 
 
 def self_argv(*args: str) -> list[str]:

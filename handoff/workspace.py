@@ -24,7 +24,7 @@ from handoff.errors import UsageError
 from handoff.lock import holder
 from handoff.monitor import Timing
 from handoff.peers import Peers, allowlisted_env, self_argv
-from handoff.providers import REGISTRY, Launch, Provider, get
+from handoff.providers import REGISTRY, Launch, Provider, allowed_anywhere, get
 from handoff.repo import Repo
 from handoff.ticket import State, TicketDir
 from handoff.tmux import Tmux
@@ -88,8 +88,7 @@ class Workspace:
                   for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
         names = (*allow, *self.config.env_allow, "VIRTUAL_ENV")
-        return allowlisted_env(extra, [n for n in names if Provider().allowed(n)
-                                       or n in ("CODEX_HOME",)])
+        return allowlisted_env(extra, [n for n in names if allowed_anywhere(n)])
 
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
         provider = self.provider(role)

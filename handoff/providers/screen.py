@@ -10,7 +10,7 @@ about a peer carries into the event log).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 STARTING, READY, BUSY, DIALOG, BLOCKED = "starting", "ready", "busy", "dialog", "blocked"
 
@@ -78,20 +78,11 @@ class ScreenRules:
     blockers: tuple[Blocker, ...] = ()
     #: texts an empty input line shows in place of a draft (matched as prefixes)
     placeholders: tuple[str, ...] = ()
-    #: where a right-hand panel starts on a wide screen: cut from the input line
-    panel: str = ""
     #: the input line sits just below a rule of this character (a menu below it may start
     #: with the composer's prefix too)
     rule: str = ""
     #: busy lines that only finish a turn (e.g. its Stop hook running)
     settling: tuple[str, ...] = ()
-    _compiled: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
-
-    def _re(self, pattern: str) -> re.Pattern[str]:
-        compiled = self._compiled.get(pattern)
-        if compiled is None:
-            compiled = self._compiled[pattern] = re.compile(pattern)
-        return compiled
 
     def read(self, screen: str) -> Reading:
         lines = lines_of(screen)
@@ -105,10 +96,10 @@ class ScreenRules:
                            evidence=(blocked_line,))
         ended = self._last(lines, self.turn_ended)
         busy = [line for line in lines[(ended or -1) + 1:]
-                if any(self._re(p).search(line) for p in self.busy)]
+                if any(re.search(p, line) for p in self.busy)]
         draft = self.draft(lines)
         if busy:
-            settling = any(self._re(p).search(line) for line in busy for p in self.settling)
+            settling = any(re.search(p, line) for line in busy for p in self.settling)
             return Reading(BUSY, draft=draft, evidence=tuple(busy[-2:]), settling=settling)
         marker = self.ended_marker(lines)
         if draft is None and ended is None:
@@ -120,7 +111,7 @@ class ScreenRules:
 
     def _last(self, lines: list[str], patterns: tuple[str, ...]) -> int | None:
         for i in range(len(lines) - 1, -1, -1):
-            if any(self._re(p).search(lines[i]) for p in patterns):
+            if any(re.search(p, lines[i]) for p in patterns):
                 return i
         return None
 
@@ -137,7 +128,7 @@ class ScreenRules:
         start = self._last_echo(lines)
         for line in reversed(lines[start:]):
             for blocker in self.blockers:
-                match = self._re(blocker.pattern).search(line)
+                match = re.search(blocker.pattern, line)
                 if match:  # the matched words, with a little context: lines can be wide
                     return blocker, line[max(0, match.start() - 40):match.end() + 80].strip()
         return None, ""
@@ -165,8 +156,6 @@ class ScreenRules:
         if line is None:
             return None
         text = line.lstrip()[len(self.composer.strip()):]
-        if self.panel and self.panel in text:
-            text = text.split(self.panel, 1)[0]
         text = text.strip()
         if any(text.startswith(p) for p in self.placeholders):
             return ""
@@ -187,7 +176,7 @@ class ScreenRules:
         composer = self.composer_index(lines)
         end = len(lines) if composer is None else composer
         for line in lines[self._last_echo(lines):end]:
-            if any(self._re(p).search(line) for p in self.turn_ended):
+            if any(re.search(p, line) for p in self.turn_ended):
                 return line
         return None
 
