@@ -13,8 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from handoff.frontmatter import join
+from handoff.inputs import KIB, clip
 from handoff.plan import Plan
 from handoff.reports import Finding, template
+
+#: bytes of one feedback note, and of one finding's reason, a brief carries at most
+NOTE_LIMIT = 16 * KIB
+FINDING_LIMIT = 2 * KIB
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,15 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = ()
         f"\n## Verification command\n\n{_commands(test)}",
     ]
     if findings:
-        listing = "".join(f"- `{f.file}:{f.line}` — {f.reason}\n" for f in findings)
+        listing = "".join(f"- `{clip(f.file, 500)}:{f.line}` — {clip(f.reason, FINDING_LIMIT)}\n"
+                          for f in findings)
         parts.append(f"\n## The reviewer's findings to address this round\n\n{listing}")
-    parts.extend(f"\n## {title}\n\n{text.strip()}\n" for title, text in notes)
+    # a note may carry output (a failing gate's end, a rejected report's problems): bounded
+    parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes)
     parts.append("\n" + _submit_block(ctx))
     parts.append(f"\nReport template:\n\n```markdown\n{template('implementer')}```\n")
     fields = _fields(ctx, "implementer", branch=branch, test=test[0] if test else None,
-                     findings=[f.render() for f in findings])
+                     findings=[clip(f.render(), FINDING_LIMIT) for f in findings])
     return join(fields, "".join(parts))
 
 

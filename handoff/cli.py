@@ -16,11 +16,12 @@ from typing import Annotated, Any
 
 import typer
 
-from handoff import doctor, lifecycle, tools
+from handoff import doctor, lifecycle, seals, tools
 from handoff.config import REPO_CONFIG, config_template
 from handoff.config import load as load_config
-from handoff.demo import new_demo
+from handoff.demo import new_demo, remove_demo
 from handoff.errors import HandoffError, UsageError
+from handoff.inputs import PLAN_LIMIT, read_text
 from handoff.orchestrator import Orchestrator
 from handoff.render import describe
 from handoff.repo import Repo
@@ -60,6 +61,12 @@ def _approve(ws: Workspace, yes: bool) -> bool:
         lifecycle.approve(ws)
         return True
     return False
+
+
+def _notes(notes: list[str]) -> None:
+    """What handoff mended or worked around, said out loud (stderr: the output stays clean)."""
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 def _launch(ws: Workspace, foreground: bool) -> int:
@@ -143,10 +150,7 @@ def start(
     repo: RepoOpt = None,
 ) -> None:
     """Create a ticket from a plan, approve it, and start the loop."""
-    try:
-        plan_text = plan.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the plan {plan}: {exc.strerror}") from None
+    plan_text = read_text(plan, PLAN_LIMIT, "the plan")  # /dev/zero or a binary: a clear error
     ws = lifecycle.create(state_home(), lifecycle.NewTicket(
         ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
         base=base, max_rounds=max_rounds))
@@ -169,8 +173,8 @@ def resume(
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
-    ws = lifecycle.open_ticket(state_home(), ticket, repo)
-    lifecycle.ensure_idle(ws)
+    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo)
+    _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
     raise typer.Exit(_launch(ws, foreground))
@@ -189,11 +193,18 @@ def status(ticket: Annotated[str | None, typer.Argument()] = None, repo: RepoOpt
         return
     typer.echo(f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO")
     for row in rows:
-        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else "-"
+        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
+            {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
         typer.echo(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
                    f"{Path(row['repo']).name}")
         if ticket is not None or row["reason"]:
             typer.echo(f"    {row['reason']}" if row["reason"] else "", nl=bool(row["reason"]))
+        if row["error"]:
+            typer.echo(f"    error: {row['error']}")
+        if row["hint"]:
+            typer.echo(f"    next: {row['hint']}")
+        if row["events_skipped"]:
+            typer.echo(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
         if ticket is not None:
             typer.echo(f"    branch {row['branch']} @ {row['commit'][:10]}\n    dir {row['dir']}")
 
@@ -206,9 +217,10 @@ def log(
     = False,
     repo: RepoOpt = None,
 ) -> None:
-    """The handoff chain of a ticket: every event, in order."""
-    ws = lifecycle.open_ticket(state_home(), ticket, repo)
-    events, bad = ws.tdir.events.read()
+    """The handoff chain of a ticket: every event, in order (from the ticket directory alone:
+    it works with state.json unreadable and with the repo gone)."""
+    tdir = lifecycle.find_ticket(state_home(), ticket, repo)
+    events, bad = tdir.events.read()
     if as_json:
         typer.echo(json.dumps(events, indent=2))
     else:
@@ -219,10 +231,10 @@ def log(
     if not follow:
         return
     seen = len(events)
-    with Watcher([ws.tdir.path]) as watcher:
+    with Watcher([tdir.path]) as watcher:
         while True:
             watcher.wait(1.0)
-            events, _ = ws.tdir.events.read()
+            events, _ = tdir.events.read()
             for event in events[seen:]:
                 typer.echo(describe(event))
             seen = len(events)
@@ -253,7 +265,7 @@ def submit(
 ) -> None:
     """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
     folder, who = context(directory, role, round_)
-    filed, problems = file_report(folder, who, round_, report)
+    filed, problems = file_report(folder, who, round_, report, os.environ.get(seals.ENV, ""))
     if problems:
         typer.echo(f"handoff: report NOT accepted ({len(problems)} problem(s)); mend it and "
                    "submit again:", err=True)
@@ -277,7 +289,8 @@ def answer(ticket: str, text: str, repo: RepoOpt = None) -> None:
 @app.command()
 def stop(ticket: str, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
-    result = lifecycle.stop(lifecycle.open_ticket(state_home(), ticket, repo))
+    result = lifecycle.stop_ticket(state_home(), ticket, repo)
+    _notes(result["notes"])
     typer.echo(f"{ticket} stopped (orchestrator: {result['orchestrator'] or 'not running'}, "
                f"peers: {'stopped' if result['session'] else 'not running'})")
 
@@ -291,11 +304,15 @@ def close(
     repo: RepoOpt = None,
 ) -> None:
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record."""
-    ws = lifecycle.open_ticket(state_home(), ticket, repo)
-    result = lifecycle.close(ws, keep_worktrees=keep_worktrees, force=force)
+    ws, result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    _notes(result["notes"])
     removed = ", ".join(result["removed"]) or "none"
-    typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} kept;"
-               f" record in {ws.tdir.path}")
+    if result["repo_gone"]:
+        typer.echo(f"{ticket} closed; its repository is gone, with its worktrees and branch; "
+                   f"record in {ws.tdir.path}")
+    else:
+        typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} "
+                   f"kept; record in {ws.tdir.path}")
     if result["discarded_work"]:
         typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
                    "(git apply it to get it back)")
@@ -309,18 +326,28 @@ def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session an
     os.environ.setdefault("HANDOFF_TMUX_SOCKET", "handoff-demo")
     ticket, repo, plan_text = new_demo()
     typer.echo(f"demo repo: {repo} (word_count has a bug; its tests fail)")
-    ws = lifecycle.create(state_home(), lifecycle.NewTicket(
-        ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count."))
+    try:
+        ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+            ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count."))
+    except HandoffError:
+        remove_demo(repo)  # nothing was started in it
+        raise
     lifecycle.approve(ws)
     code = _run(ws)
     state = ws.state()
     verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
     if not keep:
         lifecycle.close(ws)
+    removed = not keep and remove_demo(repo)
     typer.echo(f"\ndemo {state.phase} in {time.monotonic() - started:.1f}s: {verdicts}\n"
-               f"  record: {ws.tdir.path}\n  branch: {state.branch} in {repo}")
+               f"  record: {ws.tdir.path}")
+    if removed:
+        typer.echo("  the demo repo is removed ('handoff demo --keep' keeps it)")
+    else:
+        typer.echo(f"  branch: {state.branch} in {repo}")
     if keep:
-        typer.echo(f"  watch:  handoff attach {ticket}\n  finish: handoff close {ticket}")
+        typer.echo(f"  watch:  handoff attach {ticket}\n  finish: handoff close {ticket}, "
+                   f"then rm -r {repo.parent}")
     raise typer.Exit(code)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from handoff.errors import UsageError
+from handoff.inputs import CONFIG_LIMIT, read_text
 from handoff.providers import REGISTRY, Provider, RoleSpec, allowed_anywhere, known
 from handoff.providers.command import MARKERS
 
@@ -22,6 +23,7 @@ ROLES = ("implementer", "reviewer")
 SHARE_MODES = ("symlink", "copy")
 NEVER_WHY = ("CLAUDE*, CODEX_* (but CODEX_HOME) and AI_AGENT mark a running coding CLI's session: "
              "a peer that saw them would act as its hidden child")
+MAX_SECONDS = 30 * 24 * 3600
 SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience")
 
 
@@ -67,6 +69,15 @@ def _int(source: str, key: str, value: Any, minimum: int = 1) -> int:
     return value
 
 
+def _seconds(source: str, key: str, value: Any) -> float:
+    """A finite, positive number of seconds: .nan compares false to everything and .inf never
+    ends, and every wait must have a bound."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= MAX_SECONDS:
+        return float(value)
+    raise UsageError(f"{source}: '{key}' must be a positive number of seconds up to "
+                     f"{MAX_SECONDS} (30 days), not {value!r:.40}", "e.g. 900")
+
+
 def _strings(source: str, key: str, value: Any, allow_empty: bool = True) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise UsageError(f"{source}: '{key}' must be a list of non-empty strings")
@@ -92,9 +103,7 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)
         elif key == "gate_timeout" or key in SECONDS:
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise UsageError(f"{source}: '{key}' must be a positive number of seconds")
-            base[key] = float(value)
+            base[key] = _seconds(source, key, value)
         elif key == "roles":
             base["roles"] = _roles(source, value, base["roles"])
         elif key == "share":
@@ -216,8 +225,9 @@ def _shares(source: str, value: Any) -> tuple[Share, ...]:
 
 
 def _read(path: Path) -> Any:
+    text = read_text(path, CONFIG_LIMIT, "the configuration file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML: {exc}") from None
 

@@ -8,6 +8,7 @@ run fails with a must-fix, round 2 fixes it and passes.
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,10 @@ from datetime import datetime
 from pathlib import Path
 
 from handoff.store import atomic_write
+
+#: the temp folder of one demo; it holds the demo's repo and nothing else
+PREFIX = "handoff-demo-"
+REPO_NAME = "wordcount"
 
 WORDCOUNT = '''\
 def word_count(text: str) -> int:
@@ -86,7 +91,7 @@ edits:
 
 def make_repo(parent: Path) -> Path:
     """A git repo with the bug, its tests, one commit, and its own committer identity."""
-    repo = parent / "wordcount"
+    repo = parent / REPO_NAME
     (repo / "tests").mkdir(parents=True)
     atomic_write(repo / "wordcount.py", WORDCOUNT)
     atomic_write(repo / "tests" / "__init__.py", "")
@@ -104,6 +109,17 @@ def make_repo(parent: Path) -> Path:
 
 def new_demo(root: Path | None = None) -> tuple[str, Path, str]:
     """(ticket id, repo, plan text) for a fresh demo."""
-    parent = Path(tempfile.mkdtemp(prefix="handoff-demo-", dir=root))
+    parent = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root))
     ticket = "DEMO-" + datetime.now().strftime("%Y%m%d-%H%M%S")
     return ticket, make_repo(parent), plan_text(sys.executable)
+
+
+def remove_demo(repo: Path) -> bool:
+    """Remove a demo's repo with the temp folder new_demo made for it, once its ticket is
+    closed; only a folder that is exactly what new_demo made (True when removed)."""
+    parent = repo.parent
+    if repo.name != REPO_NAME or not parent.name.startswith(PREFIX) \
+            or [p.name for p in parent.iterdir()] != [REPO_NAME]:
+        return False
+    shutil.rmtree(parent)
+    return True

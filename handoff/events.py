@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from handoff.store import PRIVATE_FILE, private_dir, write_failed
 
 
 def now() -> str:
@@ -20,18 +23,28 @@ class EventLog:
     path: Path
 
     def append(self, kind: str, *, round: int = 0, role: str = "", **fields: Any) -> dict[str, Any]:
-        """Append one event as one write() under a lock, so concurrent writers never interleave."""
+        """Append one event as one write() under a lock, so concurrent writers never interleave.
+
+        A write that fails (a full disk) or is cut short is undone before the error is raised:
+        the log keeps whole lines only. The file is the user's alone (600).
+        """
         event: dict[str, Any] = {"time": now(), "kind": kind, "round": round, "role": role}
         event.update(fields)
         line = (json.dumps(event, sort_keys=False, default=str) + "\n").encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        if not self.path.parent.is_dir():
+            private_dir(self.path.parent)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # released by close; makes the torn-line check exact
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # a crash left a torn line: never glue onto it
-            os.write(fd, line)
+            _write_whole(fd, line, size)
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
         finally:
             os.close(fd)
         return event
@@ -57,3 +70,16 @@ class EventLog:
             else:
                 bad.append(number)
         return events, bad
+
+
+def _write_whole(fd: int, data: bytes, size: int) -> None:
+    """Write data at the end of the file, or leave the file at size and raise."""
+    try:
+        written = os.write(fd, data)
+    except OSError:
+        os.ftruncate(fd, size)
+        raise
+    if written != len(data):
+        os.ftruncate(fd, size)
+        raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (only {written} of {len(data)} "
+                      "bytes could be written)")

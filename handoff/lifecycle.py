@@ -13,13 +13,16 @@ from handoff import plan as plan_mod
 from handoff import tools
 from handoff.doctor import ready_to_start
 from handoff.errors import Busy, HandoffError, MissingTool, NotFound, UsageError
+from handoff.gate import end_left
+from handoff.inputs import need_folder
 from handoff.lock import holder
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.repo import Repo
-from handoff.store import atomic_write, validate_ticket_id
-from handoff.ticket import State, TicketDir, all_tickets, find, ticket_dir
+from handoff.store import atomic_write, keep_private, private_dir, repo_key, validate_ticket_id
+from handoff.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
 from handoff.tmux import Tmux, socket_name
 from handoff.workspace import Workspace, check_role
+from handoff.worktrees import WORKTREES_DIR, branch_name
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,12 @@ class NewTicket:
 def create(home: Path, new: NewTicket) -> Workspace:
     """Validate everything, then write the ticket directory (phase awaiting-approval)."""
     ticket = validate_ticket_id(new.ticket)
+    keep_private()
     too_old = tools.problems()
     if too_old:
         raise MissingTool("; ".join(too_old), "install or upgrade it, then run the command again")
     repo = Repo.at(new.repo)
+    need_folder(repo.top / WORKTREES_DIR / ticket, repo.top, "for the ticket's worktrees")
     cfg = config_mod.load(home, repo.top)
     plan = plan_mod.parse(new.plan_text, "the plan")
     ready_to_start(cfg, repo.top)
@@ -50,10 +55,12 @@ def create(home: Path, new: NewTicket) -> Workspace:
         phase = tdir.load().phase
         raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
                          f"continue it with 'handoff resume {ticket}', or pick a new id")
+    refuse_stale(tdir)
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
-    tdir.path.mkdir(parents=True, exist_ok=True)
+    for folder in (home, tdir.path.parent, tdir.path):  # the user's alone, whatever the umask
+        private_dir(folder)
     title = new.summary or _title(plan.text) or f"Ticket {ticket}"
     atomic_write(tdir.ticket_md, f"# {ticket}\n\n{title.strip()}\n")
     atomic_write(tdir.plan_md, plan.text)
@@ -63,6 +70,25 @@ def create(home: Path, new: NewTicket) -> Workspace:
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
+
+
+def refuse_stale(tdir: TicketDir) -> None:
+    """A folder with files but no state.json is the record of an earlier ticket (its state was
+    removed or lost): a new ticket there would take the old reports as its own. Refused, and
+    nothing is moved or deleted: the person decides what the old record is worth."""
+    if not tdir.path.is_dir():
+        return
+    entries = sorted(p.name for p in tdir.path.iterdir())
+    if not entries:
+        return
+    shown = ", ".join(entries[:5]) + (", …" if len(entries) > 5 else "")
+    backup = " (state.json.bak may hold its state: copy it to state.json to carry it on)" \
+        if tdir.backup_file.exists() else ""
+    raise UsageError(
+        f"the folder of ticket {tdir.ticket}, {tdir.path}, holds an earlier record "
+        f"({len(entries)} entries: {shown}) but no state.json",
+        f"handoff deletes nothing: move it aside (mv '{tdir.path}' '{tdir.path}.old') or pick "
+        f"another id{backup}")
 
 
 def _title(text: str) -> str:
@@ -85,18 +111,126 @@ def approve(ws: Workspace) -> State:
 
 def open_ticket(home: Path, ticket: str, repo: Path | None) -> Workspace:
     """Find a ticket: in the given or current repo first, else anywhere if the id is unique."""
+    return Workspace.open(home, find_ticket(home, ticket, repo))
+
+
+def find_ticket(home: Path, ticket: str, repo: Path | None) -> TicketDir:
+    """A ticket's directory: in the given or current repo first, else anywhere if the id is
+    unique. Only the directory is looked at, so this works with an unreadable state.json and
+    with the repo gone (a deleted --repo is matched by the key it had)."""
     validate_ticket_id(ticket)
-    key = None
-    try:
-        key = Repo.at(repo or Path.cwd()).key
-    except (UsageError, NotFound):
-        if repo is not None:
-            raise
+    key = _key_of(repo)
     if key is not None:
         tdir = ticket_dir(home, key, ticket)
         if tdir.state_file.exists():
-            return Workspace.open(home, tdir)
-    return Workspace.open(home, find(home, ticket))
+            return tdir
+    return find(home, ticket)
+
+
+def _key_of(repo: Path | None) -> str | None:
+    """The repo key of --repo (or of the repo here); None when here is no repo."""
+    if repo is not None and not repo.exists():
+        top = repo.expanduser().resolve()
+        return repo_key(top / ".git", top)  # deleted: the key it had as a plain checkout
+    try:
+        return Repo.at(repo or Path.cwd()).key
+    except FileNotFoundError:  # the shell sits in a deleted folder (e.g. the deleted repo)
+        return None
+    except (UsageError, NotFound):
+        if repo is not None:
+            raise
+        return None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A ticket's state as far as its directory still tells it, and where it came from."""
+
+    state: State
+    #: "state.json", "state.json.bak" or "events.jsonl"
+    source: str
+    #: why state.json could not be used
+    problem: str = ""
+
+    @property
+    def note(self) -> str:
+        if self.source == "state.json":
+            return ""
+        used = "the last state handoff wrote" if self.source == "state.json.bak" else \
+            "what the event log records: repo, session, phase, round"
+        return f"{self.problem}; using {self.source} ({used})"
+
+
+def recovered_state(tdir: TicketDir) -> Recovered:
+    """The state for the commands that must work whatever happened to state.json (stop, and
+    close after restore_state): state.json, else state.json.bak, else events.jsonl."""
+    try:
+        return Recovered(tdir.load(), "state.json")
+    except HandoffError as exc:
+        problem = exc.message
+    try:
+        return Recovered(tdir.load_backup(), "state.json.bak", problem)
+    except HandoffError:
+        return Recovered(state_from_events(tdir), "events.jsonl", problem)
+
+
+def state_from_events(tdir: TicketDir) -> State:
+    """What events.jsonl tells of a ticket: enough to find and stop its peers and to close it,
+    not to carry its loop on (accepted commits and verdicts are not rebuilt)."""
+    events, _ = tdir.events.read()
+
+    def last(kind: str) -> dict[str, Any]:
+        return next((e for e in reversed(events) if e.get("kind") == kind), {})
+
+    created, session, moved = last("created"), last("session"), last("phase")
+    key = tdir.path.parent.name
+    state = State(ticket=tdir.ticket, repo=str(created.get("repo") or ""), repo_key=key,
+                  base=str(created.get("base") or "HEAD"),
+                  base_commit=str(created.get("base_commit") or ""),
+                  socket=str(session.get("socket") or socket_name()),
+                  session=str(session.get("session") or session_name(tdir.ticket, key)),
+                  round=max((e["round"] for e in events if isinstance(e.get("round"), int)),
+                            default=0))
+    if moved.get("to") in PHASES:
+        state.phase = str(moved["to"])
+    if last("worktrees"):
+        state.branch = branch_name(tdir.ticket)
+    return state
+
+
+def restore_state(tdir: TicketDir, rebuild: bool) -> str:
+    """Before resume or close: put a readable state.json back when it is damaged, from
+    state.json.bak or (rebuild: for close only) from the event log; the damaged file is kept as
+    state.json.corrupt-N. Returns what was done ('' when state.json was fine)."""
+    found = recovered_state(tdir)
+    if found.source == "state.json":
+        return ""
+    if found.source == "events.jsonl" and not rebuild:
+        raise UsageError(f"{found.problem}, and state.json.bak cannot be read either",
+                         "the loop cannot carry on from the event log alone: 'handoff close "
+                         f"{tdir.ticket}' ends the ticket (its branch and record are kept)")
+    kept = tdir.set_aside() if tdir.state_file.exists() else None
+    tdir.save(found.state)
+    tdir.events.append("state-restored", round=found.state.round, source=found.source,
+                       kept=kept.name if kept else "", problem=found.problem)
+    return (f"{found.problem}: restored it from {found.source}"
+            + (f"; the damaged file is kept as {kept.name}" if kept else ""))
+
+
+def torn_note(tdir: TicketDir) -> str:
+    """A word on unreadable lines of events.jsonl (a torn last line after a crash)."""
+    _, bad = tdir.events.read()
+    if not bad:
+        return ""
+    return (f"events.jsonl has {len(bad)} unreadable line(s) (line {', '.join(map(str, bad[:5]))})"
+            ": skipped, every other event is kept")
+
+
+def _gone_note(ws: Workspace) -> str:
+    if not ws.repo_gone:
+        return ""
+    return (f"the repository {ws.repo.top} is gone, and the ticket's worktrees and branch with "
+            f"it; the record stays in {ws.tdir.path}")
 
 
 def run_in_window(ws: Workspace) -> str:
@@ -134,10 +268,39 @@ def orchestrator_running(ws: Workspace) -> int | None:
 
 def ensure_idle(ws: Workspace) -> None:
     """Refuse to start a second orchestrator (the lock would refuse it too, but later)."""
-    pid = orchestrator_running(ws)
+    _ensure_idle(ws.tdir)
+
+
+def _ensure_idle(tdir: TicketDir) -> None:
+    pid = holder(tdir.lock_file)
     if pid is not None:
-        raise Busy(f"an orchestrator (pid {pid}) is already running {ws.tdir.ticket}",
-                   f"watch it with 'handoff attach {ws.tdir.ticket}', or 'handoff stop' it")
+        raise Busy(f"an orchestrator (pid {pid}) is already running {tdir.ticket}",
+                   f"watch it with 'handoff attach {tdir.ticket}', or 'handoff stop' it")
+
+
+def ensure_resumable(ws: Workspace) -> None:
+    """A finished ticket has nothing to resume: say so rather than start an orchestrator
+    that ends at once in a fresh session."""
+    state = ws.state()
+    if state.phase == "closed":
+        raise UsageError(f"{state.ticket} is closed, nothing to resume",
+                         f"its record stays in {ws.tdir.path}; to work on it again, start a "
+                         "new ticket")
+    if state.phase in FINISHED and ws.tdir.final_report.exists():
+        raise UsageError(f"{state.ticket} has {state.phase}, nothing to resume",
+                         f"its final report is {ws.tdir.final_report}; 'handoff close "
+                         f"{state.ticket}' removes its worktrees")
+
+
+def open_to_resume(home: Path, ticket: str, repo: Path | None) -> tuple[Workspace, list[str]]:
+    """A ticket ready for `resume`: no orchestrator running, a readable state.json (put back
+    from state.json.bak if need be) and something left to do; the notes say what was mended."""
+    tdir = find_ticket(home, ticket, repo)
+    _ensure_idle(tdir)
+    notes = [note for note in (restore_state(tdir, rebuild=False), torn_note(tdir)) if note]
+    ws = Workspace.open(home, tdir)
+    ensure_resumable(ws)
+    return ws, notes
 
 
 def recycle(ws: Workspace, role: str) -> Path:
@@ -155,20 +318,38 @@ def recycle(ws: Workspace, role: str) -> Path:
     if not ws.peers(state).tmux.has_session(state.session):
         raise UsageError(f"the peers of {state.ticket} are not running",
                          f"start them with 'handoff resume {state.ticket}'")
+    made = ws.ensure_worktree(state, role)
+    if made:
+        ws.tdir.events.append("worktree", round=state.round, role=role, **made)
     ws.launch(state, role, brief)
     ws.tdir.events.append("recycle", round=state.round, role=role, by="hand", brief=str(brief))
     return brief
 
 
-def stop(ws: Workspace) -> dict[str, Any]:
-    """Stop the orchestrator and the peers; everything stays on disk for 'handoff resume'."""
-    state = ws.state()
+def stop_ticket(home: Path, ticket: str, repo: Path | None) -> dict[str, Any]:
+    """`handoff stop` from the ticket directory alone: state.json may be unreadable (the backup
+    or the event log says where the peers run) and the repo may be gone."""
+    tdir = find_ticket(home, ticket, repo)
+    found = recovered_state(tdir)
+    ws = Workspace.open(home, tdir, found.state, repo_may_be_gone=True)
+    result = stop(ws, found.state)
+    result["notes"] = [note for note in (found.note, _gone_note(ws)) if note]
+    return result
+
+
+def stop(ws: Workspace, state: State | None = None) -> dict[str, Any]:
+    """Stop the orchestrator and the peers; everything stays on disk for 'handoff resume'.
+    state: the recovered state when state.json cannot be read."""
+    state = state or ws.state()
     pid = ws.stop_orchestrator()
+    end_left(ws.tdir, state.round, "handoff stop")  # a gate a killed orchestrator left running
     peers = ws.peers(state)
-    left = [role for role in ("implementer", "reviewer") if peers.leave(ws.provider(role), role)]
+    # with the repo gone its config is too: which CLI a pane runs is unknown, so no keys
+    polite = () if ws.repo_gone else ("implementer", "reviewer")
+    left = [role for role in polite if peers.leave(ws.provider(role), role)]
     captured = []
     for role in ("implementer", "reviewer"):
-        transcript = ws.tdir.transcript(role, state.round)
+        transcript = ws.transcript_for(state, role)
         if peers.capture(role, transcript):
             ws.keep_session(state, role, transcript)
             captured.append(role)
@@ -178,10 +359,25 @@ def stop(ws: Workspace) -> dict[str, Any]:
     return {"orchestrator": pid, "session": stopped, "transcripts": captured, "exited": left}
 
 
+def close_ticket(home: Path, ticket: str, repo: Path | None, keep_worktrees: bool = False,
+                 force: bool = False) -> tuple[Workspace, dict[str, Any]]:
+    """`handoff close` from the ticket directory alone: a damaged state.json is put back from
+    its backup (or the event log) first, and a repo that is gone has no worktrees to remove."""
+    tdir = find_ticket(home, ticket, repo)
+    restored = restore_state(tdir, rebuild=True)
+    ws = Workspace.open(home, tdir, repo_may_be_gone=True)
+    result = close(ws, keep_worktrees=keep_worktrees, force=force)
+    result["notes"] = [note for note in (restored, _gone_note(ws)) if note] + [
+        f"{path} was left in place: it is not a worktree handoff made" for path in result["left"]]
+    return ws, result
+
+
 def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> dict[str, Any]:
-    """Stop everything, remove the worktrees (never silently losing work), keep the branch."""
+    """Stop everything, remove the worktrees (never silently losing work), keep the branch.
+    With the repo gone there is nothing left to remove: the peers are stopped, the record kept."""
     state = ws.state()
     wt = ws.worktrees
+    keep_worktrees = keep_worktrees or ws.repo_gone
     if not keep_worktrees and not force:
         wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
     stopped = stop(ws) if state.phase != "closed" else {}
@@ -193,14 +389,18 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
             kept = None
     scratch = ws.tdir.path / "transcripts" / "reviewer-scratch-close.patch"
     removed = [] if keep_worktrees else wt.remove_all(force=force, reviewer_scratch=scratch)
+    # what was not handoff's worktree stays where it is, and is named
+    left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()
     before = state.phase
     state.phase = "closed"
     ws.tdir.save(state)
     ws.tdir.events.append("phase", round=state.round, **{"from": before, "to": "closed"},
-                          removed=removed, kept_worktrees=keep_worktrees)
+                          removed=removed, kept_worktrees=keep_worktrees, left=left,
+                          repo_gone=ws.repo_gone)
     return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
-            "stopped": stopped, "discarded_work": str(kept) if kept else None}
+            "stopped": stopped, "discarded_work": str(kept) if kept else None, "left": left,
+            "repo_gone": ws.repo_gone}
 
 
 def status_row(tdir: TicketDir) -> dict[str, Any]:
@@ -211,13 +411,42 @@ def status_row(tdir: TicketDir) -> dict[str, Any]:
         "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
         "branch": state.branch, "commit": state.last_commit(), "reason": state.reason,
         "orchestrator": pid, "session": state.session, "socket": state.socket,
-        "updated": state.updated,
+        "updated": state.updated, **last_run(tdir, state, pid),
     }
+
+
+def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
+    """How the ticket's orchestrator stands, from its events: `run` is running, finished,
+    not started, crashed (its last error is shown), stopped or died (it left no word: a kill -9
+    or a lost machine); `hint` is what a person does next."""
+    events, bad = tdir.events.read()
+    starts = [i for i, e in enumerate(events) if e.get("kind") == "orchestrator"]
+    since = events[starts[-1] + 1:] if starts else []
+    error = next((e for e in reversed(since) if e.get("kind") == "error"), None)
+    if pid is not None:
+        run = "running"
+    elif state.phase in FINISHED:
+        run = "finished"
+    elif not starts:
+        run = "not started"
+    elif error is not None:
+        run = "crashed"
+    elif any(e.get("kind") == "stopped" for e in since):
+        run = "stopped"
+    else:
+        run = "died"
+    hint = ""
+    if run not in ("running", "finished"):
+        hint = {"awaiting-approval": f"handoff resume {state.ticket} --yes",
+                "needs-human": f"handoff answer {state.ticket} TEXT"}.get(
+                    state.phase, f"handoff resume {state.ticket}")
+    return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
+            "events_skipped": len(bad)}
 
 
 def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
     if ticket is not None:
-        return [status_row(open_ticket(home, ticket, repo).tdir)]
+        return [_row_or_problem(find_ticket(home, ticket, repo))]
     return [_row_or_problem(t) for t in all_tickets(home)]
 
 
@@ -226,10 +455,16 @@ def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
     try:
         return status_row(tdir)
     except HandoffError as exc:
-        return {"ticket": tdir.ticket, "repo": "", "phase": "unreadable", "round": 0,
-                "reviews": 0, "gate_bounces": 0, "dir": str(tdir.path), "branch": "",
-                "commit": "", "reason": exc.message, "orchestrator": None, "session": "",
-                "socket": "", "updated": ""}
+        found = recovered_state(tdir)
+        return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
+                "round": found.state.round, "reviews": 0, "gate_bounces": 0,
+                "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
+                "orchestrator": holder(tdir.lock_file), "session": found.state.session,
+                "socket": found.state.socket, "updated": "", "run": "unknown",
+                "error": "", "events_skipped": len(tdir.events.read()[1]),
+                "hint": f"{found.source} says phase {found.state.phase}, round "
+                        f"{found.state.round}: 'handoff resume {tdir.ticket}' or 'handoff close "
+                        f"{tdir.ticket}' restores it; 'handoff stop' and 'log' work as they are"}
 
 
 def attach_argv(ws: Workspace, role: str | None) -> list[str]:

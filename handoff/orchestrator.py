@@ -8,7 +8,6 @@ ticket with nothing lost and no round done twice.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import time
 from collections.abc import Callable
@@ -17,17 +16,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from handoff import briefs, reports, summary
-from handoff.gate import run_gate
+from handoff import briefs, reports, seals, summary
+from handoff.errors import UsageError
+from handoff.gate import end_left_gate, excerpt, record_path, run_gate
+from handoff.inputs import REASON_LIMIT, REPORT_LIMIT, clip, read_text
 from handoff.lock import TicketLock
 from handoff.monitor import Decision, PeerMonitor
 from handoff.peers import self_argv
-from handoff.providers.base import first_message
+from handoff.providers.base import first_message, shown
 from handoff.providers.signals import read_signals
 from handoff.reports import Finding, Report
+from handoff.seals import Seals
 from handoff.store import atomic_write
-from handoff.submission import has_receipt
-from handoff.ticket import FINISHED, State
+from handoff.submission import provenance, set_aside, spend
+from handoff.ticket import FINISHED, State, brief_round
+from handoff.tmux import Patience, ServerGone, TmuxFailure
 from handoff.validators import check_implementer, check_reviewer
 from handoff.watch import Watcher
 from handoff.workspace import Workspace
@@ -64,7 +67,7 @@ def signal_clock() -> int:
 
 def nudge_message(n: int, brief: Path) -> str:
     return (f"You ended your turn without filing your report for round {n}. Read and follow "
-            f"{brief} to the end: file your report with the submit command it gives.")
+            f"{shown(brief)} to the end: file your report with the submit command it gives.")
 
 
 class Orchestrator:
@@ -87,7 +90,7 @@ class Orchestrator:
     def transition(self, phase: str, reason: str = "") -> None:
         before = self.state.phase
         self.state.phase = phase
-        self.state.reason = reason
+        self.state.reason = clip(reason, REASON_LIMIT)
         self.save()
         self.event("phase", **{"from": before, "to": phase}, reason=reason)
 
@@ -106,7 +109,11 @@ class Orchestrator:
             old_hup = signal.signal(signal.SIGHUP, _stop)  # its tmux window was closed
             try:
                 self.state = self.ws.state()
-                self.event("orchestrator", pid=os.getpid())
+                # a person started this run: the peers' relaunch budget starts afresh
+                carried, self.state.relaunches = self.state.relaunches, 0
+                if carried:
+                    self.save()
+                self.event("orchestrator", pid=os.getpid(), relaunches_before=carried)
                 while self.state.phase not in FINISHED:
                     step = {
                         "awaiting-approval": None,
@@ -139,9 +146,12 @@ class Orchestrator:
             state.branch = self.ws.branch()
             self.save()
             self.event("worktrees", **state.worktrees)
-        else:
-            wt.create_implementer(state.base_commit)
-            wt.create_reviewer(state.last_commit())
+        else:  # each made again if deleted by hand, set up again if its setup had failed
+            for role, rev in (("implementer", state.base_commit),
+                              ("reviewer", state.last_commit())):
+                made = wt.ensure(role, rev, recreate=True)
+                if made.changed:
+                    self.event("worktree", role, **made.fields())
         peers = self.ws.peers(state)
         if not peers.tmux.has_session(state.session):
             follow = self_argv("log", state.ticket, "--repo", str(self.ws.repo.top), "--follow")
@@ -177,17 +187,30 @@ class Orchestrator:
         if peers.working_on(role) == str(brief):
             return
         pane = peers.pane(role)
-        if not fresh and pane is not None and not pane.dead:
-            self.launched_ns[role] = signal_clock()  # its signals count from this message on
-            delivery = peers.deliver_brief(self.ws.provider(role), role, brief)
-            if delivery:
-                self.event("brief", role, brief=str(brief), by="paste")
-                self.monitors.pop(role, None)
-                return
-            self.event("delivery-failed", role, brief=str(brief), why=delivery.why)
+        round_ = brief_round(brief)
+        if fresh or pane is None or pane.dead or round_ is None:
+            self.launch(role, brief, "")
+            return
+        seal = seals.of_process(pane.pid)
+        if not seal:
+            self.launch(role, brief, "its seal cannot be read, so it could not file its report")
+            return
+        # the live process may file this round's report: the seal it was started with
+        Seals(self.tdir.path).grant(role, round_, seal)
+        self.launched_ns[role] = signal_clock()  # its signals count from this message on
+        delivery = peers.deliver_brief(self.ws.provider(role), role, brief)
+        if delivery:
+            self.event("brief", role, brief=str(brief), by="paste")
+            self.monitors.pop(role, None)
+            return
+        self.event("delivery-failed", role, brief=str(brief), why=delivery.why)
         self.launch(role, brief, "")
 
     def launch(self, role: str, brief: Path, reason: str) -> None:
+        # never start a peer in a folder that is no longer its worktree (deleted by hand)
+        made = self.ws.ensure_worktree(self.state, role)
+        if made:
+            self.event("worktree", role, **made)
         self.launched_ns[role] = signal_clock()
         launch = self.ws.launch(self.state, role, brief)
         self.monitors.pop(role, None)
@@ -204,7 +227,7 @@ class Orchestrator:
         self.save()
         since = signal_clock()
         message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
-                   f"{brief} to the end and file your report with its submit command.")
+                   f"{shown(brief)} to the end and file your report with its submit command.")
         delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
         self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
         if delivery:
@@ -213,10 +236,13 @@ class Orchestrator:
             self.launch(role, brief, "answered")
 
     def wait_for_report(self, role: str, n: int, brief: Path) -> Report | None:
-        """Wait for the round's report, watching the peer meanwhile: a dead one is relaunched
-        (bounded), a stuck one nudged or handed to a person. None: the phase changed."""
+        """Wait for the round's report, watching the peer meanwhile: a dead one, or one whose
+        tmux server is gone, is relaunched (bounded), a stuck one nudged or handed to a person.
+        A tmux that does not answer proves no death: it gets Patience, then the TmuxFailure
+        ends the run for a later resume. None: the phase changed."""
         path = self.tdir.report(role, n)
         peers = self.ws.peers(self.state)
+        patience = Patience(self.state.ticket)
         with Watcher([self.tdir.path, self.tdir.signals(role)]) as watcher:
             while True:
                 if path.exists() and report_settled(path, role):
@@ -225,13 +251,27 @@ class Orchestrator:
                             or self.state.round != n:
                         return report
                     continue
-                pane = peers.pane(role)
-                if pane is None or pane.dead:
-                    if not self.revive(role, brief, pane is not None,
-                                       peers.exit_status(role) if pane else None):
+                try:
+                    try:
+                        pane, lost = peers.look(role), ""
+                    except ServerGone as gone:
+                        pane, lost = None, gone.message
+                    if pane is None or pane.dead:
+                        if not self.revive(role, brief, pane is not None,
+                                           peers.exit_status(role) if pane else None, lost):
+                            return None
+                    elif not self.watch(role, n, brief, path):
                         return None
-                elif not self.watch(role, n, brief, path):
-                    return None
+                except TmuxFailure as failure:
+                    if patience.failed(failure):  # raises once tmux was silent for too long
+                        self.event("tmux", role, state="failing", message=failure.message,
+                                   patience=patience.limit)
+                except ServerGone:
+                    pass  # it went away in the middle: the next look relaunches on a new one
+                else:
+                    silent = patience.answered()
+                    if silent is not None:
+                        self.event("tmux", role, state="answering", after=round(silent, 1))
                 watcher.wait(TICK)
 
     def watching(self, role: str, message: str, since_ns: int) -> Watching:
@@ -304,12 +344,19 @@ class Orchestrator:
                         "TEXT' to carry on")
         return False
 
-    def revive(self, role: str, brief: Path, existed: bool, status: int | None) -> bool:
-        """A peer died before reporting: keep its screen, relaunch it on the same brief."""
+    def revive(self, role: str, brief: Path, existed: bool, status: int | None,
+               lost: str = "") -> bool:
+        """A peer died before reporting, or (lost: what tmux said) the tmux server went away
+        with it: keep its screen, make the session again as resume does, relaunch it on the
+        same brief. Both count as relaunches, so a server that keeps dying is bounded too."""
         self.state.relaunches += 1
         self.save()
-        self.event("death", role, exit_status=status, existed=existed,
-                   relaunches=self.state.relaunches)
+        if lost:
+            self.event("tmux", role, state="server-gone", message=lost,
+                       relaunches=self.state.relaunches)
+        else:
+            self.event("death", role, exit_status=status, existed=existed,
+                       relaunches=self.state.relaunches)
         if self.state.relaunches > self.ws.config.max_relaunches:
             if existed:
                 self.ws.peers(self.state).capture(role, self.tdir.transcript(role, self.state.round))
@@ -318,12 +365,31 @@ class Orchestrator:
                             f"the {role} died {self.state.relaunches} times this round; see "
                             "transcripts/, then 'handoff answer' to carry on")
             return False
-        self.launch(role, brief, "relaunch")
+        follow = self_argv("log", self.state.ticket, "--repo", str(self.ws.repo.top), "--follow")
+        if self.ws.peers(self.state).ensure_session(self.ws.repo.top, follow):
+            self.event("session", session=self.state.session, socket=self.state.socket,
+                       reason="the tmux server was gone" if lost else "the session was gone")
+        self.launch(role, brief, "tmux server gone" if lost else "relaunch")
         return True
 
     def take_report(self, role: str, n: int, path: Path) -> Report | None:
         """Parse and check a filed report; a bad one is set aside and the peer told why."""
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = read_text(path, REPORT_LIMIT, "the report")
+            forged = provenance(self.tdir, path, text, role, n)
+        except UsageError as exc:  # too large or not text: `handoff submit` never filed it
+            text, forged = "", exc.message
+        if forged:
+            self.state.rejections += 1
+            self.save()
+            event = set_aside(self.tdir, path, role, n, forged)
+            if event is not None:
+                self.say(event)
+            if self.state.rejections > MAX_REJECTIONS:
+                self.transition("needs-human", f"{self.state.rejections} reports were rejected; "
+                                f"the last: {path.name} {forged}")
+            return None
+        spend(self.tdir, path)
         report, problems = reports.parse(text, role, {"role": role, "round": n,
                                                       "ticket": self.state.ticket})
         if report is not None:
@@ -331,8 +397,7 @@ class Orchestrator:
                 # submit checked the worktree when it filed the report; only the history
                 # claims are re-checked here
                 problems = check_implementer(report, self.ws.repo, self.ws.worktrees,
-                                             self.state.last_commit(),
-                                             worktree_state=not has_receipt(self.tdir, path, text))
+                                             self.state.last_commit(), worktree_state=False)
             else:
                 problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
         if not problems and report is not None:
@@ -341,10 +406,10 @@ class Orchestrator:
                                                 else {"verdict": report.verdict}))
             return report
         self.state.rejections += 1
-        set_aside = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
-        path.replace(set_aside)
+        rejected = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
+        path.replace(rejected)
         self.save()
-        self.event("submission", role, report=set_aside.name, accepted=False, problems=problems)
+        self.event("submission", role, report=rejected.name, accepted=False, problems=problems)
         if self.state.rejections > MAX_REJECTIONS:
             self.transition("needs-human", f"{self.state.rejections} reports were rejected; "
                             "the last problems: " + "; ".join(problems))
@@ -364,13 +429,15 @@ class Orchestrator:
         self.transition("gating")
 
     def gating(self) -> None:
+        left = end_left_gate(record_path(self.tdir.path))
+        if left is not None:  # a killed orchestrator's gate: ended first, never two at once
+            self.event("gate", result="ended", reason="left running by an earlier orchestrator",
+                       **left)
         n, plan = self.state.round, self.ws.plan()
         commit = self.state.commit_of(n)
         peers = self.ws.peers(self.state)
-        worked_on = peers.working_on("reviewer")
-        if worked_on:
-            # named after the round it reviewed, not the round that retires it
-            transcript = self.tdir.transcript("reviewer", brief_round(worked_on) or n)
+        if peers.working_on("reviewer"):
+            transcript = self.ws.transcript_for(self.state, "reviewer")
             peers.leave(self.ws.provider("reviewer"), "reviewer")
             self.ws.keep_session(self.state, "reviewer", transcript)
             peers.retire("reviewer", transcript)
@@ -384,7 +451,8 @@ class Orchestrator:
             return
         self.event("gate", result="running", command=list(plan.test), commit=commit)
         result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
-                          self.ws.config.gate_timeout, self.tdir.gate_log(n))
+                          self.ws.config.gate_timeout, self.tdir.gate_log(n),
+                          record=record_path(self.tdir.path))
         self.state.gates[str(n)] = "pass" if result.passed else "fail"
         self.event("gate", result=self.state.gates[str(n)], summary=result.summary(),
                    log=self.tdir.gate_log(n).name, commit=commit)
@@ -396,7 +464,7 @@ class Orchestrator:
             self.transition("escalated", f"the verification gate failed "
                             f"{self.state.gate_bounces} times: {result.summary()}")
             return
-        tail = "\n".join(result.output.strip().splitlines()[-15:])
+        tail = excerpt(result.output)  # bytes, not lines: one line may be 50 MB
         self.next_round([], [("The verification gate failed",
                               f"{result.summary()} at {commit[:10]}; the full output is in "
                               f"`{self.tdir.gate_log(n)}`. Its end:\n\n```\n{tail}\n```")])
@@ -490,12 +558,6 @@ class Orchestrator:
             changed=changed, verified=verified, open_findings=open_findings)
 
 
-def brief_round(brief: str) -> int | None:
-    """N of a path .../brief-N.md."""
-    match = re.search(r"brief-(\d+)\.md$", brief)
-    return int(match.group(1)) if match else None
-
-
 def _phase_of(role: str) -> str:
     return "implementing" if role == "implementer" else "reviewing"
 
@@ -506,7 +568,9 @@ def report_settled(path: Path, role: str) -> bool:
     try:
         if time.time() - path.stat().st_mtime >= SETTLE:
             return True
-        report, _ = reports.parse(path.read_text(encoding="utf-8", errors="replace"), role)
+        report, _ = reports.parse(read_text(path, REPORT_LIMIT, "the report"), role)
     except FileNotFoundError:
         return False
+    except UsageError:
+        return True  # judged at once: take_report sets it aside
     return report is not None

@@ -18,13 +18,8 @@ from handoff import reaper
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.screen import DIALOG, READY, holds
 from handoff.store import atomic_write
-from handoff.tmux import TERM, Pane, Tmux
+from handoff.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
 
-BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
-            "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET",
-            # the network as this machine reaches it: every coding CLI needs it the same way
-            "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
-            "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 ORCHESTRATOR_WINDOW = "orchestrator"
 SESSION_TAG = "@handoff-session"
 
@@ -65,23 +60,37 @@ class Peers:
     session: str
     ticket_dir: Path
 
-    def ensure_session(self, cwd: Path, orchestrator_argv: Sequence[str]) -> None:
-        """The ticket's session with its orchestrator window, created once."""
-        if not self.tmux.has_session(self.session):
-            self.tmux.new_session(self.session, ORCHESTRATOR_WINDOW, orchestrator_argv, cwd)
+    def ensure_session(self, cwd: Path, orchestrator_argv: Sequence[str]) -> bool:
+        """The ticket's session with its orchestrator window, created once; True when it was
+        created now (on a new server, if the old one was gone)."""
+        if self.tmux.has_session(self.session):
+            return False
+        self.tmux.new_session(self.session, ORCHESTRATOR_WINDOW, orchestrator_argv, cwd)
+        return True
+
+    def look(self, role: str) -> Pane | None:
+        """The role's pane; None when it or the session is gone. ServerGone when the whole
+        server is, TmuxFailure when tmux does not answer: neither is the peer's death."""
+        return self.tmux.panes(self.session).get(role)
 
     def pane(self, role: str) -> Pane | None:
-        return self.tmux.panes(self.session).get(role)
+        """The role's pane, None when there is none (the server gone included)."""
+        try:
+            return self.look(role)
+        except ServerGone:
+            return None
 
     def launch(self, provider: Provider, launch: Launch, env: dict[str, str]) -> str:
         """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window."""
         mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
         argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch))
         pane = self.pane(launch.role)
+        # the old CLI and whatever it left running, also when its window or server went away
+        # under it: two of them must never work in one worktree
+        self.reap(launch.role)
         if pane is None:
             pane_id = self.tmux.new_window(self.session, launch.role, argv, launch.worktree)
         else:
-            self.reap(launch.role)  # the old CLI and whatever it left running
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
         self.tmux.tag(pane_id, str(launch.brief))

@@ -23,6 +23,7 @@ import yaml
 
 from handoff.errors import UsageError
 from handoff.frontmatter import FrontmatterError, split
+from handoff.inputs import PLAN_LIMIT
 
 SCRIPT_BLOCK = re.compile(r"^```handoff-script[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 Argv = tuple[str, ...]
@@ -59,6 +60,9 @@ def _argv(source: str, key: str, value: Any) -> Argv:
 
 def parse(text: str, source: str = "plan") -> Plan:
     """Parse a plan; a plan without frontmatter is plain prose with no verification command."""
+    if len(text.encode("utf-8", "replace")) > PLAN_LIMIT:  # it is pasted into every brief
+        raise UsageError(f"{source} is larger than {PLAN_LIMIT // 1024} KiB",
+                         "shorten the plan: it goes into every brief")
     data: dict[str, Any] = {}
     if text.lstrip("\ufeff").startswith("---"):
         try:

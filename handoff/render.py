@@ -46,6 +46,15 @@ def _gate(event: dict[str, Any]) -> str:
     return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
 
 
+def _worktree(event: dict[str, Any]) -> str:
+    done = "worktree made again" if event.get("created") else "worktree checked"
+    if event.get("displaced"):
+        done += f" (what stood there was moved aside to {event['displaced']})"
+    if event.get("setup"):
+        done += "; its setup ran"
+    return f"{done}: {event.get('path')}"
+
+
 _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "created": lambda e: f"ticket created at base {str(e.get('base_commit'))[:10]}",
     "phase": _phase,
@@ -76,6 +85,14 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                           f"      fix: {e.get('fix')}\n      screen: transcripts/{e.get('screen')}",
     "answer-passed-on": lambda e: "told the answer" if e.get("delivered")
     else f"could not be told the answer ({e.get('why')}): restarted",
+    "tmux": lambda e: f"tmux {e.get('state')}" + (f": {e['message']}" if e.get("message") else "")
+    + (f" again after {e['after']:.0f}s" if isinstance(e.get("after"), (int, float)) else "")
+    + (f"; giving up after {e['patience']:.0f}s" if isinstance(e.get("patience"), (int, float))
+       else ""),
+    "state-restored": lambda e: f"state.json restored from {e.get('source', 'its backup')}"
+    + (f"; the damaged file kept as {e['kept']}" if e.get("kept") else ""),
+    "worktree": _worktree,
+    "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,17 +11,52 @@ from handoff import proc
 from handoff.errors import NotFound, UsageError
 from handoff.store import repo_key
 
+#: seconds one git call may take unless HANDOFF_GIT_TIMEOUT says otherwise: room for a cold
+#: checkout of a big repo and its hooks, and a bound on a hook that hangs
 GIT_TIMEOUT = 60.0
+TIMEOUT_VARIABLE = "HANDOFF_GIT_TIMEOUT"
 
 
-def git(cwd: Path, *args: str, check: bool = True, timeout: float = GIT_TIMEOUT) -> str:
-    """Run one git command in cwd and return its stdout (stripped of the final newline)."""
-    result = proc.run(["git", "-C", str(cwd), *args], timeout=timeout, check=check)
+def git_timeout() -> float:
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return GIT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{TIMEOUT_VARIABLE}={raw!r} is not a number of seconds",
+                         f"set it to a positive number (e.g. {TIMEOUT_VARIABLE}=120) or unset it")
+    return value
+
+
+def git_env(ceiling: Path | None) -> dict[str, str] | None:
+    """The environment of a git call that must not look for a repository above ceiling: run
+    in a folder that ought to be a worktree but is not, git fails instead of finding (and
+    acting on) the repository around it. None: this process's own environment."""
+    if ceiling is None:
+        return None
+    env = dict(os.environ)
+    env["GIT_CEILING_DIRECTORIES"] = os.pathsep.join(
+        [p for p in env.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if p]
+        + [str(ceiling.resolve())])
+    return env
+
+
+def git(cwd: Path, *args: str, check: bool = True, timeout: float | None = None,
+        ceiling: Path | None = None) -> str:
+    """Run one git command in cwd and return its stdout (stripped of the final newline).
+
+    ceiling: see `git_env`."""
+    result = proc.run(["git", "-C", str(cwd), *args], timeout=timeout or git_timeout(),
+                      env=git_env(ceiling), check=check)
     return result.stdout.rstrip("\n")
 
 
-def git_ok(cwd: Path, *args: str) -> bool:
-    return proc.run(["git", "-C", str(cwd), *args], timeout=GIT_TIMEOUT, check=False).returncode == 0
+def git_ok(cwd: Path, *args: str, ceiling: Path | None = None) -> bool:
+    return proc.run(["git", "-C", str(cwd), *args], timeout=git_timeout(), env=git_env(ceiling),
+                    check=False).returncode == 0
 
 
 @dataclass(frozen=True)
@@ -36,7 +73,7 @@ class Repo:
         result = proc.run(
             ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--show-toplevel",
              "--git-common-dir"],
-            timeout=GIT_TIMEOUT, check=False,
+            timeout=git_timeout(), check=False,
         )
         if result.returncode != 0:
             raise UsageError(f"{path} is not inside a git repository",
@@ -54,7 +91,7 @@ class Repo:
         """The full sha of rev, or a clear error naming it."""
         result = proc.run(
             ["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            timeout=GIT_TIMEOUT, check=False,
+            timeout=git_timeout(), check=False,
         )
         if result.returncode != 0:
             raise UsageError(f"{rev!r} is not a commit in {self.top}",
@@ -69,7 +106,7 @@ class Repo:
 
     def branch_head(self, branch: str) -> str:
         result = proc.run(["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet",
-                           f"refs/heads/{branch}"], timeout=GIT_TIMEOUT, check=False)
+                           f"refs/heads/{branch}"], timeout=git_timeout(), check=False)
         return result.stdout.strip() if result.returncode == 0 else ""
 
     def diff(self, base: str, commit: str) -> str:

@@ -12,15 +12,16 @@ own worktree; a failure becomes a must-fix naming the failing file and line.
 Script keys (per round): edits [{file, replace, with} | {file, content}], status, question,
 commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
 this code before reporting; exit_unless: not once this file exists in the ticket directory),
-pause_until (wait for this file in the ticket directory before
-acting), silent (once: the first turn ends without filing the report, a nudge files it;
-always: never files one), reviewer: {hang: once (first launch hangs, busy, never reporting),
-pause_until, silent}.
+pause_until (wait for this file in the ticket directory before acting), pause_before_report
+(the same, after committing and before filing), silent (once: the first turn ends without
+filing the report, a nudge files it; always: never files one), reviewer: {hang: once (first
+launch hangs, busy, never reporting), pause_until, silent}.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -35,7 +36,7 @@ from handoff.plan import parse as parse_plan
 from handoff.providers.scripted import TOOK, WAITING
 from handoff.reports import template
 
-MESSAGE = re.compile(r"Read and follow (\S+\.md)")
+MESSAGE = "Read and follow "
 PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
 IDENTITY = ["-c", "user.name=handoff scripted agent", "-c", "user.email=scripted@handoff.invalid"]
 LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\w+):(\d+):", re.M))
@@ -115,6 +116,7 @@ def implement(brief: dict[str, Any]) -> None:
     if "exit" in script and not spared:
         say(f"scripted: exiting with {script['exit']} as the plan says")
         raise SystemExit(int(script["exit"]))
+    pause(brief, script.get("pause_before_report"))
     head = git(worktree, "rev-parse", "HEAD")
     verification = "No verification command in the plan."
     if brief.get("test"):
@@ -209,16 +211,30 @@ def _yaml_findings(findings: list[dict[str, Any]]) -> str:
 
 
 def handle(role: str, message: str) -> None:
-    match = MESSAGE.search(message)
-    if match is None:
+    path = brief_path(message)
+    if path is None:
         say(f"scripted: ignoring {message!r}")
         return
     say(f"{TOOK} {message.strip()}")
-    brief, _ = split(Path(match.group(1)).read_text(encoding="utf-8"))
+    brief, _ = split(path.read_text(encoding="utf-8"))
     brief["_silent"] = silent(brief, role, nudged=not message.lstrip().startswith(
         "Read and follow"))
     (implement if role == "implementer" else review)(brief)
     say(WAITING)
+
+
+def brief_path(message: str) -> Path | None:
+    """The brief a message names: the word after "Read and follow", bare or shell-quoted."""
+    _, found, rest = message.partition(MESSAGE)
+    if not found:
+        return None
+    words = shlex.shlex(rest, posix=True)
+    words.whitespace_split = True
+    try:
+        word = words.get_token()
+    except ValueError:  # an unclosed quote
+        return None
+    return Path(word) if word and word.endswith(".md") else None
 
 
 def silent(brief: dict[str, Any], role: str, nudged: bool) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,19 +11,48 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from handoff.errors import UsageError
+from handoff.errors import ExternalFailure, UsageError
 
 TICKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: what git never allows anywhere in a ref name (git help check-ref-format)
+REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+
+
+def ref_problem(branch: str) -> str:
+    """Why git would refuse branch as a branch name ('' when it would not): the rules of
+    `git check-ref-format --branch`, checked without running git."""
+    if not branch:
+        return "a branch name may not be empty"
+    if branch.startswith("-"):
+        return "a branch name may not start with '-'"
+    if branch in ("@", "HEAD"):
+        return f"a branch name may not be {branch!r}"
+    found = REF_FORBIDDEN.search(branch)
+    if found:
+        return f"a branch name may not contain {found.group()!r}"
+    if branch.startswith("/") or branch.endswith("/"):
+        return "a branch name may not start or end with '/'"
+    if branch.endswith("."):
+        return "a branch name may not end with '.'"
+    for part in branch.split("/"):
+        if part.startswith("."):
+            return f"no part of a branch name may start with '.' ({part!r})"
+        if part.endswith(".lock"):
+            return f"no part of a branch name may end with '.lock' ({part!r})"
+    return ""
 
 
 def validate_ticket_id(ticket: str) -> str:
-    """Return the id unchanged, or refuse it before anything is created from it."""
+    """Return the id unchanged, or refuse it before anything is created from it: it names a
+    folder, a tmux session and the branch handoff/<id>, so git must accept that branch too."""
+    hint = ("use 1–64 characters: letters, digits, '.', '_' or '-', starting with a letter or "
+            "digit, not ending in '.' or '.lock' (no '..', no '/'), e.g. PROJ-123")
     if not TICKET_ID.fullmatch(ticket) or ".." in ticket:
-        raise UsageError(
-            f"invalid ticket id {ticket!r}",
-            "use 1–64 characters: letters, digits, '.', '_' or '-', starting with a letter "
-            "or digit (no '..', no '/'), e.g. PROJ-123",
-        )
+        raise UsageError(f"invalid ticket id {ticket!r}", hint)
+    problem = ref_problem(f"handoff/{ticket}")
+    if problem:
+        raise UsageError(f"invalid ticket id {ticket!r}: git refuses the branch "
+                         f"'handoff/{ticket}': {problem}", hint)
     return ticket
 
 
@@ -45,16 +75,79 @@ def repo_key(common_dir: Path, main: Path) -> str:
     return f"{name}-{digest}"
 
 
+#: the state tree is the user's alone: it holds plans, findings, answers and pane transcripts
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+
+
+def keep_private() -> None:
+    """From here on this process and its children (the tmux server, the peers, git) create
+    files for the user alone, whatever the umask they were started with.
+
+    Process-wide on purpose: besides handoff's own writes, the state tree holds files that
+    other programs write into it (a peer's draft report, its CLI's hook signals, tmux's
+    config), and a umask is the one setting they all inherit. A stricter umask is kept.
+    """
+    old = os.umask(0o077)
+    os.umask(old | 0o077)
+
+
+def private_dir(path: Path) -> Path:
+    """mkdir -p path: what it creates is 700, and path itself is made 700 (handoff's own)."""
+    missing = []
+    folder = path
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+        except OSError as exc:
+            raise write_failed(folder, exc) from None
+    try:
+        if path.stat().st_mode & 0o777 != PRIVATE_DIR:
+            path.chmod(PRIVATE_DIR)
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+    return path
+
+
+def write_failed(path: Path, exc: OSError) -> ExternalFailure:
+    """One clear message for a state file that could not be written: the disk is full, the
+    folder read-only or not ours. What was there before is left as it was."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = (f"free space on the file system that holds {path.parent} (handoff's state, "
+                "$HANDOFF_HOME), then 'handoff resume' the ticket: nothing was half written")
+    elif exc.errno == errno.EROFS:
+        hint = f"{path.parent} is on a read-only file system: point $HANDOFF_HOME elsewhere"
+    else:
+        hint = f"check that {path.parent} exists and is yours to write"
+    return ExternalFailure(f"cannot write {path}: {reason}", hint)
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Write text so readers see the old file or the whole new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write text so readers see the old file or the whole new one, never a torn one; the file
+    is 600 and folders it creates 700. An OSError (a full disk) becomes a clear error and
+    leaves the old file as it was."""
+    if not path.parent.is_dir():
+        private_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise write_failed(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), PRIVATE_FILE)
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise write_failed(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

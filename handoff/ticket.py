@@ -2,18 +2,26 @@
 
 <home>/<repo-key>/<TICKET>/ holds everything that passes between the roles; the files are the
 truth and the orchestrator can be rebuilt from them alone.
+
+state.json is rewritten atomically, and every save writes the same text a second time as
+state.json.bak, a file of its own (not a hard link, which an in-place edit would corrupt too).
+When state.json is unreadable, the backup holds the last state handoff wrote; the commands
+that must work without either (stop, log) fall back on what events.jsonl records
+(`handoff.lifecycle.recovered_state`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+import os
+import re
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from handoff.errors import NotFound, UsageError
 from handoff.events import EventLog, now
-from handoff.store import atomic_write_json, validate_ticket_id
+from handoff.store import atomic_write, validate_ticket_id
 
 PHASES = (
     "awaiting-approval",
@@ -65,8 +73,21 @@ class State:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> State:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """The state in data; TypeError or ValueError when a field is missing or of the wrong
+        type, so a damaged file is caught when it is read, not deep in the loop."""
+        known = {f.name: f for f in fields(cls)}
+        for name, value in data.items():
+            spec = known.get(name)
+            if spec is None:
+                continue
+            default = spec.default_factory() if spec.default_factory is not MISSING \
+                else spec.default if spec.default is not MISSING else ""
+            if not isinstance(value, type(default)):
+                raise TypeError(f"{name!r} is {type(value).__name__}, not "
+                                f"{type(default).__name__}")
+        if data.get("phase", PHASES[0]) not in PHASES:
+            raise ValueError(f"unknown phase {data['phase']!r}")
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def commit_of(self, round_: int) -> str:
         return self.commits.get(str(round_), "")
@@ -88,6 +109,11 @@ class TicketDir:
     @property
     def state_file(self) -> Path:
         return self.path / "state.json"
+
+    @property
+    def backup_file(self) -> Path:
+        """The last state written, kept apart from state.json."""
+        return self.path / "state.json.bak"
 
     @property
     def events(self) -> EventLog:
@@ -144,23 +170,45 @@ class TicketDir:
         return candidate
 
     def load(self) -> State:
+        return self._read(self.state_file)
+
+    def load_backup(self) -> State:
+        return self._read(self.backup_file)
+
+    def _read(self, path: Path) -> State:
         try:
-            data = json.loads(self.state_file.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise NotFound(f"ticket {self.ticket} has no state.json in {self.path}") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{self.state_file} is not valid JSON: {exc}") from None
+            raise NotFound(f"ticket {self.ticket} has no {path.name} in {self.path}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path} is not valid JSON: {exc}",
+                             f"'handoff stop {self.ticket}' and 'handoff log {self.ticket}' "
+                             "still work; 'resume' and 'close' fall back on state.json.bak"
+                             ) from None
         try:
             if not isinstance(data, dict):
                 raise TypeError("not a JSON object")
             return State.from_dict(data)
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"{self.state_file} is not a handoff state file: {exc}",
+            raise UsageError(f"{path} is not a handoff state file: {exc}",
                              "restore it from a backup, or start the ticket anew") from None
 
     def save(self, state: State) -> None:
+        """state.json, then the same text as state.json.bak: a crash between the two leaves a
+        good state.json and a backup one save older, never two bad files."""
         state.updated = now()
-        atomic_write_json(self.state_file, asdict(state))
+        text = json.dumps(asdict(state), indent=2, sort_keys=True) + "\n"
+        atomic_write(self.state_file, text)
+        atomic_write(self.backup_file, text)
+
+    def set_aside(self) -> Path:
+        """Move an unreadable state.json out of the way, never deleting it: the evidence of
+        what went wrong stays in the record."""
+        n = 1
+        while (kept := self.path / f"state.json.corrupt-{n}").exists():
+            n += 1
+        os.rename(self.state_file, kept)
+        return kept
 
 
 def ticket_dir(home: Path, repo_key: str, ticket: str) -> TicketDir:
@@ -188,3 +236,9 @@ def find(home: Path, ticket: str, repo_key: str | None = None) -> TicketDir:
             "run the command inside the repo you mean, or pass --repo PATH",
         )
     return matches[0]
+
+
+def brief_round(brief: str | Path) -> int | None:
+    """N of a path .../brief-N.md."""
+    match = re.search(r"brief-(\d+)\.md$", str(brief))
+    return int(match.group(1)) if match else None

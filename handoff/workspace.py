@@ -14,19 +14,22 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from handoff import config as config_mod
-from handoff import contracts
+from handoff import contracts, seals
 from handoff import plan as plan_mod
 from handoff.briefs import BriefContext
 from handoff.config import Config
-from handoff.errors import UsageError
+from handoff.errors import NotFound, UsageError
 from handoff.lock import holder
 from handoff.monitor import Timing
 from handoff.peers import Peers, allowlisted_env, self_argv
 from handoff.providers import REGISTRY, Launch, Provider, allowed_anywhere, get
-from handoff.repo import Repo
-from handoff.ticket import State, TicketDir
+from handoff.repo import TIMEOUT_VARIABLE, Repo
+from handoff.seals import Seals
+from handoff.store import keep_private, private_dir
+from handoff.ticket import State, TicketDir, brief_round
 from handoff.tmux import Tmux
 from handoff.worktrees import TicketWorktrees, branch_name
 
@@ -45,11 +48,32 @@ class Workspace:
     tdir: TicketDir
     repo: Repo
     config: Config
+    #: the repository was deleted: `repo` is only its remembered path, no git call works on
+    #: it, and its worktrees (and the ticket branch) went with it
+    repo_gone: bool = False
 
     @classmethod
-    def open(cls, home: Path, tdir: TicketDir) -> Workspace:
-        state = tdir.load()
-        repo = Repo.at(Path(state.repo))
+    def open(cls, home: Path, tdir: TicketDir, state: State | None = None,
+             repo_may_be_gone: bool = False) -> Workspace:
+        """The ticket's workspace, from its directory. state: when the caller recovered it
+        (state.json unreadable). repo_may_be_gone: for the commands that must work from the
+        ticket directory alone (stop, close); elsewhere a missing repo is a clear error."""
+        keep_private()
+        if tdir.path.is_dir():  # a ticket made by an older handoff may be open to others
+            private_dir(tdir.path)
+        state = state or tdir.load()
+        try:
+            if not state.repo:
+                raise NotFound(f"the record of {tdir.ticket} names no repository")
+            repo = Repo.at(Path(state.repo))
+        except (NotFound, UsageError) as exc:
+            if not repo_may_be_gone:
+                raise NotFound(f"the repository of {tdir.ticket} is gone: {exc.message}",
+                               f"'handoff stop {tdir.ticket}' and 'handoff close {tdir.ticket}' "
+                               f"still work from its record in {tdir.path}") from None
+            top = Path(state.repo or tdir.path)
+            return cls(home=home, tdir=tdir, repo=Repo(top=top, common_dir=top / ".git"),
+                       config=config_mod.load(home, None), repo_gone=True)
         return cls(home=home, tdir=tdir, repo=repo, config=config_mod.load(home, repo.top))
 
     def state(self) -> State:
@@ -87,7 +111,7 @@ class Workspace:
         allow += [n for role in self.config.roles
                   for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
-        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV")
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE)
         return allowlisted_env(extra, [n for n in names if allowed_anywhere(n)])
 
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
@@ -103,16 +127,36 @@ class Workspace:
             draft=self.tdir.path / "drafts" / f"{role}-{round_}.md",
         )
 
+    def ensure_worktree(self, state: State, role: str) -> dict[str, Any] | None:
+        """Before a peer starts: its folder is a live worktree, made again from the branch (or
+        the commit under review) when it was deleted by hand; the `worktree` event's fields when
+        anything had to be done."""
+        rev = state.base_commit if role == "implementer" else state.last_commit()
+        made = self.worktrees.ensure(role, rev, recreate=True)
+        return made.fields() if made.changed else None
+
     def launch(self, state: State, role: str, brief: Path) -> Launch:
         """Start the role fresh on brief; the old process's screen is kept as a transcript."""
         peers = self.peers(state)
         if peers.pane(role) is not None:
-            transcript = self.tdir.transcript(role, state.round)
+            transcript = self.transcript_for(state, role)
             peers.capture(role, transcript)
             self.keep_session(state, role, transcript)
         launch = self.launch_of(role, brief)
-        peers.launch(self.provider(role), launch, self.env(role))
+        # the fresh process alone holds its seal: only it can file this round's report
+        round_ = brief_round(brief)
+        if round_ is not None:
+            Seals(self.tdir.path).grant(role, round_, launch.seal)
+        peers.launch(self.provider(role), launch, {**self.env(role), seals.ENV: launch.seal})
         return launch
+
+    def transcript_for(self, state: State, role: str) -> Path:
+        """Where the role's pane history is kept: named after the round its process worked on
+        (the brief its pane was tagged with), not the round in which it is retired."""
+        peers = self.peers(state)
+        pane = peers.pane(role)
+        worked_on = peers.tmux.tag_of(pane.id) if pane is not None else ""
+        return self.tdir.transcript(role, brief_round(worked_on) or state.round)
 
     def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:
         """Copy the CLI's own log of the role's live session next to its pane transcript."""
@@ -131,7 +175,7 @@ class Workspace:
             if provider.takes_contract else None
         return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
                       brief=brief, ticket_dir=self.tdir.path, contract=contract,
-                      session_id=str(uuid.uuid4()),
+                      session_id=str(uuid.uuid4()), seal=seals.new(),
                       signals=self.tdir.signals(role) if provider.signals else None)
 
     def latest_brief(self, role: str) -> Path | None:

@@ -2,32 +2,151 @@
 
 The implementer works on branch handoff/<TICKET>; the reviewer sits detached at the exact
 commit under review. Removal never loses work: a worktree with uncommitted or untracked files
-is refused unless forced, and the ticket branch is always kept.
+is refused unless forced, the ticket branch is always kept, and only what git knows as this
+ticket's worktree is removed. A folder in its place that is not one is never deleted.
+
+Three guards:
+
+* git's worktree add/list/remove/prune run under one lock per repository (`repo_lock`):
+  tickets started together made git read another process's half-written worktree.
+* every git call inside a role's folder runs with a ceiling just above it: a folder that is
+  no longer a worktree (deleted by hand, re-made by a peer) makes git fail, never act on the
+  repository around it.
+* a worktree's setup (shared folders, post_create) is marked done in its own git dir once it
+  completed, and runs again on a worktree without the mark (a failed post_create, fixed).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from handoff import proc
 from handoff.config import Share
-from handoff.errors import ExternalFailure, UsageError, WorkAtRisk
-from handoff.repo import Repo, git, git_ok
+from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
+from handoff.repo import Repo, git, git_timeout
 
 WORKTREES_DIR = ".worktrees"
+LOCK_FILE = "handoff-worktrees.lock"
+SETUP_MARK = "handoff-setup-done"
+ROLES = ("implementer", "reviewer")
 
 
 def branch_name(ticket: str) -> str:
     return f"handoff/{ticket}"
 
 
+# ---- the per-repository lock ------------------------------------------------------------------
+
+_held = threading.local()  # per thread: lock file → how deep it holds it (the lock is re-entrant)
+
+
+def _depths() -> dict[Path, int]:
+    depths: dict[Path, int] | None = getattr(_held, "depths", None)
+    if depths is None:
+        depths = _held.depths = {}
+    return depths
+
+
+def lock_timeout() -> float:
+    """Long enough for a holder's slowest git call (a checkout plus its hooks) and one more."""
+    return 2 * git_timeout()
+
+
+@contextlib.contextmanager
+def repo_lock(common_dir: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the repository's worktree lock (an flock in its git common dir, so it dies with
+    its holder, however it dies); wait for it at most timeout seconds, then raise Busy."""
+    path = common_dir / LOCK_FILE
+    depth = _depths()
+    if depth.get(path):
+        depth[path] += 1
+        try:
+            yield
+        finally:
+            depth[path] -= 1
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ExternalFailure(f"cannot open the worktree lock {path}: {exc.strerror}",
+                              "handoff needs to write in the repository's git dir") from None
+    try:
+        _take(fd, path, lock_timeout() if timeout is None else timeout)
+        depth[path] = 1
+        try:
+            yield
+        finally:
+            depth.pop(path, None)
+    finally:
+        os.close(fd)  # drops the flock
+
+
+def _take(fd: int, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                owner = _read_owner(path)
+                raise Busy(
+                    f"the worktrees of {path.parent} stayed locked for {timeout:g}s by another "
+                    f"handoff process ({owner})",
+                    "a git command of another ticket is slow or hangs (a hook?); retry once it "
+                    "is done ('handoff resume'), or end that process",
+                ) from None
+            time.sleep(0.02)
+            continue
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())  # only to name the holder in that message
+        return
+
+
+def _read_owner(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return f"pid {text}" if text.isdigit() else "pid unknown"
+
+
 def registered(repo: Repo) -> set[Path]:
     """Paths of every worktree git knows about for this repo."""
-    out = git(repo.top, "worktree", "list", "--porcelain", "-z")
+    with repo_lock(repo.common_dir):
+        out = git(repo.top, "worktree", "list", "--porcelain", "-z")
     return {Path(item[len("worktree "):]).resolve()
             for item in out.split("\0") if item.startswith("worktree ")}
+
+
+# ---- a ticket's worktrees ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Made:
+    """What making sure of a role's worktree did."""
+
+    role: str
+    path: Path
+    created: bool  # git made it now: it was missing, or its folder was not a worktree
+    setup: bool  # its setup ran now (new, or an earlier setup had not completed)
+    displaced: Path | None = None  # a filled folder found in its place, moved here intact
+
+    @property
+    def changed(self) -> bool:
+        return self.created or self.setup
+
+    def fields(self) -> dict[str, Any]:
+        return {"path": str(self.path), "created": self.created, "setup": self.setup,
+                "displaced": str(self.displaced) if self.displaced else None}
 
 
 @dataclass(frozen=True)
@@ -44,48 +163,136 @@ class TicketWorktrees:
     def path(self, role: str) -> Path:
         return self.root / role
 
-    def _prepare(self, path: Path) -> bool:
-        """True when path is already a live worktree (a resume); clears a crashed half-add."""
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        return repo_lock(self.repo.common_dir)
+
+    def _git(self, path: Path, *args: str) -> str:
+        """git inside a role's folder, never reaching the repository around it."""
+        return git(path, *args, ceiling=path.parent)
+
+    # ---- is it a worktree? ----------------------------------------------------------------
+    def admin_dir(self, path: Path) -> Path | None:
+        """The worktree's own git dir (<common>/worktrees/<name>) its .git file names, if it
+        names one of this repository's."""
+        try:
+            text = (path / ".git").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not text.startswith("gitdir:"):
+            return None
+        admin = Path(text[len("gitdir:"):].strip())
+        admin = (admin if admin.is_absolute() else path / admin).resolve()
+        return admin if admin.parent == (self.repo.common_dir / "worktrees").resolve() else None
+
+    def is_live(self, path: Path) -> bool:
+        """path is a worktree of this repo: its .git file points to the repo's worktrees/<name>,
+        that points back at it, and git, asked there, agrees."""
+        admin = self.admin_dir(path)
+        if admin is None:
+            return False
+        try:
+            back = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            return False
+        if (back if back.is_absolute() else admin / back).resolve() != (path / ".git").resolve():
+            return False
+        out = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+                  check=False, ceiling=path.parent).splitlines()
+        return [Path(p).resolve() for p in out] == [path.resolve(), admin]
+
+    def live(self, role: str) -> Path:
+        """The role's worktree, or a clear error when its folder is not one (any more)."""
+        path = self.path(role)
+        if not self.is_live(path):
+            raise NotFound(f"the {role}'s folder {path} is not a worktree of {self.repo.top} "
+                           "(was it deleted or replaced by hand?)",
+                           "'handoff resume' makes it again from the ticket's branch")
+        return path
+
+    # ---- making them ----------------------------------------------------------------------
+    def create_implementer(self, base_commit: str, recreate: bool = False) -> Path:
+        return self.ensure("implementer", base_commit, recreate).path
+
+    def create_reviewer(self, commit: str, recreate: bool = False) -> Path:
+        return self.ensure("reviewer", commit, recreate).path
+
+    def ensure(self, role: str, rev: str, recreate: bool = False) -> Made:
+        """Make the role's folder a worktree of this repo whose setup has completed.
+
+        rev: the implementer's base commit (its branch is made from it, or reused when it
+        contains it); the reviewer's commit. A worktree found live is kept as it is (a resume).
+        recreate: handoff made this worktree before, so a folder in its place that is not one
+        was left when it was deleted by hand (and a peer wrote into the path again): it is
+        moved aside intact (Made.displaced) and the worktree made again. Without recreate such
+        a folder is the user's, and this refuses.
+        """
+        path = self.path(role)
+        displaced = None
+        with self.lock():
+            created = not self.is_live(path)
+            if created:
+                displaced = self._clear(path, recreate)
+                self._add(role, path, rev)
+        setup = not self.setup_done(path)
+        if setup:
+            self._setup(path)
+        return Made(role, path, created, setup, displaced)
+
+    def _clear(self, path: Path, recreate: bool) -> Path | None:
+        """Make room for a new worktree at path without deleting anything with content."""
+        displaced = None
+        if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+            path.rmdir()  # an empty folder holds nothing to lose
+        elif path.exists() or path.is_symlink():
+            if not recreate:
+                raise UsageError(f"{path} exists and is not a worktree of {self.repo.top}",
+                                 "move it out of the way, then try again")
+            displaced = path.with_name(f"{path.name}.displaced-"
+                                       f"{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}")
+            path.rename(displaced)
+        self._forget(path)
+        return displaced
+
+    def _forget(self, path: Path) -> None:
+        """Drop git's record of a worktree at path whose folder is gone or is not one; nothing
+        on disk is touched (prune only drops records whose .git file is missing)."""
         if path.resolve() in registered(self.repo):
-            if path.is_dir():
-                return True
             git(self.repo.top, "worktree", "prune")
-        if path.exists() and any(path.iterdir()):
-            raise UsageError(f"{path} exists and is not a worktree of {self.repo.top}",
-                             "move it out of the way, then try again")
+
+    def _add(self, role: str, path: Path, rev: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repo.exclude(f"/{WORKTREES_DIR}/")
-        return False
-
-    def create_implementer(self, base_commit: str) -> Path:
-        path = self.path("implementer")
-        if self._prepare(path):
-            return path
+        if role == "reviewer":
+            git(self.repo.top, "worktree", "add", "--detach", str(path), rev)
+            return
         branch = branch_name(self.ticket)
-        if self.repo.branch_head(branch):
-            if not self.repo.is_ancestor(base_commit, branch):
-                raise UsageError(
-                    f"branch {branch} already exists and does not contain the base commit",
-                    f"delete or rename it ('git branch -m {branch} {branch}-old'), or pick "
-                    "another ticket id",
-                )
+        if not self.repo.branch_head(branch):
+            git(self.repo.top, "worktree", "add", "-b", branch, str(path), rev)
+        elif self.repo.is_ancestor(rev, branch):
             git(self.repo.top, "worktree", "add", str(path), branch)
         else:
-            git(self.repo.top, "worktree", "add", "-b", branch, str(path), base_commit)
-        self._finish(path)
-        return path
+            raise UsageError(
+                f"branch {branch} already exists and does not contain the base commit",
+                f"delete or rename it ('git branch -m {branch} {branch}-old'), or pick "
+                "another ticket id",
+            )
 
-    def create_reviewer(self, commit: str) -> Path:
-        path = self.path("reviewer")
-        if self._prepare(path):
-            return path
-        git(self.repo.top, "worktree", "add", "--detach", str(path), commit)
-        self._finish(path)
-        return path
+    # ---- setup ----------------------------------------------------------------------------
+    def setup_done(self, path: Path) -> bool:
+        admin = self.admin_dir(path)
+        return admin is not None and (admin / SETUP_MARK).is_file()
 
-    def _finish(self, path: Path) -> None:
+    def _setup(self, path: Path) -> None:
+        """Shared folders and post_create; marked done in the worktree's own git dir only once
+        all of it succeeded, so a failure is set up again next time."""
+        admin = self.admin_dir(path)
+        if admin is None:
+            raise NotFound(f"{path} is not a worktree of {self.repo.top}")
+        (admin / SETUP_MARK).unlink(missing_ok=True)
         self._share(path)
         self._post_create(path)
+        (admin / SETUP_MARK).write_text(
+            "".join(" ".join(argv) + "\n" for argv in self.post_create), encoding="utf-8")
 
     def _share(self, path: Path) -> None:
         for share in self.shares:
@@ -107,41 +314,50 @@ class TicketWorktrees:
                 tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
                 raise ExternalFailure(
                     f"post_create command {' '.join(argv)} failed in {path}: " + " | ".join(tail),
-                    "fix the command in .handoff.yaml; the worktree is kept for you to inspect",
+                    "fix the command in .handoff.yaml, then 'handoff resume' runs the setup "
+                    "again; the worktree is kept for you to inspect",
                 )
 
-    def point_reviewer(self, commit: str, scratch: Path) -> None:
+    # ---- the reviewer between rounds ------------------------------------------------------
+    def point_reviewer(self, commit: str, scratch: Path) -> Made:
         """Make the reviewer's checkout a pristine copy of commit.
 
         Anything it left behind is saved to scratch first. Ignored build output goes too (the
-        shared folders stay, post_create runs again): a cache keyed by mtime, like Python's
-        .pyc for a same-size edit within one second, would otherwise let the gate and the
-        reviewer test stale code.
+        shared folders stay, setup runs again): a cache keyed by mtime, like Python's .pyc for
+        a same-size edit within one second, would otherwise let the gate and the reviewer test
+        stale code. A reviewer folder that is no longer a worktree is made again at commit.
         """
-        path = self.path("reviewer")
+        made = self.ensure("reviewer", commit, recreate=True)
+        if made.created:
+            return made
+        path = made.path
         if self.save_scratch(path, scratch):
-            git(path, "reset", "--hard", "--quiet")
-        git(path, "checkout", "--quiet", "--detach", commit)
+            self._git(path, "reset", "--hard", "--quiet")
+        self._git(path, "checkout", "--quiet", "--detach", commit)
         keep = [arg for s in self.shares for arg in ("-e", f"/{s.path.strip('/')}")]
-        if git(path, "clean", "-ffdxn", *keep):
-            git(path, "clean", "-ffdxq", *keep)
-            self._post_create(path)
+        if self._git(path, "clean", "-ffdxn", *keep):
+            self._git(path, "clean", "-ffdxq", *keep)
+            self._setup(path)
+            return Made("reviewer", path, created=False, setup=True)
+        return made
 
     def save_scratch(self, path: Path, scratch: Path) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""
         if not self.dirty(path):
             return False
-        git(path, "add", "-A", "--", ".", *[f":!{s.path}" for s in self.shares])
+        self._git(path, "add", "-A", "--", ".", *[f":!{s.path}" for s in self.shares])
         scratch.parent.mkdir(parents=True, exist_ok=True)
-        scratch.write_text(git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
+        scratch.write_text(self._git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
                            encoding="utf-8")
         return True
 
     def dirty(self, path: Path) -> list[str]:
-        """Uncommitted or untracked entries (ignored files and our shared folders aside)."""
-        if not path.is_dir():
+        """Uncommitted or untracked entries (ignored files and our shared folders aside). A
+        folder that is not a worktree has none: git holds nothing there, and handoff never
+        removes it."""
+        if not path.is_dir() or not self.is_live(path):
             return []
-        out = git(path, "status", "--porcelain", "-z", "--untracked-files=all")
+        out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=all")
         shared = {s.path.rstrip("/") for s in self.shares}
         entries = []
         fields = iter(out.split("\0"))
@@ -154,9 +370,10 @@ class TicketWorktrees:
         return entries
 
     def head(self, role: str) -> str:
-        return git(self.path(role), "rev-parse", "HEAD")
+        return self._git(self.live(role), "rev-parse", "HEAD")
 
-    def ensure_clean(self, roles: tuple[str, ...] = ("implementer", "reviewer")) -> None:
+    # ---- removing them --------------------------------------------------------------------
+    def ensure_clean(self, roles: tuple[str, ...] = ROLES) -> None:
         """Raise WorkAtRisk naming the files when any of these worktrees holds work."""
         for role in roles:
             path = self.path(role)
@@ -170,21 +387,23 @@ class TicketWorktrees:
                 )
 
     def remove(self, role: str, force: bool = False) -> bool:
-        """Remove one role's worktree; False when it did not exist."""
+        """Remove one role's worktree; False when there was none.
+
+        Only a live worktree of this repo is removed, and through git. Whatever else stands at
+        its path is left as it is, whatever its name: see `left`.
+        """
         path = self.path(role)
-        known = path.resolve() in registered(self.repo)
-        if not known and not path.exists():
-            return False
-        if known and not force:
-            self.ensure_clean((role,))
-        for share in self.shares:
-            link = path / share.path
-            if link.is_symlink():
-                link.unlink()
-        if known:
+        with self.lock():
+            if not self.is_live(path):
+                self._forget(path)
+                return False
+            if not force:
+                self.ensure_clean((role,))
+            for share in self.shares:
+                link = path / share.path
+                if link.is_symlink():
+                    link.unlink()
             git(self.repo.top, "worktree", "remove", "--force", str(path))
-        elif path.exists():
-            shutil.rmtree(path)
         return True
 
     def remove_all(self, force: bool = False, reviewer_scratch: Path | None = None) -> list[str]:
@@ -197,10 +416,15 @@ class TicketWorktrees:
         if reviewer_scratch is not None:
             self.save_scratch(self.path("reviewer"), reviewer_scratch)
         if not force:
-            self.ensure_clean(("implementer",) if reviewer_scratch else ("implementer", "reviewer"))
-        removed = [role for role in ("implementer", "reviewer") if self.remove(role, force=True)]
+            self.ensure_clean(("implementer",) if reviewer_scratch else ROLES)
+        removed = [role for role in ROLES if self.remove(role, force=True)]
         for folder in (self.root, self.root.parent):
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
-        git_ok(self.repo.top, "worktree", "prune")
+        with self.lock():
+            git(self.repo.top, "worktree", "prune", check=False)
         return removed
+
+    def left(self) -> list[Path]:
+        """What still stands in the ticket's worktrees folder: not handoff's to delete."""
+        return sorted(self.root.iterdir()) if self.root.is_dir() else []

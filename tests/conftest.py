@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -74,12 +75,18 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
         "[user]\n\tname = handoff tests\n\temail = tests@handoff.invalid\n"
         "[init]\n\tdefaultBranch = main\n", encoding="utf-8")
     socket = f"handoff-test-{uuid.uuid4().hex[:10]}"
+    scratch = tempfile.mkdtemp(prefix="ht-", dir="/tmp")
     values = {
         "HOME": str(home),
         "HANDOFF_HOME": str(tmp_path / "state"),
         "HANDOFF_TMUX_SOCKET": socket,
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
         "GIT_CONFIG_NOSYSTEM": "1",
+        # what handoff and the real CLIs put in the temp dir (the demo's repo, Claude's
+        # sockets) goes into a folder of this test's own, removed after it: short, so socket
+        # paths in it stay within the 108 bytes a Unix socket allows
+        "TMPDIR": scratch,
+        "XDG_RUNTIME_DIR": scratch,  # where Claude Code puts its sockets (else /tmp/cc-socks)
     }
     for key, value in values.items():
         monkeypatch.setenv(key, value)
@@ -90,6 +97,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
     subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
     socket_file.unlink(missing_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture

@@ -48,11 +48,13 @@ def write_plan(folder: Path, text: str, name: str = "plan.md") -> Path:
 
 
 def handoff(*args: str, cwd: Path | None = None, timeout: float = 90,
-            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+            input_text: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run([sys.executable, "-m", "handoff", *args], cwd=cwd,
                               capture_output=True, text=True, timeout=timeout,
-                              input=input_text or "", env=dict(os.environ))
+                              input=input_text or "", env=dict(os.environ) if env is None
+                              else env)
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"handoff {' '.join(args)} hung for {timeout}s\n"
                              f"output: {exc.stdout!r}\n{diagnose()}") from None
@@ -170,3 +172,16 @@ def processes_of(home: Path, *names: str) -> list[str]:
         if marker in environ and any(name in cmdline for name in names):
             found.append(f"{proc.name}: {cmdline[:200]}")
     return found
+
+
+def as_peer(home: Path, ticket: str, role: str) -> dict[str, str]:
+    """The environment of the role's live peer process (its seal included): what a command
+    typed in that peer's own terminal runs with."""
+    st = state(home, ticket)
+    panes = subprocess.run(["tmux", "-L", st["socket"], "list-panes", "-s", "-t",
+                            f"={st['session']}", "-F", "#{window_name} #{pane_pid}"],
+                           capture_output=True, text=True, timeout=15, check=True).stdout
+    pids = [line.split()[1] for line in panes.splitlines() if line.split()[0] == role]
+    assert pids, f"no {role} pane in {panes!r}"
+    environ = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+    return dict(entry.decode().split("=", 1) for entry in environ if b"=" in entry)

@@ -211,3 +211,17 @@ def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None
 def test_reviewer_brief_template_names_the_commit_under_review(tdir: Path) -> None:
     _, body = split(briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch"))
     assert f"commit: '{SHA}'" in body
+
+
+def test_notes_and_findings_are_capped_in_bytes(tdir: Path) -> None:
+    """One 5 MB line of feedback (a gate's output, a finding's reason) does not make a 5 MB brief."""
+    ctx = context(tdir, "implementer", 2)
+    flood = "NOTE-START " + "x" * 5_000_000 + " NOTE-END"
+    huge = Finding("calc.py", 3, "REASON-START " + "y" * 5_000_000 + " REASON-END")
+    text = briefs.implementer(ctx, "handoff/PROJ-7", [huge],
+                              notes=[("The verification gate failed", flood)])
+    assert len(text.encode()) < briefs.NOTE_LIMIT + 3 * briefs.FINDING_LIMIT + 20_000
+    for kept in ("NOTE-START", "NOTE-END", "REASON-START", "REASON-END", "bytes cut by handoff"):
+        assert kept in text
+    fields, _ = split(text)
+    assert len(fields["findings"][0].encode()) < briefs.FINDING_LIMIT + 100

@@ -11,16 +11,19 @@ from pathlib import Path
 import pytest
 
 from handoff.events import EventLog
-from tests.conftest import wait_until
+from tests.conftest import git, wait_until
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
+    as_peer,
+    events,
     handoff,
     plan_text,
     spawn,
     state,
     ticket_path,
     wait_event,
+    wait_phase,
     write_plan,
 )
 
@@ -125,15 +128,16 @@ def test_submit_lists_every_problem_and_files_nothing(repo: Path, tmp_path: Path
         folder = ticket_path(handoff_home, "T-4")
         bad = tmp_path / "bad.md"
         bad.write_text("---\nverdict: maybe\ncommit: xyz\nmust_fix: [{file: a.py}]\n---\n")
+        reviewer = as_peer(handoff_home, "T-4", "reviewer")
         done = handoff("submit", str(bad), "--dir", str(folder), "--role", "reviewer",
-                       "--round", "1")
+                       "--round", "1", env=reviewer)
         assert done.returncode == 1 and "NOT accepted" in done.stderr
         for needle in ("'verdict' must be pass or fail", "'commit' must be a commit hash",
                        "must_fix[0].line", "must_fix[0].reason"):
             assert needle in done.stderr, needle
         assert not (folder / "review-report-1.md").exists()
         stale = handoff("submit", str(bad), "--dir", str(folder), "--role", "reviewer",
-                        "--round", "7")
+                        "--round", "7", env=reviewer)
         assert stale.returncode == 1 and "ticket is in round 1" in stale.stderr
         (folder / "go").write_text("go\n")
         assert runner.wait(timeout=30) == 0
@@ -225,3 +229,94 @@ def test_log_follow_prints_new_events_as_they_come(repo: Path, tmp_path: Path,
     finally:
         follower.kill()
         follower.wait()
+
+
+def test_the_state_tree_is_private_whatever_the_umask(repo: Path, tmp_path: Path,
+                                                     handoff_home: Path) -> None:
+    """Issue 6.7: under umask 022 the ticket folder was 755 and events, lock, drafts, patches
+    and tmux.conf 644. After a real ticket ran, stopped and closed, nothing in the state tree
+    is open to group or others: folders 700, files 600."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "leave_untracked": ["x.txt"]}},
+                                          test=ADD_ONLY))
+    old = os.umask(0o022)
+    try:
+        done = handoff("start", "T-P", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert handoff("close", "T-P", "--force", cwd=repo).returncode == 0
+    finally:
+        os.umask(old)
+    folder = ticket_path(handoff_home, "T-P")
+    walked = [handoff_home, *handoff_home.rglob("*")]
+    for name in ("events.jsonl", "lock", "state.json", "state.json.bak", "plan.md"):
+        assert folder / name in walked, name
+    assert any(p.parent.name == "drafts" for p in walked), "a peer's draft is in the walk"
+    assert handoff_home / "tmux.conf" in walked
+    loose = [f"{oct(p.lstat().st_mode & 0o777)} {p}" for p in walked
+             if p.lstat().st_mode & 0o777 != (0o700 if p.is_dir() else 0o600)]
+    assert not loose, "\n".join(loose)
+
+
+def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> None:
+    """Run ticket until its orchestrator dies of an error: the plan is damaged while the
+    implementer works, and the orchestrator reads it again at the gate."""
+    go = tmp_path / "go"
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go)}},
+                                          test=ADD_ONLY))
+    runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                   log=tmp_path / "run.log")
+    try:
+        wait_event(home, ticket, "launch", role="implementer")
+        # the implementer read the plan before it committed; it now waits for go
+        wait_until(lambda: git(repo, "rev-list", f"main..handoff/{ticket}"),
+                   what="the implementer to commit")
+        (ticket_path(home, ticket) / "plan.md").write_text("---\ntest: [unclosed\n---\n# plan\n")
+        go.write_text("go\n")
+        assert runner.wait(timeout=60) == 2, (tmp_path / "run.log").read_text()
+    finally:
+        runner.kill()
+        runner.wait()
+
+
+def test_status_shows_why_an_orchestrator_crashed_and_how_to_go_on(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Issue 6.21: status showed '-' for a ticket whose orchestrator had crashed."""
+    _crash_at_the_gate(repo, tmp_path, handoff_home, "T-C")
+    row = json.loads(handoff("status", "T-C", "--json", cwd=repo).stdout)[0]
+    assert row["phase"] == "gating" and row["orchestrator"] is None
+    assert row["run"] == "crashed" and "not valid YAML" in row["error"]
+    assert row["hint"] == "handoff resume T-C"
+    text = handoff("status", cwd=repo).stdout
+    line = next(x for x in text.splitlines() if x.startswith("T-C"))
+    assert "crashed" in line
+    assert "error: " in text and "not valid YAML" in text and "next: handoff resume T-C" in text
+
+
+def test_a_resumed_ticket_starts_its_relaunch_budget_afresh(repo: Path, tmp_path: Path,
+                                                           handoff_home: Path) -> None:
+    """Issue 6.21: the relaunch counter carried across resume, so a resumed peer that died had
+    less room than a fresh one. A person resuming is a person acting: the budget starts anew,
+    and the orchestrator event records what was carried."""
+    (repo / ".handoff.yaml").write_text("max_relaunches: 3\n", encoding="utf-8")
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "exit": 3}}, test=ADD_ONLY))
+    first = spawn("start", "T-R", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                  log=tmp_path / "first.log")
+    try:
+        wait_event(handoff_home, "T-R", "death", role="implementer", relaunches=1)
+    finally:
+        first.kill()  # SIGKILL: the counter stays on disk as it was
+        first.wait()
+    carried = state(handoff_home, "T-R")["relaunches"]
+    assert carried >= 1 and state(handoff_home, "T-R")["phase"] == "implementing"
+    second = spawn("resume", "T-R", "--foreground", cwd=repo, log=tmp_path / "second.log")
+    try:
+        wait_phase(handoff_home, "T-R", "needs-human")
+    finally:
+        assert handoff("stop", "T-R", cwd=repo).returncode == 0
+        second.kill()
+        second.wait()
+    log = events(handoff_home, "T-R")
+    start = next(i for i, e in enumerate(log) if e["kind"] == "orchestrator"
+                 and e["pid"] == second.pid)
+    assert log[start]["relaunches_before"] == carried
+    deaths = [e["relaunches"] for e in log[start:] if e["kind"] == "death"]
+    assert deaths == [1, 2, 3, 4], "a full budget of 3 relaunches after the resume"

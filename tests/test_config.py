@@ -8,6 +8,7 @@ import pytest
 
 from handoff.config import REPO_CONFIG, Config, Share, config_template, load
 from handoff.errors import UsageError
+from handoff.inputs import CONFIG_LIMIT
 from handoff.providers import RoleSpec
 
 
@@ -154,6 +155,14 @@ BAD_VALUES = [
     ("gate_timeout: -5\n", "gate_timeout"),
     ("gate_timeout: soon\n", "gate_timeout"),
     ("gate_timeout: false\n", "gate_timeout"),
+    ("gate_timeout: .nan\n", "gate_timeout"),
+    ("gate_timeout: .inf\n", "gate_timeout"),
+    ("gate_timeout: -.inf\n", "gate_timeout"),
+    ("gate_timeout: 1e400\n", "gate_timeout"),
+    ("gate_timeout: 2592001\n", "gate_timeout"),
+    ("stall_timeout: .nan\n", "stall_timeout"),
+    ("turn_grace: .inf\n", "turn_grace"),
+    ("api_patience: .NaN\n", "api_patience"),
     ("roles: claude\n", "roles"),
     ("roles:\n  tester: {provider: claude}\n", "tester"),
     ("roles:\n  implementer: claude\n", "implementer"),
@@ -264,3 +273,30 @@ def test_the_init_template_names_the_chosen_providers(tmp_path: Path) -> None:
     assert config_template(repo, "claude", "codex") is not None
     assert load(tmp_path / "home", repo).providers == {"implementer": "claude",
                                                        "reviewer": "codex"}
+
+
+def test_the_longest_timeout_is_thirty_days(home: Path, project: Path) -> None:
+    repo_file(project, "gate_timeout: 2592000\nstall_timeout: 0.5\n")
+    config = load(home, project)
+    assert config.gate_timeout == 2592000.0 and config.stall_timeout == 0.5
+
+
+@pytest.mark.parametrize("which", ["user", "repo"])
+@pytest.mark.parametrize("data", ["max_rounds: 2 # café\n".encode("latin-1"),
+                                  b"max_rounds: 2\n\x00\x00"])
+def test_a_file_that_is_not_utf8_text_names_the_file(which: str, data: bytes, home: Path,
+                                                      project: Path) -> None:
+    path = home / "config.yaml" if which == "user" else project / REPO_CONFIG
+    path.write_bytes(data)
+    with pytest.raises(UsageError) as caught:
+        load(home, project)
+    assert caught.value.exit_code == 2
+    assert caught.value.message.startswith(f"the configuration file {path} is ")
+    assert "not UTF-8 text" in caught.value.message or "binary" in caught.value.message
+    assert path.read_bytes() == data
+
+
+def test_a_config_larger_than_its_limit_is_refused(home: Path, project: Path) -> None:
+    repo_file(project, "# " + "x" * CONFIG_LIMIT + "\n")
+    with pytest.raises(UsageError, match="is larger than 256 KiB"):
+        load(home, project)

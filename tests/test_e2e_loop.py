@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git, wait_until
 from tests.harness import (
     ADD_ONLY,
@@ -30,7 +32,16 @@ PHASES = {"awaiting-approval", "implementing", "gating", "reviewing", "needs-hum
           "escalated", "closed"}
 
 
-def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> None:
+@pytest.fixture
+def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The demo's TMPDIR: its throwaway repo lands in the test's own folder."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    return folder
+
+
+def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str, temp_dir: Path) -> None:
     done = handoff("demo", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verdict FAIL" in done.stdout and "verdict PASS" in done.stdout
@@ -43,7 +54,9 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> No
     assert {"ticket", "repo", "phase", "round", "dir"} <= set(row)
     assert row["phase"] == "closed" and row["round"] == 2
     folder = Path(row["dir"])
-    assert worktree_count(Path(row["repo"])) == 1
+    assert not Path(row["repo"]).exists() and list(temp_dir.iterdir()) == [], \
+        "the demo removes its throwaway repo"
+    assert "the demo repo is removed" in done.stdout
     for name in ("inbox/implementer/brief-1.md", "inbox/implementer/brief-2.md",
                  "inbox/reviewer/brief-1.md", "inbox/reviewer/brief-2.md",
                  "impl-report-1.md", "impl-report-2.md", "review-report-1.md",
@@ -56,7 +69,7 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> No
     final = (folder / "final-report.md").read_text()
     assert len(final.split()) <= 150 and "passed" in final
 
-    log = json.loads(handoff("log", row["ticket"], "--json", "--repo", row["repo"]).stdout)
+    log = json.loads(handoff("log", row["ticket"], "--json").stdout)
     assert all({"time", "kind", "round", "role"} <= set(e) for e in log)
     transitions = [(e["from"], e["to"]) for e in log if e["kind"] == "phase"]
     assert transitions == [
@@ -67,7 +80,8 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str) -> No
     assert {"launch", "submission", "gate", "verdict", "recycle", "final-report"} <= kinds
 
 
-def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str) -> None:
+def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str,
+                                                temp_dir: Path) -> None:
     done = handoff("demo", "--keep", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "handoff attach DEMO-" in done.stdout
@@ -79,6 +93,7 @@ def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str
     closed = handoff("close", row["ticket"], "--repo", row["repo"])
     assert closed.returncode == 0, closed.stderr
     assert worktree_count(Path(row["repo"])) == 1 and not tmux_alive(socket)
+    assert Path(row["repo"]).parent.parent == temp_dir, "--keep keeps the repo"
 
 
 def run_ticket(repo: Path, tmp_path: Path, ticket: str, plan: str,

@@ -226,3 +226,22 @@ def test_answer_restarts_an_orchestrator_that_is_gone(repo: Path, tmp_path: Path
     assert wait_phase(handoff_home, "T-Q", "passed", "escalated")["phase"] == "passed"
     brief = ticket_path(handoff_home, "T-Q") / "inbox" / "implementer" / "brief-2.md"
     assert "Round half to even." in brief.read_text()
+
+
+def test_stop_names_each_transcript_after_the_round_its_peer_worked_on(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL], "pause_until": "go"}},
+                     review=[ALL_TESTS])
+    runner = spawn("start", "T-21", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "run.log")
+    try:
+        wait_event(handoff_home, "T-21", "brief", role="implementer", round=2)
+        stopped = handoff("stop", "T-21", cwd=repo)
+        assert stopped.returncode == 0, stopped.stderr
+        runner.wait(timeout=30)
+    finally:
+        runner.kill()
+        runner.wait()
+    kept = sorted(p.name for p in (ticket_path(handoff_home, "T-21") / "transcripts").glob("*.log"))
+    # the reviewer still on screen reviewed round 1; the implementer works on round 2
+    assert kept == ["implementer-2.log", "reviewer-1.log"], kept

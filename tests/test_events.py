@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from handoff.errors import ExternalFailure
 from handoff.events import EventLog
 from tests.conftest import PYTHON
+from tests.faults.test_record_faults import fill, small_disk
 
 
 @pytest.fixture
@@ -148,3 +151,28 @@ def test_every_line_on_disk_is_one_json_object(log: EventLog) -> None:
     lines = log.path.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == ""
     assert [json.loads(line)["i"] for line in lines[:-1]] == list(range(20))
+
+
+def test_the_log_is_private_whatever_the_umask(log: EventLog) -> None:
+    old = os.umask(0o022)
+    try:
+        log.append("created")
+    finally:
+        os.umask(old)
+    assert log.path.stat().st_mode & 0o777 == 0o600
+    assert log.path.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_append_on_a_full_disk_leaves_whole_lines_only(tmp_path: Path) -> None:
+    """The disk fills in the middle of an event: the part that fitted is taken back, so the log
+    never holds a torn line of handoff's own making."""
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        log = EventLog(disk / "T-1" / "events.jsonl")
+        log.append("created", repo="/src")
+        fill(disk)
+        with pytest.raises(ExternalFailure) as caught:
+            log.append("gate", summary="x" * 20_000)  # more than the last page has room for
+        assert "No space left on device" in caught.value.message
+        events, bad = log.read()
+        assert bad == [] and [e["kind"] for e in events] == ["created"]
+        assert log.path.read_bytes().endswith(b"\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import handoff.lock as lock_module
 from handoff.errors import Busy
 from handoff.lock import TicketLock, holder
 from tests.conftest import PYTHON
@@ -172,3 +174,68 @@ def test_a_second_process_is_refused_while_we_hold_it(lock_path: Path) -> None:
     tried = subprocess.run([PYTHON, "-c", TRY, str(lock_path)], capture_output=True, text=True,
                            timeout=60)
     assert tried.returncode == 0, tried.stdout + tried.stderr
+
+
+# Probes the lock with holder() in a tight loop until the stop file exists, then prints how
+# often it saw it held and free. argv: lock path, stop file, "ofd" or "flock".
+PROBE = """
+import sys
+from pathlib import Path
+import handoff.lock as lock
+lock.OFD = sys.argv[3] == "ofd"
+path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+held = free = 0
+print("probing", flush=True)
+while not stop.exists():
+    if lock.holder(path) is None:
+        free += 1
+    else:
+        held += 1
+print(held, free, flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["ofd", "flock"])
+def test_probing_the_holder_never_refuses_a_concurrent_acquire(
+        kind: str, lock_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 6.16: holder() used to take a shared flock for a moment, and an acquire() that
+    came in that moment was refused as 'another orchestrator (pid ?)'."""
+    monkeypatch.setattr(lock_module, "OFD", kind == "ofd")
+    if kind == "ofd":
+        assert hasattr(fcntl, "F_OFD_GETLK"), "Linux has OFD locks: the real path is tested"
+    lock_path.touch()
+    stop = tmp_path / "stop"
+    probes = [subprocess.Popen([PYTHON, "-c", PROBE, str(lock_path), str(stop), kind],
+                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    refused, rounds = 0, 3000
+    try:
+        for probe in probes:
+            assert probe.stdout is not None and probe.stdout.readline().strip() == "probing"
+        for _ in range(rounds):
+            try:
+                with TicketLock(lock_path):
+                    pass
+            except Busy:
+                refused += 1
+    finally:
+        stop.touch()
+        seen = [probe.communicate(timeout=30)[0].split() for probe in probes]
+    assert refused == 0, f"{refused} of {rounds} acquisitions were refused by a mere probe"
+    held = sum(int(s[0]) for s in seen)
+    free = sum(int(s[1]) for s in seen)
+    assert held > 0 and free > 0, f"the probes ran alongside the acquisitions ({held}, {free})"
+
+
+def test_holder_is_minus_one_when_the_pid_cannot_be_read(lock_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lock_module, "PID_WAIT", 0.1)
+    with TicketLock(lock_path):
+        lock_path.write_text("not a pid\n", encoding="utf-8")
+        assert holder(lock_path) == -1
+
+
+def test_the_lock_file_is_private(lock_path: Path) -> None:
+    lock_path.write_text("", encoding="utf-8")
+    lock_path.chmod(0o644)  # as an older handoff left it
+    with TicketLock(lock_path):
+        assert lock_path.stat().st_mode & 0o777 == 0o600

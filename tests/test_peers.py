@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from handoff import reaper
 from handoff.frontmatter import join
 from handoff.peers import ORCHESTRATOR_WINDOW, Peers, allowlisted_env, session_name
 from handoff.providers.base import Launch, Provider, first_message
 from handoff.providers.scripted import TOOK, Scripted
 from handoff.store import repo_key, validate_ticket_id
-from handoff.tmux import TERM, Tmux
+from handoff.tmux import TERM, ServerGone, Tmux
 from tests.conftest import git, read_json, wait_until
 
 PY = sys.executable
@@ -113,10 +115,11 @@ def test_allowlisted_env_extra_wins_and_missing_names_are_skipped(
 
 def test_launched_peer_sees_exactly_the_allowlisted_env(secrets: dict[str, str], peers: Peers,
                                                         tmp_path: Path) -> None:
-    # The secrets were set (fixture order) before the tmux server started, so the server has
-    # them: without handoff's own env handling a pane would inherit them.
-    server_env = peers.tmux.run("show-environment", "-g", "ANTHROPIC_API_KEY", check=False)
-    assert secrets["ANTHROPIC_API_KEY"] in server_env
+    # The secrets were set (fixture order) before the tmux server started: the server never
+    # took them (handoff.tmux.client_env), and a pane would not inherit what a server holds
+    # either. Put one there by hand to prove the second.
+    assert "ANTHROPIC_API_KEY" not in peers.tmux.run("show-environment", "-g")
+    peers.tmux.run("set-environment", "-g", "OPENAI_API_KEY", secrets["OPENAI_API_KEY"])
 
     out = tmp_path / "seen.json"
     worktree = tmp_path / "work tree"
@@ -303,6 +306,70 @@ def test_deliver_to_a_missing_or_dead_peer_is_false(peers: Peers, repo: Path,
                what="the peer to exit")
 
     assert peers.deliver_brief(Scripted(), "implementer", brief).taken is False
+
+
+# --- when tmux itself goes away (issue 6, items 13 and 17) --------------------------------------
+
+def test_a_gone_server_is_no_pane_yet_look_tells_it_and_the_session_comes_back(
+        peers: Peers, tmp_path: Path) -> None:
+    peers.launch(DumpingCli(tmp_path / "seen.json"),
+                 Launch("T-1", "implementer", tmp_path, brief_file(peers, "implementer", 1)),
+                 allowlisted_env({}))
+    assert peers.look("implementer") is not None
+    subprocess.run(["tmux", "-L", peers.tmux.socket, "kill-server"], check=True, timeout=15)
+
+    assert peers.pane("implementer") is None
+    assert peers.working_on("implementer") == ""
+    with pytest.raises(ServerGone):
+        peers.look("implementer")
+
+    assert peers.ensure_session(tmp_path, [PY, "-c", "import time; time.sleep(600)"]) is True
+    assert peers.look("implementer") is None, "a new session: the role's window is gone"
+    assert set(peers.tmux.panes(peers.session)) == {ORCHESTRATOR_WINDOW}
+    assert peers.ensure_session(tmp_path, [PY, "-c", "raise SystemExit(9)"]) is False
+
+
+# ignores SIGHUP and SIGTERM in a session of its own, like a command a CLI started
+STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(600)")
+
+
+class LeavingCli(Provider):
+    """A CLI that leaves a helper running past its pane."""
+
+    name = "leaving"
+
+    def missing(self) -> str | None:
+        return None
+
+    def argv(self, launch: Launch) -> list[str]:
+        code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+                f"{STUBBORN!r}], start_new_session=True); time.sleep(600)")
+        return [PY, "-c", code]
+
+
+def marked(mark: str, count: int) -> list[int] | None:
+    """The processes carrying mark, once there are exactly count of them."""
+    found = reaper.marked(mark)
+    return found if len(found) == count else None
+
+
+def test_launch_after_the_window_was_killed_ends_what_the_old_peer_left(
+        peers: Peers, tmp_path: Path) -> None:
+    brief = brief_file(peers, "implementer", 1)
+    mark = reaper.marker(peers.ticket_dir, "implementer")
+    pane = peers.launch(LeavingCli(), Launch("T-1", "implementer", tmp_path, brief),
+                        allowlisted_env({}))
+    old = set(wait_until(lambda: marked(mark, 2), what="the CLI and its helper"))
+    peers.tmux.kill_pane(pane)  # a person closed the window: the CLI goes, its helper stays
+    left = wait_until(lambda: marked(mark, 1), what="only the helper to be left")
+
+    peers.launch(LeavingCli(), Launch("T-1", "implementer", tmp_path, brief), allowlisted_env({}))
+
+    now = set(wait_until(lambda: marked(mark, 2), what="the new CLI and its helper"))
+    assert not now & old, f"the old helper {left} still runs beside the new peer"
+    assert peers.stop() is True
+    assert reaper.marked(mark) == []
 
 
 def test_stop_ends_the_session(peers: Peers) -> None:

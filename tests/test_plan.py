@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from handoff.errors import UsageError
+from handoff.inputs import PLAN_LIMIT
 from handoff.plan import parse
 
 PROSE = "# Fix the calculator\n\nMake add() add.\n"
@@ -157,3 +158,12 @@ def test_a_bad_handoff_script_block_is_a_usage_error(block: str) -> None:
         parse(PROSE + f"\n```handoff-script\n{block}\n```\n", source="plan.md")
     assert caught.value.message.startswith("plan.md:")
     assert "handoff-script" in caught.value.message
+
+
+def test_a_plan_larger_than_the_limit_is_refused() -> None:
+    text = "# Plan\n\n" + "word " * (PLAN_LIMIT // 5)
+    with pytest.raises(UsageError) as caught:
+        parse(text, source="plan.md")
+    assert caught.value.message == "plan.md is larger than 1024 KiB"
+    assert "every brief" in caught.value.hint
+    assert parse(text[:PLAN_LIMIT]).text == text[:PLAN_LIMIT]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -61,6 +62,7 @@ def test_claude_in_another_permission_mode_and_its_environment(tmp_path: Path) -
     assert "--dangerously-skip-permissions" not in argv
     env = claude.env(launch(tmp_path))
     assert env["CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"] == "1", "history stays in the pane"
+    assert env["CLAUDE_CODE_TMPDIR"] == os.environ["TMPDIR"], "its scratch follows TMPDIR"
 
 
 def test_codex_always_runs_without_its_daemon_and_keeps_its_scrollback(tmp_path: Path) -> None:

@@ -228,3 +228,31 @@ def test_events_read_back_from_the_log_render(tmp_path: Path) -> None:
 def test_error_names_the_phase_and_the_message() -> None:
     text = describe(event("error", phase="gating", message="git checkout failed: disk full"))
     assert "gating" in text and "disk full" in text
+
+
+def test_forgery_names_the_set_aside_file_and_why() -> None:
+    text = describe(event("forgery", role="reviewer", report="review-report-2.forged-1.md",
+                          why="it has no receipt from `handoff submit`"))
+    assert "FORGED" in text and "review-report-2.forged-1.md" in text
+    assert "no receipt" in text and "reviewer" in text
+
+
+def test_tmux_trouble_says_what_and_for_how_long() -> None:
+    failing = describe(event("tmux", role="implementer", state="failing",
+                             message="tmux list-panes did not finish", patience=30.0))
+    assert "failing" in failing and "did not finish" in failing and "30s" in failing
+    back = describe(event("tmux", role="implementer", state="answering", after=12.4))
+    assert "answering again after 12s" in back
+
+
+def test_state_restored_names_the_source_and_the_kept_file() -> None:
+    text = describe(event("state-restored", source="state.json.bak",
+                          kept="state.json.corrupt-1", problem="not valid JSON"))
+    assert "state.json.bak" in text and "state.json.corrupt-1" in text
+
+
+def test_a_worktree_made_again_names_where_the_old_folder_went() -> None:
+    text = describe(event("worktree", role="implementer", path="/r/.worktrees/T/implementer",
+                          created=True, setup=True,
+                          displaced="/r/.worktrees/T/implementer.displaced-20261130T001500Z"))
+    assert "made again" in text and "displaced-20261130T001500Z" in text and "setup ran" in text

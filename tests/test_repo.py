@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from handoff.errors import NotFound, UsageError
-from handoff.repo import Repo
-from tests.conftest import commit_file, git
+from handoff.errors import ExternalFailure, NotFound, UsageError
+from handoff.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
+from handoff.repo import git as repo_git
+from tests.conftest import commit_file, git, wait_until
 
 
 @pytest.fixture
@@ -212,3 +215,91 @@ def test_exclude_from_linked_worktree_writes_the_common_file(repo: Path, linked:
     # and again from the main checkout: still once
     Repo.at(repo).exclude("/from-linked/")
     assert exclude_file(repo).read_text(encoding="utf-8").splitlines().count("/from-linked/") == 1
+
+
+def test_inherited_git_variables_do_not_redirect_handoff(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q", "-b", "main")
+    other_head = commit_file(elsewhere, "other.txt", "other\n", "other repo")
+    head = git(repo, "rev-parse", "HEAD")
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(elsewhere))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "no-such-index"))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(tmp_path / "no-objects"))
+    found = Repo.at(repo)
+    assert found.top == repo.resolve()
+    assert found.common_dir == (repo / ".git").resolve()
+    assert found.resolve("HEAD") == head
+    assert repo_git(repo, "ls-files").splitlines() == [".gitignore", "calc.py",
+                                                       "tests/__init__.py", "tests/test_calc.py"]
+    assert found.uncommitted() == 0
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    monkeypatch.delenv("GIT_OBJECT_DIRECTORY")
+    assert git(elsewhere, "rev-parse", "HEAD") == other_head
+    assert git(elsewhere, "status", "--porcelain") == ""
+
+
+HANGING_HOOK = """#!/bin/sh
+sleep 300 &
+echo $! > {pids}/background
+echo $$ > {pids}/hook
+sleep 300
+"""
+
+
+def gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def test_a_hanging_hook_ends_within_the_git_timeout_with_its_children(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(HANGING_HOOK.format(pids=pids), encoding="utf-8")
+    hook.chmod(0o755)
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "2")
+    started = time.monotonic()
+    with pytest.raises(ExternalFailure) as info:
+        repo_git(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
+    assert time.monotonic() - started < 15
+    assert "did not finish within 2s" in info.value.message
+    assert "hook" in info.value.hint
+    for name in ("hook", "background"):
+        pid = int((pids / name).read_text())
+        wait_until(partial(gone, pid), timeout=10, what=f"the hook's {name} process to end")
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "nan", "inf"])
+def test_a_bad_git_timeout_is_a_clear_usage_error(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(TIMEOUT_VARIABLE, value)
+    with pytest.raises(UsageError) as info:
+        Repo.at(repo)
+    assert TIMEOUT_VARIABLE in info.value.message and repr(value) in info.value.message
+
+
+def test_git_timeout_defaults_and_follows_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
+    assert git_timeout() == GIT_TIMEOUT
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "7.5")
+    assert git_timeout() == 7.5
+
+
+def test_a_ceiling_stops_git_finding_the_repository_around_a_folder(repo: Path) -> None:
+    plain = repo / ".worktrees" / "T-1" / "implementer"
+    plain.mkdir(parents=True)
+    assert repo_git(plain, "rev-parse", "--show-toplevel") == str(repo.resolve())
+    with pytest.raises(ExternalFailure) as info:
+        repo_git(plain, "rev-parse", "--show-toplevel", ceiling=plain.parent)
+    assert "not a git repository" in info.value.message
+    assert not git_ok(plain, "status", ceiling=plain.parent)

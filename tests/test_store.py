@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from handoff.errors import UsageError
-from handoff.store import atomic_write, atomic_write_json, repo_key, state_home, validate_ticket_id
+from handoff.errors import ExternalFailure, UsageError
+from handoff.store import (
+    atomic_write,
+    atomic_write_json,
+    keep_private,
+    private_dir,
+    repo_key,
+    state_home,
+    validate_ticket_id,
+)
 from tests.conftest import git
+from tests.faults.test_record_faults import fill, small_disk
 
 # ---- validate_ticket_id ------------------------------------------------------------------------
 
@@ -226,3 +237,62 @@ def test_atomic_write_json_round_trips(tmp_path: Path) -> None:
     assert json.loads(text) == data
     assert text.endswith("\n")
     assert [p.name for p in target.parent.iterdir()] == ["state.json"]
+
+
+# ---- private files and folders, whatever the umask ----------------------------------------------
+
+
+@pytest.fixture
+def loose_umask() -> Iterator[None]:
+    """The usual umask 022, under which files would be world-readable; restored afterwards."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_atomic_write_makes_private_files_and_folders(tmp_path: Path, loose_umask: None) -> None:
+    target = tmp_path / "state" / "repo-1" / "T-1" / "answers" / "answer-1.md"
+    (tmp_path / "state").mkdir()
+    atomic_write(target, "the answer\n")
+    assert target.stat().st_mode & 0o777 == 0o600
+    for folder in (target.parent, target.parent.parent, tmp_path / "state" / "repo-1"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert (tmp_path / "state").stat().st_mode & 0o777 == 0o755, "an existing folder is left"
+
+
+def test_private_dir_creates_missing_parents_private_and_tightens_the_leaf(
+        tmp_path: Path, loose_umask: None) -> None:
+    leaf = tmp_path / "a" / "b" / "c"
+    assert private_dir(leaf) == leaf
+    assert [p.stat().st_mode & 0o777 for p in (leaf.parent.parent, leaf.parent, leaf)] == \
+        [0o700] * 3
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    private_dir(loose)
+    assert loose.stat().st_mode & 0o777 == 0o700
+
+
+def test_keep_private_makes_the_umask_077_and_keeps_a_stricter_one(loose_umask: None) -> None:
+    keep_private()
+    assert os.umask(0o277) == 0o077
+    keep_private()
+    assert os.umask(0o022) == 0o277
+
+
+# ---- a full disk -----------------------------------------------------------------------------
+
+
+def test_a_full_disk_is_a_clear_error_and_keeps_the_old_file(tmp_path: Path) -> None:
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        target = disk / "T-1" / "state.json"
+        atomic_write(target, "old and whole\n")
+        fill(disk)
+        with pytest.raises(ExternalFailure) as caught:
+            atomic_write(target, "new " * 10_000)
+        assert str(target) in caught.value.message
+        assert "No space left on device" in caught.value.message
+        assert "free space" in caught.value.hint
+        assert target.read_text(encoding="utf-8") == "old and whole\n"
+        assert [p.name for p in target.parent.iterdir()] == ["state.json"], "no temp file left"

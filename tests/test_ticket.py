@@ -242,3 +242,45 @@ def test_find_refuses_hostile_ids(ticket: str, handoff_home: Path) -> None:
     save_ticket(handoff_home, "alpha-1111111111", "PROJ-1")
     with pytest.raises(UsageError):
         find(handoff_home, ticket)
+
+
+# ---- the backup of state.json, and damaged files kept --------------------------------------------
+
+
+def test_every_save_keeps_a_backup_of_its_own(handoff_home: Path) -> None:
+    tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")
+    state = make_state()
+    state.round = 2
+    tdir.save(state)
+    assert tdir.backup_file.read_text(encoding="utf-8") == \
+        tdir.state_file.read_text(encoding="utf-8")
+    assert tdir.backup_file.stat().st_ino != tdir.state_file.stat().st_ino, \
+        "a hard link would be damaged by an in-place write along with state.json"
+    tdir.state_file.write_text('{"ticket": "PROJ-1", "rou', encoding="utf-8")  # in place
+    with pytest.raises(UsageError):
+        tdir.load()
+    assert tdir.load_backup() == tdir.load_backup()
+    assert tdir.load_backup().round == 2
+
+
+def test_setting_aside_never_overwrites_an_earlier_damaged_file(handoff_home: Path) -> None:
+    tdir = save_ticket(handoff_home, "repo-0123456789", "PROJ-1")
+    for n, text in enumerate(("garbage one", "garbage two"), start=1):
+        tdir.state_file.write_text(text, encoding="utf-8")
+        assert tdir.set_aside().name == f"state.json.corrupt-{n}"
+        assert not tdir.state_file.exists()
+    assert (tdir.path / "state.json.corrupt-1").read_text(encoding="utf-8") == "garbage one"
+    assert (tdir.path / "state.json.corrupt-2").read_text(encoding="utf-8") == "garbage two"
+
+
+@pytest.mark.parametrize("change", [{"round": "2"}, {"commits": []}, {"phase": "dancing"},
+                                    {"ticket": 7}, {"relaunches": None}])
+def test_a_state_json_with_a_field_of_the_wrong_type_is_refused_when_read(
+        change: dict[str, object], handoff_home: Path) -> None:
+    tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")
+    data = {**asdict(make_state()), **change}
+    tdir.path.mkdir(parents=True)
+    tdir.state_file.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(UsageError) as caught:
+        tdir.load()
+    assert "not a handoff state file" in caught.value.message

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -12,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from handoff.tmux import HEIGHT, Pane, Tmux
+from handoff import tmux as tmux_module
+from handoff.tmux import (
+    BASE_ENV,
+    HEIGHT,
+    Pane,
+    Patience,
+    ServerGone,
+    Tmux,
+    TmuxFailure,
+    failure_kind,
+)
 from tests.conftest import read_json, wait_until
 
 PY = sys.executable
@@ -173,7 +186,6 @@ def test_panes_are_listed_by_window_name(tmux: Tmux, tmp_path: Path) -> None:
 
 
 def test_panes_of_a_missing_session_is_empty(tmux: Tmux, tmp_path: Path) -> None:
-    assert tmux.panes("nothing-here") == {}
     tmux.new_session("present", "main", [PY, "-c", BLOCK], tmp_path)
     assert tmux.panes("nothing-here") == {}
     assert set(tmux.panes("present")) == {"main"}
@@ -308,7 +320,9 @@ def test_forget_if_empty_after_the_last_session_was_killed(tmux: Tmux, socket: s
     tmux.forget_if_empty()
 
     assert not socket_file(socket).exists()
-    assert tmux.panes("only") == {}
+    assert not tmux.has_session("only")
+    with pytest.raises(ServerGone):
+        tmux.panes("only")
 
 
 def test_killing_one_session_keeps_the_server_for_the_others(tmux: Tmux, socket: str,
@@ -369,3 +383,165 @@ def test_other_servers_and_the_default_one_are_never_touched(
     default_after = subprocess.run(["tmux", "list-sessions", "-F", "#{session_name}"],
                                    capture_output=True, text=True, timeout=15).stdout
     assert default_after == default_before
+
+
+# --- the server's environment (issue 6, item 2) -------------------------------------------------
+
+SECRET_ENV = {"AWS_SECRET_ACCESS_KEY": "aws-test-secret-value", "GITHUB_TOKEN": "ghp_test_secret"}
+
+
+@pytest.fixture
+def short_tmpdir(socket: str) -> Iterator[Path]:
+    """A TMUX_TMPDIR of the test's own, short: a socket's path has at most 107 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="hx-", dir="/tmp"))
+    yield folder
+    # its server first: without its socket nobody could reach it to end it
+    sockets = folder / f"tmux-{os.getuid()}"
+    if sockets.is_dir():
+        sockets.chmod(0o700)  # a test may have made it unsafe, which tmux refuses
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=15,
+                   env={**os.environ, "TMUX_TMPDIR": str(folder)})
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def server_pid(tmux: Tmux) -> int:
+    return int(tmux.run("display-message", "-p", "#{pid}"))
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+
+def test_the_server_starts_with_only_the_allowlisted_environment(
+        tmux: Tmux, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short_tmpdir: Path) -> None:
+    for name, value in SECRET_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/the-users-own,4242,0")  # run from inside a tmux
+    monkeypatch.setenv("TMUX_TMPDIR", str(short_tmpdir))
+
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)  # this call starts the server
+
+    assert (short_tmpdir / f"tmux-{os.getuid()}" / tmux.socket).exists(), \
+        "TMUX_TMPDIR reaches tmux: the server is where every later client looks for it"
+    shown = dict(line.split("=", 1) for line in tmux.run("show-environment", "-g").splitlines()
+                 if "=" in line)
+    environ = environ_of(server_pid(tmux))
+    for seen in (shown, environ):
+        assert not set(SECRET_ENV) & set(seen)
+        assert not any(value in v for value in SECRET_ENV.values() for v in seen.values())
+        assert "TMUX" not in seen
+        assert set(seen) <= {*BASE_ENV, "PWD"}  # tmux adds PWD by itself
+        assert seen["PATH"] == os.environ["PATH"]
+        assert seen["HANDOFF_HOME"] == os.environ["HANDOFF_HOME"]
+
+
+def test_a_client_that_attaches_hands_its_agent_to_no_session(tmux: Tmux, socket: str,
+                                                              tmp_path: Path) -> None:
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    # a person's own tmux client (as `handoff attach` runs it) carries their SSH agent
+    theirs = {**os.environ, "SSH_AUTH_SOCK": "/tmp/ssh-agent-of-a-person", "DISPLAY": ":77"}
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "by-hand", "--", PY, "-c",
+                    BLOCK], env=theirs, check=True, capture_output=True, timeout=15)
+
+    for session in ("s", "by-hand"):
+        shown = tmux.run("show-environment", "-t", f"={session}:")
+        assert "ssh-agent-of-a-person" not in shown and ":77" not in shown
+
+
+# --- gone, server gone, or failing (issue 6, item 17) -------------------------------------------
+
+def test_a_killed_server_is_told_apart_from_a_missing_session(tmux: Tmux, socket: str,
+                                                              tmp_path: Path) -> None:
+    with pytest.raises(ServerGone):  # never started
+        tmux.panes("s")
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    assert tmux.panes("not-this-one") == {}
+
+    subprocess.run(["tmux", "-L", socket, "kill-server"], check=True, timeout=15)
+
+    with pytest.raises(ServerGone) as caught:
+        tmux.panes("s")
+    assert "is gone" in caught.value.message and "handoff resume" in caught.value.hint
+    assert tmux.has_session("s") is False
+
+
+def test_a_server_killed_by_sigkill_is_gone_though_its_socket_stays(
+        tmux: Tmux, socket: str, tmp_path: Path) -> None:
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    os.kill(server_pid(tmux), signal.SIGKILL)
+
+    def gone() -> bool:
+        try:
+            tmux.panes("s")
+        except ServerGone:
+            return True
+        return False
+
+    wait_until(gone, what="the killed server to stop answering")
+    assert socket_file(socket).exists(), "a killed server cannot remove its socket"
+    assert tmux.has_session("s") is False
+
+
+def test_a_stopped_server_is_a_failure_never_a_gone_session(
+        tmux: Tmux, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    pid = server_pid(tmux)
+    monkeypatch.setattr(tmux_module, "TMUX_TIMEOUT", 1.0)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for look in (lambda: tmux.panes("s"), lambda: tmux.has_session("s"),
+                     lambda: tmux.capture("%0")):
+            with pytest.raises(TmuxFailure) as caught:
+                look()
+            assert not isinstance(caught.value, ServerGone)
+            assert "did not answer within 1s" in caught.value.message
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert set(tmux.panes("s")) == {"main"}, "the server lives on after it was woken"
+
+
+def test_any_other_tmux_error_is_a_failure(tmux: Tmux, monkeypatch: pytest.MonkeyPatch,
+                                           short_tmpdir: Path) -> None:
+    # tmux refuses a socket folder others may write to
+    unsafe = short_tmpdir / f"tmux-{os.getuid()}"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)
+    monkeypatch.setenv("TMUX_TMPDIR", str(short_tmpdir))
+
+    for look in (lambda: tmux.panes("s"), lambda: tmux.has_session("s")):
+        with pytest.raises(TmuxFailure, match="unsafe permissions") as caught:
+            look()
+        assert not isinstance(caught.value, ServerGone)
+
+
+@pytest.mark.parametrize(("said", "kind"), [
+    # what tmux 3.3a prints, seen on this machine
+    ("can't find session: T-1-abcdef", "gone"),
+    ("can't find window: T-1-abcdef", "gone"),
+    ("can't find pane: %12", "gone"),
+    ("no server running on /tmp/tmux-0/handoff", "no-server"),
+    ("error connecting to /tmp/tmux-0/handoff (No such file or directory)", "no-server"),
+    ("error connecting to /tmp/tmux-0/handoff (Connection refused)", "no-server"),
+    ("server exited unexpectedly", "no-server"),
+    ("error connecting to /tmp/tmux-0/handoff (Permission denied)", "failed"),
+    ("directory /tmp/x/tmux-0 has unsafe permissions", "failed"),
+    ("unknown command: frobnicate", "failed"),
+    ("", "failed"),
+])
+def test_failure_kind_reads_what_tmux_said(said: str, kind: str) -> None:
+    assert failure_kind(said) == kind
+
+
+def test_patience_tells_once_per_silence_then_gives_up() -> None:
+    failure = TmuxFailure("tmux list-panes on socket s did not answer within 15s", "look at it")
+    patient = Patience("T-1", limit=600)
+    assert patient.answered() is None
+    assert patient.failed(failure) is True
+    assert patient.failed(failure) is False
+    assert patient.answered() is not None
+    assert patient.failed(failure) is True, "a new silence is told again"
+
+    with pytest.raises(TmuxFailure, match="has not answered for") as caught:
+        Patience("T-1", limit=0).failed(failure)
+    assert "look at it" in caught.value.hint and "'handoff resume T-1'" in caught.value.hint

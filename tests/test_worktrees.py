@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from handoff.config import Share
-from handoff.errors import ExternalFailure, UsageError, WorkAtRisk
+from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.repo import Repo
-from handoff.worktrees import TicketWorktrees, branch_name
-from tests.conftest import PYTHON, commit_file, git
+from handoff.worktrees import TicketWorktrees, branch_name, registered, repo_lock
+from tests.conftest import PYTHON, commit_file, git, wait_until
 
 TICKET = "T-1"
 
@@ -362,3 +364,305 @@ def test_point_reviewer_leaves_a_pristine_checkout_but_keeps_shares(
     assert (repo / "deps" / "lib.txt").exists(), "the main checkout's folder is untouched"
     assert runs.read_text().splitlines().count(str(reviewer)) == 2, "post_create ran again"
     assert not (tmp_path / "scratch.patch").exists(), "ignored output is not scratch work"
+
+
+# ---- the per-repo lock (item 18) ----------------------------------------------------------
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from handoff.worktrees import repo_lock
+with repo_lock(Path(sys.argv[1])):
+    Path(sys.argv[2]).write_text("held")
+    while not Path(sys.argv[3]).exists():
+        time.sleep(0.01)
+"""
+
+TAKE_TURNS = """
+import os, sys
+from pathlib import Path
+from handoff.worktrees import repo_lock
+for _ in range(int(sys.argv[3])):
+    with repo_lock(Path(sys.argv[1])):
+        with open(sys.argv[2], "a") as log:
+            log.write(f"in {os.getpid()}\\n")
+            log.flush()
+            os.sched_yield()
+            log.write(f"out {os.getpid()}\\n")
+"""
+
+
+def test_the_lock_lets_one_process_in_at_a_time(repo: Path, tmp_path: Path) -> None:
+    log = tmp_path / "turns.log"
+    common = Repo.at(repo).common_dir
+    workers = [subprocess.Popen([PYTHON, "-c", TAKE_TURNS, str(common), str(log), "25"])
+               for _ in range(8)]
+    assert [w.wait(timeout=60) for w in workers] == [0] * 8
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 * 8 * 25
+    for enter, leave in zip(lines[::2], lines[1::2], strict=True):
+        assert enter.startswith("in ") and leave == "out " + enter[3:], (enter, leave)
+
+
+def test_a_held_lock_is_waited_for_then_refused_clearly(repo: Path, tmp_path: Path) -> None:
+    common = Repo.at(repo).common_dir
+    held, release = tmp_path / "held", tmp_path / "release"
+    holder = subprocess.Popen([PYTHON, "-c", HOLD, str(common), str(held), str(release)])
+    try:
+        wait_until(held.exists, what="the other process to hold the lock")
+        started = time.monotonic()
+        with pytest.raises(Busy) as info, repo_lock(common, timeout=0.5):
+            pass
+        assert 0.5 <= time.monotonic() - started < 5
+        assert f"pid {holder.pid}" in info.value.message
+        assert str(common) in info.value.message
+        assert info.value.hint
+    finally:
+        release.write_text("go")
+        holder.wait(timeout=30)
+    with repo_lock(common, timeout=5):
+        pass
+
+
+def test_the_lock_dies_with_its_holder(repo: Path, tmp_path: Path) -> None:
+    common = Repo.at(repo).common_dir
+    held = tmp_path / "held"
+    holder = subprocess.Popen([PYTHON, "-c", HOLD, str(common), str(held), str(tmp_path / "x")])
+    wait_until(held.exists, what="the other process to hold the lock")
+    holder.kill()
+    holder.wait(timeout=30)
+    with repo_lock(common, timeout=5):
+        pass
+
+
+def test_the_lock_is_reentrant_in_one_thread(repo: Path) -> None:
+    common = Repo.at(repo).common_dir
+    with repo_lock(common, timeout=1), repo_lock(common, timeout=1):
+        assert registered(Repo.at(repo)) == {repo.resolve()}
+
+
+HALF_ADD = """
+import sys, time
+from pathlib import Path
+from handoff.worktrees import repo_lock
+common, held, release = (Path(a) for a in sys.argv[1:4])
+with repo_lock(common):
+    # what another handoff's `git worktree add` leaves for an instant, in git's own order:
+    # its admin dir locked, gitdir written, commondir created but not yet written
+    half = common / "worktrees" / "other-ticket"
+    half.mkdir(parents=True)
+    (half / "locked").write_text("initializing")
+    (half / "gitdir").write_text(str(common.parent / ".worktrees" / "other" / ".git") + "\\n")
+    (half / "commondir").touch()
+    held.write_text("held")
+    while not release.exists():
+        time.sleep(0.01)
+    for name in ("commondir", "gitdir", "locked"):
+        (half / name).unlink()
+    half.rmdir()
+"""
+
+
+def test_worktree_operations_never_see_another_handoffs_half_done_add(
+        repo: Path, base: str, tmp_path: Path) -> None:
+    """While another handoff process holds the repo's lock in the middle of a worktree add,
+    making a worktree waits for it instead of reading the half-written worktree (git: "failed
+    to read .git/worktrees/<x>/commondir") and failing."""
+    common = Repo.at(repo).common_dir
+    held, release = tmp_path / "held", tmp_path / "release"
+    other = subprocess.Popen([PYTHON, "-c", HALF_ADD, str(common), str(held), str(release)])
+    outcome: list[object] = []
+
+    def make() -> None:
+        try:
+            outcome.append(worktrees(repo).create_reviewer(base))
+        except Exception as exc:  # reported by the assertions below
+            outcome.append(exc)
+
+    try:
+        wait_until(held.exists, what="the other process to be half-way through its add")
+        adder = threading.Thread(target=make)
+        adder.start()
+        adder.join(timeout=1.0)
+        assert adder.is_alive() and not outcome, f"it did not wait: {outcome}"
+    finally:
+        release.write_text("go")
+    adder.join(timeout=30)
+    assert other.wait(timeout=30) == 0
+    assert outcome == [worktrees(repo).path("reviewer")]
+    assert registered_paths(repo) == {repo.resolve(), worktrees(repo).path("reviewer").resolve()}
+
+
+# ---- a folder that is not a worktree (items 3 and 12) -------------------------------------
+
+def test_is_live_only_for_a_worktree_of_this_repo(repo: Path, base: str, tmp_path: Path) -> None:
+    wt = worktrees(repo)
+    path = wt.create_implementer(base)
+    assert wt.is_live(path)
+    plain = wt.path("reviewer")
+    plain.mkdir()
+    assert not wt.is_live(plain), "an empty folder inside the repo is not a worktree"
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit_file(other, "x.txt", "x\n")
+    git(other, "worktree", "add", "-q", "--detach", str(tmp_path / "foreign"), "HEAD")
+    assert not wt.is_live(tmp_path / "foreign"), "a worktree of another repo"
+    admin = wt.admin_dir(path)
+    assert admin is not None and admin.parent == (repo / ".git" / "worktrees").resolve()
+    (admin / "gitdir").write_text(str(tmp_path / "elsewhere" / ".git") + "\\n")
+    assert not wt.is_live(path), "git's record must point back at the folder"
+
+
+def test_remove_never_deletes_a_folder_that_is_not_a_worktree(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    mine = wt.path("implementer")
+    mine.mkdir(parents=True)
+    (mine / "precious.txt").write_text("mine", encoding="utf-8")
+    wt.create_reviewer(base)
+    assert wt.remove_all() == ["reviewer"]
+    assert (mine / "precious.txt").read_text(encoding="utf-8") == "mine"
+    assert wt.left() == [mine]
+    assert wt.remove("implementer", force=True) is False
+    assert (mine / "precious.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_remove_leaves_a_folder_refilled_after_its_worktree_was_deleted(
+        repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    path = wt.create_implementer(base)
+    commit = commit_file(path, "feature.txt", "feature\n")
+    shutil.rmtree(path)
+    path.mkdir()
+    (path / "notes.txt").write_text("written after the delete", encoding="utf-8")
+    assert wt.dirty(path) == [], "no git status of the repository around it"
+    assert sorted(wt.remove_all()) == []
+    assert (path / "notes.txt").read_text(encoding="utf-8") == "written after the delete"
+    assert registered_paths(repo) == {repo.resolve()}, "git's stale record is pruned"
+    assert Repo.at(repo).branch_head(branch_name(TICKET)) == commit
+
+
+def test_a_deleted_worktree_is_made_again_from_the_branch(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    path = wt.create_implementer(base)
+    commit = commit_file(path, "feature.txt", "feature\n")
+    shutil.rmtree(path)
+    path.mkdir()  # the peer, still running there, made the folder again
+    made = wt.ensure("implementer", base, recreate=True)
+    assert made.created and made.setup and made.displaced is None
+    assert wt.is_live(path)
+    assert wt.head("implementer") == commit
+    assert (path / "feature.txt").read_text(encoding="utf-8") == "feature\n"
+    assert git(path, "symbolic-ref", "HEAD") == f"refs/heads/{branch_name(TICKET)}"
+
+
+def test_a_refilled_folder_is_moved_aside_intact_when_made_again(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    impl = wt.create_implementer(base)
+    commit = commit_file(impl, "feature.txt", "feature\n")
+    path = wt.create_reviewer(commit)
+    shutil.rmtree(path)
+    (path / "sub").mkdir(parents=True)
+    (path / "sub" / "work.txt").write_text("a peer's work", encoding="utf-8")
+    made = wt.ensure("reviewer", commit, recreate=True)
+    assert made.created and made.displaced is not None
+    assert made.displaced.parent == wt.root and made.displaced.name.startswith("reviewer.displaced-")
+    assert (made.displaced / "sub" / "work.txt").read_text(encoding="utf-8") == "a peer's work"
+    assert wt.head("reviewer") == commit and is_detached(path)
+    assert made.displaced in wt.left()
+
+
+def test_a_users_folder_is_refused_without_recreate(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    path = wt.path("reviewer")
+    path.mkdir(parents=True)
+    (path / "precious.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(UsageError):
+        wt.ensure("reviewer", base)
+    assert sorted(p.name for p in wt.root.iterdir()) == ["reviewer"]
+    assert (path / "precious.txt").read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.parametrize("main_has_work", [True, False])
+@pytest.mark.parametrize("refilled", [True, False])
+def test_git_inside_a_replaced_reviewer_never_touches_the_main_checkout(
+        repo: Path, base: str, tmp_path: Path, main_has_work: bool, refilled: bool) -> None:
+    """Pointing a reviewer whose folder is no longer a worktree must not reset, check out or
+    clean the repository around it (git, run there, would find that repository)."""
+    wt = worktrees(repo)
+    impl = wt.create_implementer(base)
+    rev = wt.create_reviewer(base)
+    commit = commit_file(impl, "feature.txt", "feature\n")
+    calc = (repo / "calc.py").read_text(encoding="utf-8")
+    if main_has_work:
+        calc = "# the user's unsaved edit\n"
+        (repo / "calc.py").write_text(calc, encoding="utf-8")
+        (repo / "staged.txt").write_text("the user's new file\n", encoding="utf-8")
+        git(repo, "add", "staged.txt")
+    shutil.rmtree(rev)
+    rev.mkdir()
+    if refilled:
+        (rev / "left.txt").write_text("left by a test run", encoding="utf-8")
+
+    made = wt.point_reviewer(commit, tmp_path / "scratch.patch")
+
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(repo, "rev-parse", "HEAD") == base
+    assert (repo / "calc.py").read_text(encoding="utf-8") == calc
+    assert not (repo / "feature.txt").exists()
+    assert git(repo, "diff", "--cached", "--name-only") == ("staged.txt" if main_has_work else "")
+    assert made.created and wt.head("reviewer") == commit
+    assert (made.displaced is not None) == refilled
+    assert made.displaced is None or (made.displaced / "left.txt").exists()
+
+
+def test_head_of_a_folder_that_is_not_a_worktree_is_a_clear_error(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    path = wt.create_implementer(base)
+    shutil.rmtree(path)
+    path.mkdir()
+    with pytest.raises(NotFound) as info:
+        wt.head("implementer")
+    assert str(path) in info.value.message and "resume" in info.value.hint
+
+
+# ---- setup that did not complete (item 9) -------------------------------------------------
+
+def test_setup_runs_again_after_a_failed_post_create_is_fixed(repo: Path, base: str,
+                                                              tmp_path: Path) -> None:
+    failing = (PYTHON, "-c", "import sys; sys.exit(3)")
+    with pytest.raises(ExternalFailure):
+        worktrees(repo, post_create=(failing,)).create_implementer(base)
+    path = worktrees(repo).path("implementer")
+    assert worktrees(repo).is_live(path) and not worktrees(repo).setup_done(path)
+    fixed = (PYTHON, "-c", "import pathlib; pathlib.Path('set-up.txt').write_text('yes')")
+    made = worktrees(repo, post_create=(fixed,)).ensure("implementer", base)
+    assert not made.created and made.setup
+    assert (path / "set-up.txt").read_text(encoding="utf-8") == "yes"
+    assert worktrees(repo).setup_done(path)
+    admin = worktrees(repo).admin_dir(path)
+    assert admin is not None and (admin / "handoff-setup-done").is_file()
+    assert git(path, "status", "--porcelain", "--ignored") == "?? set-up.txt", \
+        "the mark lives in git's own dir, not in the checkout"
+
+
+def test_a_failed_setup_after_pointing_the_reviewer_runs_again(
+        repo: Path, base: str, tmp_path: Path) -> None:
+    (repo / ".gitignore").write_text("__pycache__/\nbuild/\n")
+    git(repo, "commit", "-qam", "ignore build")
+    base = git(repo, "rev-parse", "HEAD")
+    flag = tmp_path / "fail"
+    script = (f"import pathlib, sys; sys.exit(3 if pathlib.Path({str(flag)!r}).exists() else 0)")
+    wt = worktrees(repo, post_create=((PYTHON, "-c", script),))
+    impl = wt.create_implementer(base)
+    rev = wt.create_reviewer(base)
+    (rev / "build").mkdir()
+    (rev / "build" / "out.o").write_text("old object")
+    commit = commit_file(impl, "feature.txt", "feature\n")
+    flag.write_text("x")
+    with pytest.raises(ExternalFailure):
+        wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    assert not wt.setup_done(rev)
+    flag.unlink()
+    assert wt.ensure("reviewer", commit, recreate=True).setup
+    assert wt.setup_done(rev)

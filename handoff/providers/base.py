@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -52,15 +53,23 @@ class Launch:
     session_id: str = ""
     #: the folder the CLI's hooks drop their signal files into
     signals: Path | None = None
+    #: the secret only this process holds: it proves the reports it files (handoff.seals)
+    seal: str = ""
 
     @property
     def message(self) -> str:
         return first_message(self.brief)
 
 
+def shown(path: Path) -> str:
+    """A path as a peer reads it in a message: shell-quoted when it holds a space or a quote,
+    so "Read and follow …" names exactly one file however HANDOFF_HOME is spelled."""
+    return shlex.quote(str(path))
+
+
 def first_message(brief: Path) -> str:
     """The one-line nudge; the brief file holds the substance."""
-    return f"Read and follow {brief}"
+    return f"Read and follow {shown(brief)}"
 
 
 @dataclass(frozen=True)

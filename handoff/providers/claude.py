@@ -142,8 +142,10 @@ class Claude(Provider):
     def env(self, launch: Launch) -> dict[str, str]:
         # full-screen mode keeps one screen of history: transcripts would lose the rest;
         # no auto-update or telemetry traffic from a peer nobody watches
+        # its scratch folder (claude-<uid>) goes where the user's TMPDIR says, not always /tmp
+        scratch = {"CLAUDE_CODE_TMPDIR": os.environ["TMPDIR"]} if os.environ.get("TMPDIR") else {}
         return {"CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **scratch}
 
     def flags_problem(self) -> str | None:
         """claude ignores unknown flags silently, even with --help: its --help text is the only
