@@ -12,6 +12,7 @@ import pytest
 
 from handoff.events import EventLog
 from tests.conftest import git, wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -231,6 +232,10 @@ def test_log_follow_prints_new_events_as_they_come(repo: Path, tmp_path: Path,
         follower.wait()
 
 
+@fault("7", "handoff runs under umask 022 (its files would be readable by group and others)",
+       "the state tree is private whatever the umask: folders 700, files 600 (events, lock, "
+       "state, drafts, patches, signals, tmux.conf)",
+       "every file of the ticket, readable by its owner alone")
 def test_the_state_tree_is_private_whatever_the_umask(repo: Path, tmp_path: Path,
                                                      handoff_home: Path) -> None:
     """Issue 6.7: under umask 022 the ticket folder was 755 and events, lock, drafts, patches
@@ -277,6 +282,9 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
         runner.wait()
 
 
+@fault("21", "the orchestrator stops on an error in the background",
+       "status shows it crashed, its error and the command that carries on",
+       "the ticket at its phase; the error event")
 def test_status_shows_why_an_orchestrator_crashed_and_how_to_go_on(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     """Issue 6.21: status showed '-' for a ticket whose orchestrator had crashed."""
@@ -291,6 +299,9 @@ def test_status_shows_why_an_orchestrator_crashed_and_how_to_go_on(
     assert "error: " in text and "not valid YAML" in text and "next: handoff resume T-C" in text
 
 
+@fault("21", "a peer died until its relaunch budget ran out; a person resumes the ticket",
+       "the resumed orchestrator starts the budget afresh and records what it carried",
+       "every death and transcript; the round")
 def test_a_resumed_ticket_starts_its_relaunch_budget_afresh(repo: Path, tmp_path: Path,
                                                            handoff_home: Path) -> None:
     """Issue 6.21: the relaunch counter carried across resume, so a resumed peer that died had

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     ALL_TESTS,
@@ -41,6 +42,9 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+@fault("22", "`handoff demo` (without --keep) makes a repo in the temp dir",
+       "the demo removes the repo it made once the ticket is closed",
+       "nothing in the temp dir")
 def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str, temp_dir: Path) -> None:
     done = handoff("demo", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

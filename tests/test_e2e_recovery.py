@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     ALL_TESTS,
@@ -228,6 +229,10 @@ def test_answer_restarts_an_orchestrator_that_is_gone(repo: Path, tmp_path: Path
     assert "Round half to even." in brief.read_text()
 
 
+@fault("21", "`handoff stop` while the implementer works on round 2 and round 1's reviewer is "
+             "still on screen",
+       "each transcript is named after the round its peer worked on",
+       "implementer-2.log and reviewer-1.log")
 def test_stop_names_each_transcript_after_the_round_its_peer_worked_on(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL], "pause_until": "go"}},

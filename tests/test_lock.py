@@ -15,6 +15,7 @@ import handoff.lock as lock_module
 from handoff.errors import Busy
 from handoff.lock import TicketLock, holder
 from tests.conftest import PYTHON
+from tests.faults.catalog import fault
 
 # Takes the lock, says so on stdout, then holds it until stdin closes (or it is killed).
 HOLD = """
@@ -195,6 +196,10 @@ print(held, free, flush=True)
 """
 
 
+@fault("16", "`handoff status` (a lock probe) runs while an orchestrator takes the ticket's "
+             "lock, thousands of times",
+       "the probe never takes the lock, so no acquisition is refused",
+       "exactly one orchestrator per ticket")
 @pytest.mark.parametrize("kind", ["ofd", "flock"])
 def test_probing_the_holder_never_refuses_a_concurrent_acquire(
         kind: str, lock_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

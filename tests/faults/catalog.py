@@ -1,7 +1,8 @@
 """The fault suite's catalogue: every fault test says what it breaks and what handoff does.
 
-`fault(...)` marks a test; `table()` collects the marks of every test module in this folder
-into the Markdown table of docs/reliability.md, so the document is checked against the suite
+`fault(...)` marks a test; `table()` collects the marks of every test module (the fault
+cases live in this folder; a few item proofs that are plain unit tests stay beside the module
+they test) into the Markdown table of docs/reliability.md, so the document is checked against the suite
 (tests/faults/test_catalog.py) and cannot drift. `python -m tests.faults.catalog` rewrites the
 table after a fault test was added or changed.
 """
@@ -38,14 +39,16 @@ class Case:
 
 def cases() -> list[Case]:
     found = []
-    for path in sorted(HERE.glob("test_*.py")):
-        module = importlib.import_module(f"tests.faults.{path.stem}")
+    tests = HERE.parent
+    for path in sorted(tests.rglob("test_*.py")):
+        where = path.relative_to(tests)
+        module = importlib.import_module(".".join(("tests", *where.with_suffix("").parts)))
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if not name.startswith("test_") or function.__module__ != module.__name__:
                 continue
             for mark in getattr(function, "pytestmark", []):
                 if mark.name == "fault":
-                    found.append(Case(test=f"{path.name}::{name}", **mark.kwargs))
+                    found.append(Case(test=f"{where.as_posix()}::{name}", **mark.kwargs))
     return sorted(found, key=lambda c: (_order(c.item), c.test))
 
 
