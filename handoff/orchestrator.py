@@ -307,6 +307,7 @@ class Orchestrator:
         if decision.action == "note":
             self.event("peer", role, state=decision.state, evidence=decision.evidence)
         elif decision.action == "answer":
+            peers.steady(role)
             peers.keys(role, decision.keys)
             gone = peers.dialog_gone(provider, role, decision.dialog)
             self.event("dialog", role, state=decision.state, evidence=decision.evidence,

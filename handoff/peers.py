@@ -206,6 +206,19 @@ class Peers:
             time.sleep(pause)
         return True
 
+    def steady(self, role: str, quiet: float = 0.2, wait: float = 3.0) -> bool:
+        """Wait (bounded) until the role's screen stays the same for quiet seconds: a TUI draws
+        a dialog a moment before it listens for keys, and a key sent in that moment is lost."""
+        last = self.screen(role)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = self.screen(role)
+            if now == last:
+                return True
+            last = now
+        return False
+
     def dialog_gone(self, provider: Provider, role: str, name: str, wait: float = 5.0) -> bool:
         """Wait (bounded) until the role's screen no longer shows dialog name: a TUI redraws a
         moment after a key, and a dialog read twice must not be answered twice."""

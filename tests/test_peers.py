@@ -416,3 +416,27 @@ def test_session_name_keeps_dot_and_underscore_tickets_apart() -> None:
     dotted, underscored = validate_ticket_id("REL.1"), validate_ticket_id("REL_1")
 
     assert session_name(dotted, key) != session_name(underscored, key)
+
+
+# --- steady ------------------------------------------------------------------------------------
+
+DRAWING = """
+import sys, time
+for n in range(int(sys.argv[1])):
+    print(f"drawing {n}", flush=True)
+    time.sleep(0.05)
+print("dialog ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_steady_waits_until_a_drawing_screen_holds_still(peers: Peers, tmp_path: Path) -> None:
+    peers.tmux.new_window(peers.session, "implementer", [PY, "-c", DRAWING, "16"], tmp_path)
+    assert peers.steady("implementer")
+    assert "dialog ready" in (peers.screen("implementer") or ""), "it waited for the last draw"
+
+
+def test_steady_gives_up_at_its_bound_on_a_screen_that_never_settles(peers: Peers,
+                                                                    tmp_path: Path) -> None:
+    peers.tmux.new_window(peers.session, "implementer", [PY, "-c", DRAWING, "100000"], tmp_path)
+    assert not peers.steady("implementer", wait=1.0)
