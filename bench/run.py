@@ -7,7 +7,8 @@ Everything happens in one temp dir (HANDOFF_HOME, HOME, TMPDIR, TMUX_TMPDIR, the
 on a private, uniquely named tmux socket; the tmux servers, their socket files and the temp dir
 are removed at the end, also on an error or a signal. Each row is the median of several
 repetitions, handoff and raw interleaved; "calls" counts the subprocesses one repetition runs
-(handoff's through `handoff.proc.run`). Nothing here asserts a timing: it is a report.
+(handoff's through `handoff.proc.run` and, for git, `handoff.gitcmd.BoundedGit`). Nothing here
+asserts a timing: it is a report.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from handoff import proc
 from handoff.events import EventLog
+from handoff.gitcmd import BoundedGit
 from handoff.peers import Peers, allowlisted_env
 from handoff.providers import Launch, Provider
 from handoff.providers.scripted import TOOK, Scripted
@@ -59,6 +61,7 @@ class CallCounter:
     def __init__(self) -> None:
         self.calls = 0
         self._original = proc.run
+        self._git_original = BoundedGit.execute
 
     def install(self) -> None:
         original = self._original
@@ -68,9 +71,17 @@ class CallCounter:
             return original(argv, **kwargs)
 
         setattr(proc, "run", counted)  # noqa: B010 - a plain assignment upsets mypy
+        execute = BoundedGit.execute
+
+        def counted_git(git: BoundedGit, command: Any, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return execute(git, command, *args, **kwargs)
+
+        setattr(BoundedGit, "execute", counted_git)  # noqa: B010 - git's calls go through GitPython
 
     def restore(self) -> None:
         setattr(proc, "run", self._original)  # noqa: B010
+        setattr(BoundedGit, "execute", self._git_original)  # noqa: B010
 
 
 HANDOFF_CALLS = CallCounter()

@@ -1,9 +1,10 @@
-"""Every subprocess handoff runs goes through here: argv only, never a shell, always a timeout.
+"""Every subprocess handoff runs but git goes through here: argv only, never a shell, always a
+timeout. git runs through GitPython with the same three guarantees (handoff.gitcmd).
 
 Three things hold for every child:
 
 * it runs in a session (and so a process group) of its own: on a timeout the whole group is
-  ended, TERM then KILL, so a hung git hook's own children do not outlive the call;
+  ended, TERM then KILL, so what a hung command started does not outlive the call;
 * its stdin is /dev/null unless input is given: nothing handoff runs may wait on a terminal;
 * it never sees a variable that points git at another repository (`scrubbed`).
 """
@@ -68,8 +69,8 @@ def run(
             raise ExternalFailure(
                 f"{' '.join(argv[:3])} … did not finish within {timeout:g}s; it was stopped "
                 "together with every process it started",
-                "something it waits on hangs (for git: a hook in .git/hooks or core.hooksPath; "
-                "for tmux: a stopped server); mend that and retry",
+                "something it waits on hangs (for tmux: a stopped server; for a post_create "
+                "command: what it waits on); mend that and retry",
             ) from None
     except BaseException:  # stopped or interrupted while it ran: it must not outlive us either
         end_group(child)

@@ -1,4 +1,4 @@
-"""The user's git repository, through the git CLI with a timeout on every call."""
+"""The user's git repository, through GitPython with a bound on every call (handoff.gitcmd)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from handoff import proc
-from handoff.errors import NotFound, UsageError
+from handoff.errors import MissingTool, NotFound, UsageError
 from handoff.store import repo_key
+
+if TYPE_CHECKING:
+    from handoff.gitcmd import BoundedGit
 
 #: seconds one git call may take unless HANDOFF_GIT_TIMEOUT says otherwise: room for a cold
 #: checkout of a big repo and its hooks, and a bound on a hook that hangs
@@ -32,16 +35,30 @@ def git_timeout() -> float:
 
 
 def git_env(ceiling: Path | None) -> dict[str, str] | None:
-    """The environment of a git call that must not look for a repository above ceiling: run
-    in a folder that ought to be a worktree but is not, git fails instead of finding (and
-    acting on) the repository around it. None: this process's own environment."""
+    """What a git call that must not look for a repository above ceiling adds to its
+    environment: run in a folder that ought to be a worktree but is not, git fails instead of
+    finding (and acting on) the repository around it. None: nothing to add."""
     if ceiling is None:
         return None
-    env = dict(os.environ)
-    env["GIT_CEILING_DIRECTORIES"] = os.pathsep.join(
-        [p for p in env.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if p]
-        + [str(ceiling.resolve())])
-    return env
+    inherited = [p for p in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if p]
+    return {"GIT_CEILING_DIRECTORIES": os.pathsep.join([*inherited, str(ceiling.resolve())])}
+
+
+def _load_gitpython() -> None:
+    try:
+        from handoff import gitcmd  # noqa: F401
+    except ImportError as exc:  # GitPython's import runs `git version`, and fails without git
+        raise MissingTool("git is not installed or not on PATH", "install git and try again") from exc
+
+
+def run(cwd: Path, *args: str, ceiling: Path | None = None, check: bool = True,
+        timeout: float | None = None) -> tuple[int, str]:
+    """(status, stdout) of one git command in cwd; imports GitPython only now (see gitcmd)."""
+    _load_gitpython()
+    from handoff import gitcmd
+
+    status, out, _ = gitcmd.run(cwd, args, timeout=timeout, env=git_env(ceiling), check=check)
+    return status, out
 
 
 def git(cwd: Path, *args: str, check: bool = True, timeout: float | None = None,
@@ -49,14 +66,11 @@ def git(cwd: Path, *args: str, check: bool = True, timeout: float | None = None,
     """Run one git command in cwd and return its stdout (stripped of the final newline).
 
     ceiling: see `git_env`."""
-    result = proc.run(["git", "-C", str(cwd), *args], timeout=timeout or git_timeout(),
-                      env=git_env(ceiling), check=check)
-    return result.stdout.rstrip("\n")
+    return run(cwd, *args, ceiling=ceiling, check=check, timeout=timeout)[1].rstrip("\n")
 
 
 def git_ok(cwd: Path, *args: str, ceiling: Path | None = None) -> bool:
-    return proc.run(["git", "-C", str(cwd), *args], timeout=git_timeout(), env=git_env(ceiling),
-                    check=False).returncode == 0
+    return run(cwd, *args, ceiling=ceiling, check=False)[0] == 0
 
 
 @dataclass(frozen=True)
@@ -70,16 +84,23 @@ class Repo:
     def at(cls, path: Path) -> Repo:
         if not path.is_dir():
             raise NotFound(f"{path} is not a folder")
-        result = proc.run(
-            ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--show-toplevel",
-             "--git-common-dir"],
-            timeout=git_timeout(), check=False,
-        )
-        if result.returncode != 0:
+        status, out = run(path, "rev-parse", "--path-format=absolute", "--show-toplevel",
+                          "--git-common-dir", check=False)
+        if status != 0:
             raise UsageError(f"{path} is not inside a git repository",
                              "run handoff inside a repo, or pass --repo PATH")
-        top, common = result.stdout.splitlines()[:2]
+        top, common = out.splitlines()[:2]
         return cls(top=Path(top).resolve(), common_dir=Path(common).resolve())
+
+    @property
+    def git(self) -> BoundedGit:
+        """GitPython's command API at top (`repo.git.worktree("add", …)`), bounded. No
+        `git.Repo`: its discovery reads GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY and
+        GIT_COMMON_DIR from this process's environment, which must not steer handoff."""
+        _load_gitpython()
+        from handoff.gitcmd import BoundedGit
+
+        return BoundedGit(self.top)
 
     @property
     def key(self) -> str:
@@ -89,14 +110,12 @@ class Repo:
 
     def resolve(self, rev: str) -> str:
         """The full sha of rev, or a clear error naming it."""
-        result = proc.run(
-            ["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-            timeout=git_timeout(), check=False,
-        )
-        if result.returncode != 0:
+        status, out = run(self.top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
+                          check=False)
+        if status != 0:
             raise UsageError(f"{rev!r} is not a commit in {self.top}",
                              "pass --base with a branch, tag or commit that exists")
-        return result.stdout.strip()
+        return out.strip()
 
     def commit_exists(self, sha: str) -> bool:
         return git_ok(self.top, "cat-file", "-e", f"{sha}^{{commit}}")
@@ -105,9 +124,9 @@ class Repo:
         return git_ok(self.top, "merge-base", "--is-ancestor", older, newer)
 
     def branch_head(self, branch: str) -> str:
-        result = proc.run(["git", "-C", str(self.top), "rev-parse", "--verify", "--quiet",
-                           f"refs/heads/{branch}"], timeout=git_timeout(), check=False)
-        return result.stdout.strip() if result.returncode == 0 else ""
+        status, out = run(self.top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
+                          check=False)
+        return out.strip() if status == 0 else ""
 
     def diff(self, base: str, commit: str) -> str:
         return git(self.top, "diff", "--binary", f"{base}...{commit}")

@@ -1,9 +1,24 @@
-"""Our private tmux server: its own socket and config, so the user's own server is never touched.
+"""Our private tmux server, driven through libtmux: its own socket and config, so the user's own
+server is never touched.
 
-Every call goes through `proc.run` with a timeout and an allowlisted environment (any client
-call may be the one that starts the server, and the server keeps the environment it started
-with for every client on the socket to read); targets are pane ids or exact `=session:`
-names, never prefixes.
+One `libtmux.Server` (our subclass, `Server`) owns the socket and config file; panes are
+`libtmux.Pane` objects for capture, options (the `@handoff` tag), paste and kill. Targets are
+pane ids or exact `=session:` names, never prefixes.
+
+Bounding. libtmux 0.62 runs every tmux client with `Popen.communicate()` and no timeout, and a
+tmux server stopped with SIGSTOP then blocks it forever (even killing the client does not help:
+the server was handed the client's stdout and still holds the pipe). No released libtmux has a
+timeout. We chose to install a bounded runner at the one seam libtmux runs tmux through, the
+`tmux_cmd` class, in each module that calls it (`libtmux.common`, `.server`, `.neo`; see `SEAMS`),
+rather than a watchdog around each call: a watchdog would leave the stuck thread and its client
+behind, while `BoundedCmd` runs the client through `proc.run`, which ends its whole process group
+on the timeout, gives up a pipe the stopped server holds, keeps stdin on /dev/null and passes
+only the allowlisted `client_env()` (any client call may be the one that starts the server, and
+the server keeps the environment it started with for every client on the socket to read).
+tests/test_tmux_stack.py reads the pinned libtmux source and fails when an upgrade runs tmux
+from anywhere else (another `tmux_cmd` importer, or a new subprocess call). The runner is
+installed process-wide when this module is imported: any libtmux use in handoff's process
+(the tests' observer too) is bounded the same way.
 
 A failed call is one of three things, told apart by what tmux says: the session or pane is gone
 (an empty answer), the server is gone (`ServerGone`), or tmux failed to answer (`TmuxFailure`,
@@ -12,13 +27,21 @@ which says nothing about whether anything is alive).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import libtmux
+import libtmux.common
+import libtmux.neo
+import libtmux.server
+from libtmux.exc import LibTmuxException
 
 from handoff import proc
 from handoff.errors import ExternalFailure, MissingTool
@@ -38,7 +61,8 @@ BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ
             "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
             "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 
-# tmux 3.3a's words on stderr
+# tmux 3.3a's words on stderr (libtmux's own readers of them are private and miss "Connection
+# refused" and "server exited unexpectedly")
 GONE = ("can't find session", "can't find window", "can't find pane")
 NO_SERVER = ("no server running on", "server exited unexpectedly", "lost server")
 NO_SOCKET = ("(No such file or directory)", "(Connection refused)")
@@ -98,6 +122,81 @@ def direct(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
+class BoundedCmd(libtmux.common.tmux_cmd):
+    """libtmux's `tmux_cmd` (same attributes: cmd, returncode, stdout and stderr as lists of
+    lines), run through `proc.run`: TMUX_TIMEOUT, the client's process group ended on it, stdin
+    /dev/null unless input_text is given, and only `client_env()`."""
+
+    def __init__(self, *args: Any, tmux_bin: str | None = None, input_text: str | None = None) -> None:
+        resolved = tmux_bin or shutil.which("tmux")
+        if resolved is None:
+            raise MissingTool("tmux is not installed", "install tmux (e.g. apt-get install -y tmux)")
+        self.cmd = [resolved, *(str(arg) for arg in args)]
+        try:
+            done = proc.run(self.cmd, timeout=TMUX_TIMEOUT, check=False, env=client_env(),
+                            input_text=input_text)
+        except ExternalFailure:  # its timeout: the client was killed, the server may live on
+            socket = next((arg[2:] for arg in self.cmd if arg.startswith("-L")), "?")
+            verb = next((arg for arg in self.cmd[1:] if not arg.startswith("-")), "?")
+            raise TmuxFailure(
+                f"tmux {verb} on socket {socket} did not answer within {TMUX_TIMEOUT:g}s",
+                f"the tmux server may be stopped or overloaded: look at it with 'tmux -L "
+                f"{socket} list-sessions'") from None
+        self.returncode = done.returncode
+        stdout = done.stdout.split("\n")
+        while stdout and stdout[-1] == "":  # as libtmux does: no trailing empty lines
+            stdout.pop()
+        self.stderr = [line for line in done.stderr.split("\n") if line]
+        # libtmux's own quirk, kept so its has_session reads the same through us
+        self.stdout = [self.stderr[0]] if "has-session" in self.cmd and self.stderr and not stdout else stdout
+
+    @property
+    def said(self) -> str:
+        """What tmux printed on stderr, or its exit status when it printed nothing."""
+        return "\n".join(self.stderr) or f"exit {self.returncode}"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.stdout)
+
+
+#: every module of the pinned libtmux that runs tmux, each through its own `tmux_cmd` name
+#: (tests/test_tmux_stack.py checks this against the installed source)
+SEAMS: tuple[ModuleType, ...] = (libtmux.common, libtmux.server, libtmux.neo)
+
+
+def install_bounded_runner() -> None:
+    """Every tmux client libtmux starts, in this process, is a `BoundedCmd`."""
+    for module in SEAMS:
+        setattr(module, "tmux_cmd", BoundedCmd)  # noqa: B010  (mypy: a module attribute)
+
+
+install_bounded_runner()
+
+
+class Server(libtmux.Server):
+    """libtmux's server on our socket and config file, which every command writes first; `feed`
+    gives a command stdin, which libtmux's `cmd` cannot (load-buffer from `-`: a brief is too
+    long for an argument tmux accepts)."""
+
+    def cmd(self, cmd: str, *args: Any, target: str | int | None = None) -> libtmux.common.tmux_cmd:
+        self.write_config()
+        return super().cmd(cmd, *args, target=target)
+
+    def feed(self, cmd: str, *args: str, input_text: str) -> BoundedCmd:
+        """cmd with input_text on its stdin, built as libtmux's `cmd` builds its arguments."""
+        self.write_config()
+        return BoundedCmd(f"-f{self.config_file}", f"-L{self.socket_name}", cmd, *args,
+                          tmux_bin=self.tmux_bin, input_text=input_text)
+
+    def write_config(self) -> None:
+        """Our config, whatever left there: any call may be the one that starts the server."""
+        config = Path(str(self.config_file))
+        if not config.exists() or config.read_text(encoding="utf-8") != CONFIG:
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(CONFIG, encoding="utf-8")
+
+
 @dataclass(frozen=True)
 class Pane:
     id: str
@@ -112,30 +211,25 @@ class Tmux:
         self.socket = socket
         self.config = config_dir / "tmux.conf"
         self._binary = shutil.which("tmux")
+        self.server = Server(socket_name=socket, config_file=str(self.config), tmux_bin=self._binary)
 
     def base(self) -> list[str]:
         if self._binary is None:
             raise MissingTool("tmux is not installed", "install tmux (e.g. apt-get install -y tmux)")
         return [self._binary, "-L", self.socket, "-f", str(self.config)]
 
-    def call(self, *args: str, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
-        """One tmux client call, whatever it answers; TmuxFailure when it does not in time."""
-        if not self.config.exists() or self.config.read_text(encoding="utf-8") != CONFIG:
-            self.config.parent.mkdir(parents=True, exist_ok=True)
-            self.config.write_text(CONFIG, encoding="utf-8")
-        base = self.base()
-        try:
-            return proc.run([*base, *args], timeout=TMUX_TIMEOUT, check=False, env=client_env(),
-                            input_text=input_text)
-        except ExternalFailure:  # its timeout: the client was killed, the server may live on
-            raise TmuxFailure(
-                f"tmux {args[0]} on socket {self.socket} did not answer within {TMUX_TIMEOUT:g}s",
-                f"the tmux server may be stopped or overloaded: look at it with 'tmux -L "
-                f"{self.socket} list-sessions'") from None
+    def pane(self, pane: str) -> libtmux.Pane:
+        """The libtmux object for a pane id, without asking tmux (a fetch would cost a call)."""
+        return libtmux.Pane(server=self.server, pane_id=pane)
 
-    def failure(self, args: Sequence[str], result: subprocess.CompletedProcess[str]) -> ExternalFailure:
+    def call(self, *args: str, input_text: str | None = None) -> BoundedCmd:
+        """One tmux client call, whatever it answers; TmuxFailure when it does not in time."""
+        if input_text is not None:
+            return self.server.feed(*args, input_text=input_text)
+        return cast(BoundedCmd, self.server.cmd(*args))
+
+    def failure(self, args: Sequence[str], said: str) -> ExternalFailure:
         """The exception for a failed call: the server gone, or tmux failing."""
-        said = result.stderr.strip() or f"exit {result.returncode}"
         if failure_kind(said) == "no-server":
             return ServerGone(f"the tmux server on socket {self.socket} is gone ({said})",
                               "'handoff resume TICKET' starts it again with the ticket's session")
@@ -146,25 +240,35 @@ class Tmux:
         it a failure answers what tmux printed (usually nothing), but a timeout still raises."""
         result = self.call(*args)
         if check and result.returncode != 0:
-            raise self.failure(args, result)
-        return result.stdout.rstrip("\n")
+            raise self.failure(args, result.said)
+        return result.text
+
+    @contextlib.contextmanager
+    def checked(self, verb: str) -> Any:
+        """A libtmux call whose LibTmuxException (what tmux said) becomes ours."""
+        try:
+            yield
+        except LibTmuxException as exc:
+            raise self.failure((verb,), str(exc) or verb) from None
 
     def attach_argv(self, target: str) -> list[str]:
         return [*self.base(), "attach-session", "-t", target]
 
     def has_session(self, session: str) -> bool:
         """Whether the session exists; False too when no server runs, TmuxFailure when tmux
-        cannot tell."""
+        cannot tell. (libtmux's has_session answers False for a failing server too.)"""
         if self._binary is None:
             return False
         args = ("has-session", "-t", f"={session}:")
         result = self.call(*args)
         if result.returncode == 0:
             return True
-        if failure_kind(result.stderr) in ("gone", "no-server"):
+        if failure_kind(result.said) in ("gone", "no-server"):
             return False
-        raise self.failure(args, result)
+        raise self.failure(args, result.said)
 
+    # new-session/new-window stay commands: libtmux's fetch the new object with a second tmux
+    # call, and take the program as one shell string where we run argv directly
     def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
         argv = direct(argv)
@@ -185,7 +289,8 @@ class Tmux:
         """Pin the window at WIDTHxHEIGHT, so a peer's screen reads the same whoever attaches.
 
         resize-window makes that one window's size manual; the global `window-size manual`
-        would do it for all, but tmux 3.3a's server exits on it.
+        would do it for all, but tmux 3.3a's server exits on it. (libtmux's Window.resize
+        fetches the window first: one call more.)
         """
         self.run("resize-window", "-t", pane, "-x", str(WIDTH), "-y", str(HEIGHT), check=False)
 
@@ -196,22 +301,30 @@ class Tmux:
         is then only ever about the process now running in it.
         """
         argv = direct(argv)
-        self.run("clear-history", "-t", pane, check=False)
-        self.run("respawn-pane", "-k", "-t", pane, "-c", str(cwd), "--", *argv)
+        target = self.pane(pane)
+        with contextlib.suppress(LibTmuxException):  # a pane already gone fails just below
+            target.clear_history()
+        # respawn-pane by command: libtmux's Pane.respawn takes one shell string, not argv
+        respawned = target.cmd("respawn-pane", "-k", "-c", str(cwd), "--", *argv)
+        if respawned.returncode != 0:
+            raise self.failure(("respawn-pane",), cast(BoundedCmd, respawned).said)
 
     def panes(self, session: str) -> dict[str, Pane]:
         """The panes of a session by window name: empty when the session is gone, ServerGone
-        when the whole server is, TmuxFailure when tmux fails (which proves nothing dead)."""
+        when the whole server is, TmuxFailure when tmux fails (which proves nothing dead).
+
+        One list-panes with our format: libtmux's Session.panes is a fetch of every field and
+        this runs every half second."""
         args = ("list-panes", "-s", "-t", f"={session}:", "-F",
                 "#{session_name}\t#{pane_id}\t#{window_name}\t#{pane_dead}\t"
                 "#{pane_dead_status}\t#{pane_pid}")
         result = self.call(*args)
         if result.returncode != 0:
-            if failure_kind(result.stderr) == "gone":
+            if failure_kind(result.said) == "gone":
                 return {}
-            raise self.failure(args, result)
+            raise self.failure(args, result.said)
         panes = {}
-        for line in result.stdout.splitlines():
+        for line in result.stdout:
             parts = line.split("\t")
             # `=name` alone falls back to a prefix match; `=name:` does not, but be sure
             if len(parts) != 6 or parts[0] != session:
@@ -224,25 +337,30 @@ class Tmux:
 
     def tag(self, pane: str, value: str, name: str = "@handoff") -> None:
         """Remember on the pane itself what it was started for (survives our own crash)."""
-        self.run("set-option", "-p", "-t", pane, name, value)
+        with self.checked("set-option"):
+            self.pane(pane).set_option(name, value)
 
     def tag_of(self, pane: str, name: str = "@handoff") -> str:
-        return self.run("show-options", "-p", "-v", "-t", pane, name, check=False).strip()
+        with contextlib.suppress(LibTmuxException):
+            value = self.pane(pane).show_option(name)
+            return "" if value is None else str(value).strip()
+        return ""
 
     def kill_pane(self, pane: str) -> None:
-        self.run("kill-pane", "-t", pane, check=False)
+        with contextlib.suppress(LibTmuxException):  # already gone: what was wanted
+            self.pane(pane).kill()
 
     def capture(self, pane: str) -> str:
         """The pane's whole history and screen, wrapped lines joined."""
-        return self.run("capture-pane", "-p", "-J", "-S", "-", "-t", pane, check=False)
+        return "\n".join(self.pane(pane).capture_pane(start="-", join_wrapped=True) or [])
 
     def tail(self, pane: str, lines: int = 200) -> str:
         """The last lines of the pane's history and its screen: enough to see a message that
         scrolled off just after it was taken."""
-        return self.run("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", pane, check=False)
+        return "\n".join(self.pane(pane).capture_pane(start=-lines, join_wrapped=True) or [])
 
     def screen(self, pane: str) -> str:
-        return self.run("capture-pane", "-p", "-J", "-t", pane, check=False)
+        return "\n".join(self.pane(pane).capture_pane(join_wrapped=True) or [])
 
     def paste(self, pane: str, text: str, enter_delay: float = 0.2) -> None:
         """Bracketed paste of text, then Enter as its own key press after enter_delay.
@@ -253,23 +371,26 @@ class Tmux:
         buffer = f"handoff-{os.getpid()}-{pane.lstrip('%')}"
         loaded = self.call("load-buffer", "-b", buffer, "-", input_text=text)
         if loaded.returncode != 0:
-            raise self.failure(("load-buffer",), loaded)
-        self.run("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane)
+            raise self.failure(("load-buffer",), loaded.said)
+        with self.checked("paste-buffer"):
+            self.pane(pane).paste_buffer(buffer_name=buffer, delete_after=True, bracket=True)
         if enter_delay:
             time.sleep(enter_delay)
-        self.run("send-keys", "-t", pane, "Enter")
+        self.send_key(pane, "Enter")
 
     def send_enter(self, pane: str) -> None:
-        self.run("send-keys", "-t", pane, "Enter")
+        self.send_key(pane, "Enter")
 
     def send_key(self, pane: str, key: str) -> None:
-        """One key by its tmux name (Down, Enter, C-c); any other word is typed as text."""
+        """One key by its tmux name (Down, Enter, C-c); any other word is typed as text.
+        (libtmux's send_keys does not check that tmux took the key.)"""
         self.run("send-keys", "-t", pane, key)
 
     def kill_session(self, session: str) -> bool:
         if not self.has_session(session):
             return False
-        self.run("kill-session", "-t", f"={session}:", check=False)
+        with contextlib.suppress(LibTmuxException):  # gone meanwhile: what was wanted
+            self.server.kill_session(f"={session}:")  # `=name:`: exact, never libtmux's fnmatch
         self.forget_if_empty()
         return True
 
@@ -279,9 +400,9 @@ class Tmux:
         if self._binary is None:
             return
         listing = self.call("list-sessions")
-        if listing.returncode == 0 and listing.stdout.strip():
+        if listing.returncode == 0 and listing.stdout:
             return
-        if listing.returncode != 0 and failure_kind(listing.stderr) != "no-server":
+        if listing.returncode != 0 and failure_kind(listing.said) != "no-server":
             return
         socket = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / self.socket
         self.call("kill-server")

@@ -123,7 +123,7 @@ def _read_owner(path: Path) -> str:
 def registered(repo: Repo) -> set[Path]:
     """Paths of every worktree git knows about for this repo."""
     with repo_lock(repo.common_dir):
-        out = git(repo.top, "worktree", "list", "--porcelain", "-z")
+        out = repo.git.worktree("list", "--porcelain", "-z")
     return {Path(item[len("worktree "):]).resolve()
             for item in out.split("\0") if item.startswith("worktree ")}
 
@@ -257,25 +257,26 @@ class TicketWorktrees:
         """Drop git's record of a worktree at path whose folder is gone or is not one; nothing
         on disk is touched (prune only drops records whose .git file is missing)."""
         if path.resolve() in registered(self.repo):
-            git(self.repo.top, "worktree", "prune")
+            self.repo.git.worktree("prune")
 
     def _add(self, role: str, path: Path, rev: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repo.exclude(f"/{WORKTREES_DIR}/")
+        self.repo.git.worktree("add", *self._add_args(role, path, rev))
+
+    def _add_args(self, role: str, path: Path, rev: str) -> list[str]:
         if role == "reviewer":
-            git(self.repo.top, "worktree", "add", "--detach", str(path), rev)
-            return
+            return ["--detach", str(path), rev]
         branch = branch_name(self.ticket)
         if not self.repo.branch_head(branch):
-            git(self.repo.top, "worktree", "add", "-b", branch, str(path), rev)
-        elif self.repo.is_ancestor(rev, branch):
-            git(self.repo.top, "worktree", "add", str(path), branch)
-        else:
-            raise UsageError(
-                f"branch {branch} already exists and does not contain the base commit",
-                f"delete or rename it ('git branch -m {branch} {branch}-old'), or pick "
-                "another ticket id",
-            )
+            return ["-b", branch, str(path), rev]
+        if self.repo.is_ancestor(rev, branch):
+            return [str(path), branch]
+        raise UsageError(
+            f"branch {branch} already exists and does not contain the base commit",
+            f"delete or rename it ('git branch -m {branch} {branch}-old'), or pick "
+            "another ticket id",
+        )
 
     # ---- setup ----------------------------------------------------------------------------
     def setup_done(self, path: Path) -> bool:
@@ -403,7 +404,7 @@ class TicketWorktrees:
                 link = path / share.path
                 if link.is_symlink():
                     link.unlink()
-            git(self.repo.top, "worktree", "remove", "--force", str(path))
+            self.repo.git.worktree("remove", "--force", str(path))
         return True
 
     def remove_all(self, force: bool = False, reviewer_scratch: Path | None = None) -> list[str]:
@@ -422,7 +423,7 @@ class TicketWorktrees:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         with self.lock():
-            git(self.repo.top, "worktree", "prune", check=False)
+            self.repo.git.worktree("prune", with_exceptions=False)
         return removed
 
     def left(self) -> list[Path]:

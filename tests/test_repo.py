@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 from pathlib import Path
 
 import pytest
 
-from handoff.errors import ExternalFailure, NotFound, UsageError
+from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
 from handoff.repo import git as repo_git
+from handoff.worktrees import TicketWorktrees
 from tests.conftest import commit_file, git, wait_until
 
 
@@ -235,6 +237,9 @@ def test_inherited_git_variables_do_not_redirect_handoff(
     assert repo_git(repo, "ls-files").splitlines() == [".gitignore", "calc.py",
                                                        "tests/__init__.py", "tests/test_calc.py"]
     assert found.uncommitted() == 0
+    worktrees = TicketWorktrees(found, "E-1")  # `git worktree` through GitPython's command API
+    assert worktrees.create_implementer(head) == repo.resolve() / ".worktrees" / "E-1" / "implementer"
+    assert worktrees.remove_all() == ["implementer"]
     monkeypatch.delenv("GIT_DIR")
     monkeypatch.delenv("GIT_WORK_TREE")
     monkeypatch.delenv("GIT_INDEX_FILE")
@@ -303,3 +308,99 @@ def test_a_ceiling_stops_git_finding_the_repository_around_a_folder(repo: Path) 
         repo_git(plain, "rev-parse", "--show-toplevel", ceiling=plain.parent)
     assert "not a git repository" in info.value.message
     assert not git_ok(plain, "status", ceiling=plain.parent)
+
+
+ORPHAN_HOOK = """#!/bin/sh
+(sleep 40 & echo $! > {pids}/orphan)
+sleep 300
+"""
+
+
+def test_a_hanging_hook_s_orphan_is_ended_with_git_s_group(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook's child left its parent (`(cmd &)`): not under git's pid any more, but in its
+    group, holding git's stderr. Killing only git's process tree would wait for it to end."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(ORPHAN_HOOK.format(pids=pids), encoding="utf-8")
+    hook.chmod(0o755)
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "2")
+    started = time.monotonic()
+    with pytest.raises(ExternalFailure) as info:
+        repo_git(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
+    assert time.monotonic() - started < 15, "git's call waited on the hook's orphan"
+    assert "did not finish within 2s" in info.value.message
+    wait_until(partial(gone, int((pids / "orphan").read_text())), timeout=10,
+               what="the hook's orphan to end")
+
+
+def test_gitpython_watchdog_seam_is_the_one_we_wrap() -> None:
+    """handoff.gitcmd replaces the one function GitPython's watchdog calls to kill git: an
+    upgrade that kills another way (or from a second place) must fail here."""
+    import inspect
+
+    import git.cmd
+
+    from handoff import gitcmd
+
+    source = inspect.getsource(git.cmd.Git.execute)
+    assert source.count("_kill_process(") == 1 and "threading.Timer(" in source
+    assert git.cmd._kill_process is gitcmd._end_group_then_tree
+
+
+def children() -> set[int]:
+    """This process's live children."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_git_calls_leave_no_child_behind(repo: Path, tmp_path: Path) -> None:
+    """No persistent `git cat-file --batch` (GitPython's object database) nor any other git
+    child outlives a ticket's git work, nor its close."""
+    before = children()
+    found = Repo.at(repo)
+    head = found.resolve("HEAD")
+    assert found.commit_exists(head) and found.is_ancestor(head, head)
+    assert found.uncommitted() == 0 and found.diff(head, head) == ""
+    worktrees = TicketWorktrees(found, "C-1")
+    worktrees.create_implementer(head)
+    worktrees.point_reviewer(head, tmp_path / "scratch.patch")
+    assert worktrees.head("implementer") == head and worktrees.dirty(worktrees.path("reviewer")) == []
+    assert children() == before
+    assert worktrees.remove_all() == ["implementer", "reviewer"]
+    assert children() == before
+
+
+def test_git_missing_from_path_is_a_missing_tool(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Repo.at(repo)  # GitPython is loaded (its import checks for git too): each call finds git
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(MissingTool) as info:
+        Repo.at(repo)
+    assert "git" in info.value.message and info.value.exit_code == 6
+
+
+def test_a_hang_is_an_error_even_where_failure_is_an_answer(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git_ok` reads git's failure as "no": git ended at its bound is no answer at all."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(HANGING_HOOK.format(pids=pids), encoding="utf-8")
+    hook.chmod(0o755)
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "1")
+    with pytest.raises(ExternalFailure) as info:
+        git_ok(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
+    assert "did not finish within 1s" in info.value.message

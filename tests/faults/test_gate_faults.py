@@ -145,7 +145,8 @@ def test_a_flooding_gate_keeps_every_file_and_the_orchestrator_small(
     runner = spawn("start", "G-2", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / "orchestrator.log")
     try:
-        wait_until(lambda: list(handoff_home.glob("*/G-2/state.json")) and any(
+        # events.jsonl is written just after state.json: wait for the file that is read
+        wait_until(lambda: list(handoff_home.glob("*/G-2/events.jsonl")) and any(
             e["kind"] in ("brief", "launch") and e["round"] == 2
             for e in events(handoff_home, "G-2")), timeout=60, what="round 2's brief")
         rss = peak_rss_mib(runner.pid)  # alive: round 2's implementer waits for "go"

@@ -420,3 +420,62 @@ def test_a_background_ticket_keeps_to_the_socket_under_tmux_tmpdir(
     assert git(repo, "rev-list", "--count", "main..handoff/T-B") == "1"
     for name in ("impl-report-1.md", "review-report-1.md", "final-report.md"):
         assert (ticket_path(handoff_home, "T-B") / name).is_file()
+
+
+#: one tmux call's bound, its client's process-group ending, and room for handoff's own work
+CALL_BOUND = TMUX_TIMEOUT + 2 * 2.0 + 30
+
+
+@fault("", "the tmux server on the socket stopped with SIGSTOP (another ticket's session on "
+            "it) when `handoff start` runs",
+       "start ends within one tmux call's bound: exit 1 with one message that tmux did not "
+       "answer, never a hang or a traceback",
+       "the other session and its server, which go on after SIGCONT")
+def test_start_on_a_stopped_server_ends_within_its_bound(
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str) -> None:
+    assert tmux(socket, "new-session", "-d", "-s", "other", "sleep 600").returncode == 0
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY,
+                                          review=[ADD_ONLY]))
+    stop = Stop(socket)
+    stop.fail()
+    try:
+        began = time.monotonic()
+        started = handoff("start", "T-S", "--plan", str(plan), "--yes", cwd=repo,
+                          timeout=3 * CALL_BOUND)
+        took = time.monotonic() - began
+    finally:
+        stop.mend()
+    output = started.stdout + started.stderr
+    assert started.returncode == 1, output
+    assert "did not answer within" in output and "Traceback" not in output
+    assert took < 2 * CALL_BOUND, f"start held on {took:.0f}s"
+    assert tmux(socket, "has-session", "-t", "=other:").returncode == 0, "the server lives on"
+
+
+@pytest.mark.parametrize("verb", ["stop", "close"])
+@fault("", "the tmux server stopped with SIGSTOP while a ticket's peer works, then "
+            "`handoff stop` or `handoff close`",
+       "the command ends within its bound with one message that tmux did not answer (exit 1), "
+       "never a hang or a traceback; after SIGCONT the same command succeeds",
+       "the live peer and its session until the command runs again")
+def test_stop_and_close_on_a_stopped_server_end_within_their_bound(
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, verb: str) -> None:
+    run = Ticket(f"T-{verb[0].upper()}", repo, tmp_path, handoff_home, socket)
+    stop = Stop(socket)
+    try:
+        run.paused()
+        run.end()  # the foreground orchestrator: its own bound is proved above
+        stop.fail()
+        began = time.monotonic()
+        failed = handoff(verb, run.ticket, cwd=repo, timeout=4 * CALL_BOUND)
+        took = time.monotonic() - began
+        stop.mend()
+        output = failed.stdout + failed.stderr
+        assert failed.returncode == 1, output
+        assert "did not answer within" in output and "Traceback" not in output
+        assert took < 3 * CALL_BOUND, f"{verb} held on {took:.0f}s"
+        again = handoff(verb, run.ticket, cwd=repo)
+        assert again.returncode == 0, again.stdout + again.stderr
+    finally:
+        stop.mend()
+        run.end()
