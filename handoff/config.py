@@ -24,7 +24,7 @@ SHARE_MODES = ("symlink", "copy")
 NEVER_WHY = ("CLAUDE*, CODEX_* (but CODEX_HOME) and AI_AGENT mark a running coding CLI's session: "
              "a peer that saw them would act as its hidden child")
 MAX_SECONDS = 30 * 24 * 3600
-SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience")
+SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class Config:
     #: seconds a CLI may keep retrying an unreachable API or show a quota message before a
     #: person is asked (None: the provider's own measured default)
     api_patience: float | None = None
+    #: seconds each post_create command may take before it is ended with all it started
+    setup_timeout: float = 900.0
     roles: dict[str, RoleSpec] = field(
         default_factory=lambda: {role: RoleSpec() for role in ROLES}
     )
@@ -252,6 +254,7 @@ start_timeout: 120     # seconds a new peer may take to show its input line or s
 stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
 turn_grace: 5          # seconds after a turn ended without a report before a nudge
 # api_patience: 60     # seconds a CLI may retry an unreachable API before a person is asked
+setup_timeout: 900     # seconds each post_create command may take
 roles:
   implementer:
     provider: {implementer}

@@ -82,7 +82,7 @@ class Workspace:
     @property
     def worktrees(self) -> TicketWorktrees:
         return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
-                               self.config.post_create)
+                               self.config.post_create, self.config.setup_timeout)
 
     def peers(self, state: State) -> Peers:
         return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)

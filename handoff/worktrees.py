@@ -155,6 +155,8 @@ class TicketWorktrees:
     ticket: str
     shares: tuple[Share, ...] = ()
     post_create: tuple[tuple[str, ...], ...] = ()
+    #: seconds each post_create command may take (config `setup_timeout`)
+    setup_timeout: float = 900.0
 
     @property
     def root(self) -> Path:
@@ -310,7 +312,13 @@ class TicketWorktrees:
 
     def _post_create(self, path: Path) -> None:
         for argv in self.post_create:
-            result = proc.run(argv, cwd=path, timeout=900, check=False)
+            try:
+                result = proc.run(argv, cwd=path, timeout=self.setup_timeout, check=False)
+            except ExternalFailure as exc:  # it hung: ended with every process it started
+                raise ExternalFailure(
+                    f"post_create command {' '.join(argv)} in {path}: {exc.message}",
+                    "make the command finish (or raise setup_timeout in .handoff.yaml), then "
+                    "'handoff resume' runs the setup again; the worktree is kept") from None
             if result.returncode != 0:
                 tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
                 raise ExternalFailure(

@@ -204,6 +204,43 @@ def test_a_failed_post_create_runs_again_once_fixed(repo: Path, tmp_path: Path,
     assert "return a + b" in git(repo, "show", "handoff/S-1:calc.py")
 
 
+HANGING_SETUP = ("import pathlib, subprocess, sys, time; "
+                 "pathlib.Path(sys.argv[1]).write_text(str(subprocess.Popen(['sleep', '300']).pid)); "
+                 "time.sleep(300)")
+
+
+@fault("15", "a post_create command hangs (and has started a child of its own)",
+       "it is ended at setup_timeout together with every process it started; start exits 1 "
+       "naming the command and the bound; after the config is mended, resume sets up and passes",
+       "the worktree as git made it; the ticket's record and commit")
+def test_a_hanging_post_create_is_ended_with_its_children(repo: Path, tmp_path: Path,
+                                                           handoff_home: Path) -> None:
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    config = handoff_home / "config.yaml"
+    child = tmp_path / "child.pid"
+    config.write_text(f"setup_timeout: 2\npost_create:\n  - [{PYTHON}, -c, \"{HANGING_SETUP}\", "
+                      f"{child}]\n")
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY,
+                                          review=[ADD_ONLY]))
+    started = time.monotonic()
+    hung = handoff("start", "H-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                   timeout=60)
+    assert hung.returncode == 1, hung.stdout + hung.stderr
+    assert time.monotonic() - started < 30, "the setup was not ended at its bound"
+    assert "post_create" in hung.stderr and "did not finish within 2s" in hung.stderr
+    assert "Traceback" not in hung.stderr
+    pid = int(child.read_text())
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists()
+                      or Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z",
+                      10, "the setup's child to be gone")
+    assert (repo / ".worktrees" / "H-1" / "implementer" / "calc.py").exists()
+
+    config.write_text("setup_timeout: 2\n")
+    resumed = handoff("resume", "H-1", "--foreground", cwd=repo, timeout=120)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert state(handoff_home, "H-1")["phase"] == "passed"
+
+
 @fault("18", f"{TICKETS} tickets started at once in one repo, then closed at once, "
              f"{BATCHES} batches in a row",
        "worktree add/list/remove/prune are serialised per repo by a lock in its git dir: every "
