@@ -264,21 +264,29 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
-def test_a_hanging_hook_ends_within_the_git_timeout_with_its_children(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def hang_in_hook(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 hook_text: str) -> tuple[ExternalFailure, Path]:
+    """`git worktree add` with a post-checkout hook that never ends, under a 2 s bound: the
+    error it ended with, and the folder where the hook wrote its processes' pids."""
     pids = tmp_path / "pids"
     pids.mkdir()
     hook = repo / ".git" / "hooks" / "post-checkout"
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text(HANGING_HOOK.format(pids=pids), encoding="utf-8")
+    hook.write_text(hook_text.format(pids=pids), encoding="utf-8")
     hook.chmod(0o755)
     monkeypatch.setenv(TIMEOUT_VARIABLE, "2")
     started = time.monotonic()
     with pytest.raises(ExternalFailure) as info:
         repo_git(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 15, "git's call waited past its bound"
     assert "did not finish within 2s" in info.value.message
-    assert "hook" in info.value.hint
+    return info.value, pids
+
+
+def test_a_hanging_hook_ends_within_the_git_timeout_with_its_children(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failure, pids = hang_in_hook(repo, tmp_path, monkeypatch, HANGING_HOOK)
+    assert "hook" in failure.hint
     for name in ("hook", "background"):
         pid = int((pids / name).read_text())
         wait_until(partial(gone, pid), timeout=10, what=f"the hook's {name} process to end")
@@ -320,18 +328,7 @@ def test_a_hanging_hook_s_orphan_is_ended_with_git_s_group(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The hook's child left its parent (`(cmd &)`): not under git's pid any more, but in its
     group, holding git's stderr. Killing only git's process tree would wait for it to end."""
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    hook = repo / ".git" / "hooks" / "post-checkout"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text(ORPHAN_HOOK.format(pids=pids), encoding="utf-8")
-    hook.chmod(0o755)
-    monkeypatch.setenv(TIMEOUT_VARIABLE, "2")
-    started = time.monotonic()
-    with pytest.raises(ExternalFailure) as info:
-        repo_git(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
-    assert time.monotonic() - started < 15, "git's call waited on the hook's orphan"
-    assert "did not finish within 2s" in info.value.message
+    _, pids = hang_in_hook(repo, tmp_path, monkeypatch, ORPHAN_HOOK)
     wait_until(partial(gone, int((pids / "orphan").read_text())), timeout=10,
                what="the hook's orphan to end")
 
