@@ -11,7 +11,16 @@ What each call carries:
   group (`_end_group_then_tree`), so a hook's child that left its parent (`(sleep 300 &)`) dies
   too instead of holding git's pipes open;
 * stdin /dev/null (GitPython's own default) and no variable that points git at another
-  repository (`proc.REPO_LOCATING`).
+  repository (`proc.REPO_LOCATING`): GitPython builds git's environment from `os.environ`, and
+  `git.Repo` reads GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR and GIT_OBJECT_DIRECTORY from it
+  while it finds a repository, so they are dropped from this process (`forget_repo_locating`)
+  before either runs: handoff never wants them.
+
+`GitRepo` is a `git.Repo` whose commands are `BoundedGit` calls, opened only as a context
+manager (`opened`). Handoff reads objects through bounded commands (`rev-parse`, `cat-file -e`),
+never through GitPython's object database: that keeps a `git cat-file --batch` process open
+for the life of the `Repo`, and a read from it has no timeout. `BoundedGit` refuses such
+unbounded processes (`as_process`), so none can be left behind or hang.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import git.cmd
 from git.exc import GitCommandNotFound
 
 from handoff import processes
-from handoff.errors import ExternalFailure, MissingTool, NotFound
+from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.proc import KILL_GRACE, REPO_LOCATING
 
 _tree_kill = git.cmd._kill_process  # what GitPython's watchdog calls with git's pid
@@ -57,6 +66,10 @@ class BoundedGit(git.Git):
     def execute(self, command: Any, *args: Any, **kwargs: Any) -> Any:
         from handoff.repo import git_timeout
 
+        forget_repo_locating()
+        if kwargs.get("as_process"):
+            raise TypeError("handoff runs no git process without a bound: GitPython's object "
+                            "database and streamed commands (as_process) are not used")
         folder = self._working_dir
         if folder is not None and not Path(folder).is_dir():
             # GitPython would run git in handoff's own folder instead, on the repository there
@@ -69,7 +82,7 @@ class BoundedGit(git.Git):
         try:
             # with_exceptions=False: a git killed at its bound must raise even where the caller
             # reads a failure as an answer (`git_ok`), and GitPython would return its status
-            status, out, err = super().execute([*_unset_repo_locating(), *command], *args,
+            status, out, err = super().execute(command, *args,
                                                with_exceptions=False, with_extended_output=True,
                                                **kwargs)
         except GitCommandNotFound:
@@ -93,11 +106,29 @@ def _words(command: Sequence[Any]) -> str:
     return " ".join(str(word) for word in list(command)[:3])
 
 
-def _unset_repo_locating() -> list[str]:
-    """`env -u NAME …` for each repo-locating variable this process holds: GitPython builds
-    git's environment from os.environ and can add to it, never remove from it."""
-    inherited = sorted(REPO_LOCATING & os.environ.keys())
-    return ["env", *(arg for name in inherited for arg in ("-u", name))] if inherited else []
+def forget_repo_locating() -> None:
+    """Drop the repository-locating variables from this process's environment (once they are
+    gone this is a set intersection): GitPython can add to git's environment, never remove
+    from it, and `git.Repo` reads them while it finds a repository."""
+    for name in REPO_LOCATING & os.environ.keys():
+        del os.environ[name]
+
+
+class GitRepo(git.Repo):
+    """A `git.Repo` whose commands are bounded; open it with `opened`."""
+
+    GitCommandWrapperType = BoundedGit
+
+
+def opened(path: Path) -> GitRepo:
+    """The repository holding path (found as git finds it, from path upwards), to be used as a
+    context manager: `with opened(p) as repo: …` closes it, and any `git cat-file` it started."""
+    forget_repo_locating()
+    try:
+        return GitRepo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise UsageError(f"{path} is not inside a git repository",
+                       "run handoff inside a repo, or pass --repo PATH") from None
 
 
 def run(cwd: Path, args: Sequence[str], *, timeout: float | None = None,

@@ -477,5 +477,5 @@ def attach_argv(ws: Workspace, role: str | None) -> list[str]:
         pane = ws.peers(state).pane(role if role != "orchestrator" else ORCHESTRATOR_WINDOW)
         if pane is None:
             raise UsageError(f"{state.ticket} has no {role} window yet")
-        tmux.run("select-window", "-t", pane.id)
+        tmux.bring_forward(pane.id)
     return tmux.attach_argv(f"={state.session}")

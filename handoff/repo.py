@@ -82,21 +82,22 @@ class Repo:
 
     @classmethod
     def at(cls, path: Path) -> Repo:
+        """The repository holding path, found by GitPython as git finds it (no git process)."""
         if not path.is_dir():
             raise NotFound(f"{path} is not a folder")
-        status, out = run(path, "rev-parse", "--path-format=absolute", "--show-toplevel",
-                          "--git-common-dir", check=False)
-        if status != 0:
-            raise UsageError(f"{path} is not inside a git repository",
-                             "run handoff inside a repo, or pass --repo PATH")
-        top, common = out.splitlines()[:2]
+        _load_gitpython()
+        from handoff import gitcmd
+
+        with gitcmd.opened(path) as found:
+            top, common = found.working_tree_dir, found.common_dir
+        if top is None:
+            raise UsageError(f"{path} is in a bare repository (no checkout to work in)",
+                             "run handoff inside a repo with a working tree, or pass --repo PATH")
         return cls(top=Path(top).resolve(), common_dir=Path(common).resolve())
 
     @property
     def git(self) -> BoundedGit:
-        """GitPython's command API at top (`repo.git.worktree("add", …)`), bounded. No
-        `git.Repo`: its discovery reads GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY and
-        GIT_COMMON_DIR from this process's environment, which must not steer handoff."""
+        """GitPython's command API at top (`repo.git.worktree("add", …)`), bounded."""
         _load_gitpython()
         from handoff.gitcmd import BoundedGit
 

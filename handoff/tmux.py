@@ -309,6 +309,12 @@ class Tmux:
         if respawned.returncode != 0:
             raise self.failure(("respawn-pane",), cast(BoundedCmd, respawned).said)
 
+    def bring_forward(self, pane: str) -> None:
+        """Make the pane's window its session's current one: what an attaching client shows."""
+        shown = self.pane(pane).cmd("select-window")
+        if shown.returncode != 0:
+            raise self.failure(("select-window",), cast(BoundedCmd, shown).said)
+
     def panes(self, session: str) -> dict[str, Pane]:
         """The panes of a session by window name: empty when the session is gone, ServerGone
         when the whole server is, TmuxFailure when tmux fails (which proves nothing dead).

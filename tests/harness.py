@@ -185,3 +185,34 @@ def as_peer(home: Path, ticket: str, role: str) -> dict[str, str]:
     assert pids, f"no {role} pane in {panes!r}"
     environ = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
     return dict(entry.decode().split("=", 1) for entry in environ if b"=" in entry)
+
+
+def pane_screen(folder: Path, role: str, current: dict[str, object]) -> str:
+    """What the role's pane shows, read with plain tmux on the ticket's socket."""
+    done = subprocess.run(["tmux", "-L", str(current["socket"]), "capture-pane", "-p", "-t",
+                           f"={current['session']}:{role}"], capture_output=True, text=True,
+                          timeout=15)
+    return done.stdout
+
+
+def paused_ticket(repo: Path, tmp_path: Path, home: Path, ticket: str,
+                  **script: object) -> tuple[subprocess.Popen[bytes], Path, dict[str, object]]:
+    """A foreground orchestrator whose implementer committed round 1 and now waits (paused
+    before its report) for tmp_path/go; returns it, the ticket folder and its state."""
+    go = tmp_path / "go"
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go),
+                                               **script}}, test=ADD_ONLY))
+    runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                   log=tmp_path / f"{ticket}.log")
+    wait_event(home, ticket, "launch", role="implementer")
+    folder = ticket_path(home, ticket)
+    current = state(home, ticket)
+    wait_until(lambda: "paused until" in pane_screen(folder, "implementer", current),
+               what="the implementer to commit and pause")
+    return runner, folder, current
+
+
+def stop_runner(runner: subprocess.Popen[bytes]) -> None:
+    if runner.poll() is None:
+        runner.kill()
+    runner.wait(timeout=30)

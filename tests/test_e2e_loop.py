@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from handoff.errors import EXIT_ESCALATED
+from handoff.lifecycle import close_ticket
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -18,9 +21,11 @@ from tests.harness import (
     TOUCH_README,
     events,
     handoff,
+    paused_ticket,
     plan_text,
     spawn,
     state,
+    stop_runner,
     ticket_path,
     tmux_alive,
     wait_phase,
@@ -113,7 +118,7 @@ def test_escalates_at_max_rounds_with_open_findings(repo: Path, tmp_path: Path,
     plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL]}},
                      test=ADD_ONLY, review=[ALL_TESTS])
     code, out = run_ticket(repo, tmp_path, "T-1", plan, "--max-rounds", "2")
-    assert code == 1, out
+    assert code == EXIT_ESCALATED, out
     current = state(handoff_home, "T-1")
     assert current["phase"] == "escalated"
     assert current["reviews"] == 2 and current["verdicts"] == {"1": "fail", "2": "fail"}
@@ -127,7 +132,7 @@ def test_same_must_fix_twice_stops_early(repo: Path, tmp_path: Path, handoff_hom
     plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]}},
                      test=ADD_ONLY, review=[ALL_TESTS])
     code, out = run_ticket(repo, tmp_path, "T-2", plan)
-    assert code == 1, out
+    assert code == EXIT_ESCALATED, out
     current = state(handoff_home, "T-2")
     assert current["phase"] == "escalated"
     assert current["reviews"] == 2, "stopped before --max-rounds (3)"
@@ -216,3 +221,46 @@ def test_every_phase_written_is_a_known_phase(repo: Path, tmp_path: Path,
     assert seen <= PHASES and "passed" in seen
     assert wait_until(lambda: git(repo, "log", "-1", "--format=%s", "handoff/T-6"),
                       what="the ticket branch").startswith("T-6: round 1")
+
+
+def git_processes_under(pid: int) -> list[str]:
+    """The live git processes among pid's descendants ("<pid> <command line>")."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found = []
+    for child in parents:
+        ancestor = parents.get(child)
+        while ancestor is not None and ancestor != pid:
+            ancestor = parents.get(ancestor)
+        if ancestor == pid:
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if Path(cmdline[0].decode(errors="replace")).name == "git":
+                found.append(f"{child} {b' '.join(cmdline).decode(errors='replace')}")
+    return found
+
+
+def test_no_git_process_outlives_a_ticket_s_git_work_nor_its_close(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """The orchestrator has opened the repository, made both worktrees, checked the
+    implementer's commit and launched the peers: while it waits, no git child of it is left
+    (GitPython's persistent `git cat-file` would be); nor is one of a close run in-process."""
+    runner, _, _ = paused_ticket(repo, tmp_path, handoff_home, "C-1")
+    try:
+        wait_until(lambda: not git_processes_under(runner.pid), timeout=10,
+                   what="no git process under the waiting orchestrator")
+        assert handoff("stop", "C-1", cwd=repo).returncode == 0
+        assert runner.wait(timeout=30) == 130
+    finally:
+        stop_runner(runner)
+    _, closed = close_ticket(handoff_home, "C-1", repo, force=True)
+    assert "implementer" in closed["removed"]
+    assert git_processes_under(os.getpid()) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff import gitcmd
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
 from handoff.repo import git as repo_git
@@ -240,10 +241,8 @@ def test_inherited_git_variables_do_not_redirect_handoff(
     worktrees = TicketWorktrees(found, "E-1")  # `git worktree` through GitPython's command API
     assert worktrees.create_implementer(head) == repo.resolve() / ".worktrees" / "E-1" / "implementer"
     assert worktrees.remove_all() == ["implementer"]
-    monkeypatch.delenv("GIT_DIR")
-    monkeypatch.delenv("GIT_WORK_TREE")
-    monkeypatch.delenv("GIT_INDEX_FILE")
-    monkeypatch.delenv("GIT_OBJECT_DIRECTORY")
+    # dropped from handoff's own environment, where GitPython (and git.Repo) would read them
+    assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"} & os.environ.keys()
     assert git(elsewhere, "rev-parse", "HEAD") == other_head
     assert git(elsewhere, "status", "--porcelain") == ""
 
@@ -295,9 +294,10 @@ def test_a_hanging_hook_ends_within_the_git_timeout_with_its_children(
 @pytest.mark.parametrize("value", ["soon", "0", "-5", "nan", "inf"])
 def test_a_bad_git_timeout_is_a_clear_usage_error(
         repo: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    found = Repo.at(repo)  # finding the repository runs no git
     monkeypatch.setenv(TIMEOUT_VARIABLE, value)
     with pytest.raises(UsageError) as info:
-        Repo.at(repo)
+        found.resolve("HEAD")
     assert TIMEOUT_VARIABLE in info.value.message and repr(value) in info.value.message
 
 
@@ -377,14 +377,23 @@ def test_git_calls_leave_no_child_behind(repo: Path, tmp_path: Path) -> None:
     assert children() == before
 
 
+def test_an_unbounded_git_process_is_refused(repo: Path) -> None:
+    """GitPython's object database reads through a `git cat-file --batch` kept open with no
+    timeout: handoff's git refuses to start one, so none is left behind."""
+    before = children()
+    with gitcmd.opened(repo) as found, pytest.raises(TypeError, match="without a bound"):
+        found.commit("HEAD").tree  # noqa: B018 (the read is the point)
+    assert children() == before
+
+
 def test_git_missing_from_path_is_a_missing_tool(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    Repo.at(repo)  # GitPython is loaded (its import checks for git too): each call finds git
+    found = Repo.at(repo)  # GitPython is loaded (its import checks for git too): each call finds git
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(MissingTool) as info:
-        Repo.at(repo)
+        found.resolve("HEAD")
     assert "git" in info.value.message and info.value.exit_code == 6
 
 

@@ -13,19 +13,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from handoff.events import EventLog
-from tests.conftest import git, wait_until
+from tests.conftest import git
 from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
     events,
     handoff,
+    paused_ticket,
     plan_text,
     processes_of,
-    spawn,
     state,
+    stop_runner,
     ticket_path,
-    wait_event,
     wait_phase,
     windows,
     write_plan,
@@ -34,39 +34,8 @@ from tests.harness import (
 GARBAGE = '{"ticket": "R-1", "phase": "implem'
 
 
-def screen(folder: Path, role: str, current: dict[str, object]) -> str:
-    """What the role's pane shows, read with plain tmux on the ticket's socket."""
-    done = subprocess.run(["tmux", "-L", str(current["socket"]), "capture-pane", "-p", "-t",
-                           f"={current['session']}:{role}"], capture_output=True, text=True,
-                          timeout=15)
-    return done.stdout
-
-
-def paused_ticket(repo: Path, tmp_path: Path, home: Path, ticket: str,
-                  **script: object) -> tuple[subprocess.Popen[bytes], Path, dict[str, object]]:
-    """A foreground orchestrator whose implementer committed round 1 and now waits (paused
-    before its report) for tmp_path/go; returns it, the ticket folder and its state."""
-    go = tmp_path / "go"
-    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go),
-                                               **script}}, test=ADD_ONLY))
-    runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
-                   log=tmp_path / f"{ticket}.log")
-    wait_event(home, ticket, "launch", role="implementer")
-    folder = ticket_path(home, ticket)
-    current = state(home, ticket)
-    wait_until(lambda: "paused until" in screen(folder, "implementer", current),
-               what="the implementer to commit and pause")
-    return runner, folder, current
-
-
 def branch_commits(repo: Path, ticket: str) -> list[str]:
     return git(repo, "rev-list", f"main..handoff/{ticket}").split()
-
-
-def stop_runner(runner: subprocess.Popen[bytes]) -> None:
-    if runner.poll() is None:
-        runner.kill()
-    runner.wait(timeout=30)
 
 
 @fault("10", "state.json is overwritten with garbage while the ticket runs",
