@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 PLAN = """# Bench ticket
 
@@ -115,8 +116,13 @@ class Sandbox:
                                f"{(done.stderr or done.stdout).strip()[-400:]}")
         return done.stdout
 
-    def paused(self, ticket: str) -> bool:
-        screen = self.tmux("capture-pane", "-p", "-t", f"={ticket}:implementer", check=False)
+    def status(self, ticket: str) -> dict[str, Any]:
+        rows = json.loads(self.handoff("status", ticket, "--json"))
+        row = rows[0] if isinstance(rows, list) else rows
+        return row if isinstance(row, dict) else {}
+
+    def paused(self, session: str) -> bool:
+        screen = self.tmux("capture-pane", "-p", "-t", f"={session}:implementer", check=False)
         return "paused until" in screen
 
     def close(self) -> None:
@@ -131,11 +137,10 @@ def one_ticket(box: Sandbox, n: int, idle: float, rows: dict[str, list[float]]) 
     plan = box.root / f"plan-{n}.md"
     plan.write_text(PLAN.format(go=box.root / "never"), encoding="utf-8")
     rows["start"].append(timed(lambda: box.handoff("start", ticket, "--plan", str(plan), "--yes")))
-    session = json.loads(box.handoff("status", ticket, "--json"))
-    session = session[0] if isinstance(session, list) else session
+    session = box.status(ticket)
     if not wait_until(lambda: box.paused(str(session["session"])), "the implementer to pause"):
         raise RuntimeError(f"{ticket}: the implementer never paused")
-    pid = int(session["orchestrator"])
+    pid = int(box.status(ticket)["orchestrator"])
     before, started = cpu_ticks(pid), time.monotonic()
     time.sleep(idle)  # the measurement window itself, not a synchronisation
     spent = (cpu_ticks(pid) - before) / TICKS

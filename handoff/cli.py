@@ -1,8 +1,13 @@
 """The `handoff` command: parse, call one core function, render. No logic of its own.
 
-Exit codes: 0 ok (for a run: passed), 1 failed (escalated, rejected report), 2 usage,
-3 not found, 4 busy (another orchestrator), 5 refused to protect work, 6 missing tool,
-130 stopped by a signal.
+Exit codes (defined in handoff/errors.py, listed in docs/cli.md): 0 ok (for a run: passed),
+1 failed, 2 usage, 3 not found, 4 busy (another orchestrator), 5 refused to protect work,
+6 missing tool, 10 the run ended with the ticket needing a person, 11 escalated, 130 stopped
+by Ctrl-C or a signal.
+
+Each command imports the modules it needs when it runs: `handoff --version`, `--help` and a
+shell-completion request (one per TAB) load typer alone, not libtmux, yaml or GitPython.
+NO_COLOR (any non-empty value) means no escape codes in any output (https://no-color.org).
 """
 
 from __future__ import annotations
@@ -10,47 +15,103 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from handoff import doctor, lifecycle, seals, tools
-from handoff.config import REPO_CONFIG, config_template
-from handoff.config import load as load_config
-from handoff.demo import new_demo, remove_demo
-from handoff.errors import HandoffError, UsageError
-from handoff.inputs import PLAN_LIMIT, read_text
-from handoff.orchestrator import Orchestrator
-from handoff.render import describe
-from handoff.repo import Repo
-from handoff.store import state_home
-from handoff.submission import context, file_report
-from handoff.watch import Watcher
-from handoff.workspace import Workspace
+from handoff.errors import (
+    EXIT_ESCALATED,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_HUMAN,
+    EXIT_OK,
+    HandoffError,
+    UsageError,
+)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+if TYPE_CHECKING:
+    from handoff.workspace import Workspace
+
+#: the name handoff is published under (pyproject.toml), whose metadata holds its version
+DISTRIBUTION = "tmux-handoff"
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
-                       "tmux, git worktrees per role, a bounded review loop.")
+                       "tmux, git worktrees per role, a bounded review loop.",
+                  epilog="Exit codes: 0 ok (a run: passed), 1 failed, 2 usage, 3 not found, "
+                         "4 busy, 5 refused to protect work, 6 missing tool, 10 needs-human, "
+                         "11 escalated, 130 interrupted (docs/cli.md).")
+
+
+def _ticket_ids(incomplete: str) -> list[str]:
+    """Shell completion of TICKET: the ids of the tickets handoff keeps (their folders only:
+    a TAB must be quick and work whatever state a ticket is in)."""
+    from handoff.store import state_home
+    from handoff.ticket import all_tickets
+
+    return sorted({t.ticket for t in all_tickets(state_home()) if t.ticket.startswith(incomplete)})
+
+
+def _roles(incomplete: str) -> list[str]:
+    return [r for r in ("implementer", "reviewer") if r.startswith(incomplete)]
+
+
+def _windows(incomplete: str) -> list[str]:
+    return [w for w in ("orchestrator", "implementer", "reviewer") if w.startswith(incomplete)]
+
 
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="The repository (default: here).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-OUTCOME_CODES = {"passed": 0, "closed": 0, "escalated": 1, "needs-human": 1}
+TicketArg = Annotated[str, typer.Argument(autocompletion=_ticket_ids, show_default=False)]
+RoleArg = Annotated[str, typer.Argument(autocompletion=_roles, show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (docs/cli.md).")]
+#: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
+#: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
+OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALATED,
+                 "needs-human": EXIT_NEEDS_HUMAN}
 
 
-def _progress(event: dict[str, Any]) -> None:
-    typer.echo(describe(event))
+def version() -> str:
+    """The installed distribution's version; the source tree's when run uninstalled."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        from handoff import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"handoff {version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_print_version,
+        help="Print handoff's version and exit.")] = False,
+) -> None:
+    # no docstring: the app's help above stays the help of `handoff --help`
+    pass
 
 
 def _run(ws: Workspace) -> int:
-    state = Orchestrator(ws, _progress).run()
+    from handoff.orchestrator import Orchestrator
+    from handoff.render import describe
+
+    state = Orchestrator(ws, lambda event: typer.echo(describe(event))).run()
     if state.phase in ("passed", "escalated"):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
-    return OUTCOME_CODES.get(state.phase, 130)
+    return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
 
 
 def _approve(ws: Workspace, yes: bool) -> bool:
+    from handoff import lifecycle
+
     if yes:
         lifecycle.approve(ws)
         return True
@@ -70,6 +131,8 @@ def _notes(notes: list[str]) -> None:
 
 
 def _launch(ws: Workspace, foreground: bool) -> int:
+    from handoff import lifecycle
+
     if foreground:
         return _run(ws)
     session = lifecycle.run_in_window(ws)
@@ -83,6 +146,10 @@ def _launch(ws: Workspace, foreground: bool) -> int:
 @app.command()
 def init(repo: RepoOpt = None) -> None:
     """Write a commented .handoff.yaml into the repo (never overwriting one)."""
+    from handoff import doctor, tools
+    from handoff.config import REPO_CONFIG, config_template
+    from handoff.repo import Repo
+
     for problem in tools.problems():
         typer.echo(f"warning: {problem}", err=True)
     implementer, reviewer, installed = doctor.pick()
@@ -99,6 +166,8 @@ def init(repo: RepoOpt = None) -> None:
 
 def _repo_top(repo: Path | None) -> Path | None:
     """The repo named, else the one here; None when here is no repo (a named one must be)."""
+    from handoff.repo import Repo
+
     try:
         return Repo.at(repo or Path.cwd()).top
     except HandoffError:
@@ -108,12 +177,20 @@ def _repo_top(repo: Path | None) -> Path | None:
 
 
 @app.command(name="doctor")
-def doctor_command(repo: RepoOpt = None) -> None:
+def doctor_command(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Check tmux, git, the configured CLIs and their set-up: OK, WARN or FAIL with the fix."""
+    from handoff import doctor
+    from handoff.store import state_home
+
     top = _repo_top(repo)
     found = doctor.run(state_home(), top)
     if top is None:
-        typer.echo("(not in a git repository: repo checks skipped; pass --repo PATH)")
+        typer.echo("(not in a git repository: repo checks skipped; pass --repo PATH)",
+                   err=as_json)  # the JSON on stdout stays one document
+    if as_json:
+        typer.echo(json.dumps([{"level": c.level, "what": c.what, "detail": c.detail,
+                                "fix": c.fix} for c in found], indent=2))
+        raise typer.Exit(doctor.exit_code(found))
     for check in found:
         typer.echo(f"{check.level:<4}  {check.what}: {check.detail}")
         if check.fix and check.level != "OK":
@@ -124,6 +201,10 @@ def doctor_command(repo: RepoOpt = None) -> None:
 @app.command()
 def providers(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """The coding CLIs handoff can run, what is installed, and which roles use them."""
+    from handoff import doctor
+    from handoff.config import load as load_config
+    from handoff.store import state_home
+
     rows = doctor.provider_rows(load_config(state_home(), _repo_top(repo)))
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -150,6 +231,10 @@ def start(
     repo: RepoOpt = None,
 ) -> None:
     """Create a ticket from a plan, approve it, and start the loop."""
+    from handoff import lifecycle
+    from handoff.inputs import PLAN_LIMIT, read_text
+    from handoff.store import state_home
+
     plan_text = read_text(plan, PLAN_LIMIT, "the plan")  # /dev/zero or a binary: a clear error
     ws = lifecycle.create(state_home(), lifecycle.NewTicket(
         ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
@@ -167,12 +252,15 @@ def start(
 
 @app.command()
 def resume(
-    ticket: str,
+    ticket: TicketArg,
     foreground: Annotated[bool, typer.Option("--foreground")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo)
     _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
@@ -181,9 +269,12 @@ def resume(
 
 
 @app.command()
-def status(ticket: Annotated[str | None, typer.Argument()] = None, repo: RepoOpt = None,
-           as_json: JsonOpt = False) -> None:
+def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_ids)] = None,
+           repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Where every ticket stands (or one)."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     rows = lifecycle.status(state_home(), ticket, repo)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -211,7 +302,7 @@ def status(ticket: Annotated[str | None, typer.Argument()] = None, repo: RepoOpt
 
 @app.command()
 def log(
-    ticket: str,
+    ticket: TicketArg,
     as_json: JsonOpt = False,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events.")]
     = False,
@@ -219,13 +310,22 @@ def log(
 ) -> None:
     """The handoff chain of a ticket: every event, in order (from the ticket directory alone:
     it works with state.json unreadable and with the repo gone)."""
+    from handoff import lifecycle
+    from handoff.render import describe
+    from handoff.store import state_home
+    from handoff.watch import Watcher
+
+    def show(event: dict[str, Any]) -> None:
+        # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
+        typer.echo(json.dumps(event) if as_json else describe(event))
+
     tdir = lifecycle.find_ticket(state_home(), ticket, repo)
     events, bad = tdir.events.read()
-    if as_json:
+    if as_json and not follow:
         typer.echo(json.dumps(events, indent=2))
     else:
         for event in events:
-            typer.echo(describe(event))
+            show(event)
     if bad:
         typer.echo(f"(skipped {len(bad)} unreadable line(s) of events.jsonl: {bad[:5]})", err=True)
     if not follow:
@@ -236,22 +336,29 @@ def log(
             watcher.wait(1.0)
             events, _ = tdir.events.read()
             for event in events[seen:]:
-                typer.echo(describe(event))
+                show(event)
             seen = len(events)
 
 
 @app.command()
-def attach(ticket: str, role: Annotated[str | None, typer.Option("--role")] = None,
+def attach(ticket: TicketArg,
+           role: Annotated[str | None, typer.Option("--role", autocompletion=_windows)] = None,
            repo: RepoOpt = None) -> None:
     """Attach to the ticket's tmux session (Ctrl-b d detaches)."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     argv = lifecycle.attach_argv(lifecycle.open_ticket(state_home(), ticket, repo), role)
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     os.execvpe(argv[0], argv, env)
 
 
 @app.command()
-def recycle(ticket: str, role: str, repo: RepoOpt = None) -> None:
+def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
     typer.echo(f"{role} of {ticket} restarted on {brief}")
 
@@ -264,6 +371,9 @@ def submit(
     round_: Annotated[int | None, typer.Option("--round")] = None,
 ) -> None:
     """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
+    from handoff import seals
+    from handoff.submission import context, file_report
+
     folder, who = context(directory, role, round_)
     filed, problems = file_report(folder, who, round_, report, os.environ.get(seals.ENV, ""))
     if problems:
@@ -276,8 +386,11 @@ def submit(
 
 
 @app.command()
-def answer(ticket: str, text: str, repo: RepoOpt = None) -> None:
+def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     """Answer a blocked ticket; the implementer carries on with the answer."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     ws = lifecycle.open_ticket(state_home(), ticket, repo)
     path = lifecycle.answer(ws, text)
     typer.echo(f"answer filed as {path}")
@@ -287,8 +400,11 @@ def answer(ticket: str, text: str, repo: RepoOpt = None) -> None:
 
 
 @app.command()
-def stop(ticket: str, repo: RepoOpt = None) -> None:
+def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     result = lifecycle.stop_ticket(state_home(), ticket, repo)
     _notes(result["notes"])
     typer.echo(f"{ticket} stopped (orchestrator: {result['orchestrator'] or 'not running'}, "
@@ -297,13 +413,16 @@ def stop(ticket: str, repo: RepoOpt = None) -> None:
 
 @app.command()
 def close(
-    ticket: str,
+    ticket: TicketArg,
     keep_worktrees: Annotated[bool, typer.Option("--keep-worktrees")] = False,
     force: Annotated[bool, typer.Option("--force", help="Discard uncommitted work in the "
                                         "worktrees.")] = False,
     repo: RepoOpt = None,
 ) -> None:
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record."""
+    from handoff import lifecycle
+    from handoff.store import state_home
+
     ws, result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
     _notes(result["notes"])
     removed = ", ".join(result["removed"]) or "none"
@@ -318,10 +437,51 @@ def close(
                    "(git apply it to get it back)")
 
 
+@app.command(name="gc")
+def gc_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; "
+                                          "remove nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Remove dirty worktrees too, their "
+                                        "changes first saved as a patch.")] = False,
+    prune_records: Annotated[bool, typer.Option("--prune-records", help="Delete the records "
+                                                "of tickets whose repository is gone.")] = False,
+    repo: RepoOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove what handoff left behind that no live ticket owns: sessions, worktrees, sockets."""
+    from handoff import gc as gc_mod
+    from handoff.store import state_home
+
+    found = gc_mod.collect(state_home(), gc_mod.Options(
+        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo)))
+    if as_json:
+        typer.echo(json.dumps([item.fields() for item in found], indent=2))
+        return
+    for item in found:
+        done = "removed" if item.removed else "would remove" if item.removable and dry_run \
+            else "not removed" if item.removable else "kept"
+        typer.echo(f"{done:<12} {item.kind} {item.path}: {item.why}"
+                   + (f" (changes saved as {item.saved})" if item.saved else ""))
+    removed = sum(item.removed for item in found)
+    kept = sum(not item.removable for item in found)
+    if not found:
+        typer.echo("gc: nothing to clean up")
+    elif dry_run:
+        typer.echo(f"gc (dry run): would remove {sum(i.removable for i in found)}, keep {kept}")
+    else:
+        typer.echo(f"gc: removed {removed}, kept {kept}")
+
+
 @app.command()
 def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session and worktrees "
                                             "for 'handoff attach'.")] = False) -> None:
     """Run the whole loop on a throwaway repo with the scripted agents (no AI needed)."""
+    import time
+
+    from handoff import lifecycle
+    from handoff.demo import new_demo, remove_demo
+    from handoff.store import state_home
+
     started = time.monotonic()
     os.environ.setdefault("HANDOFF_TMUX_SOCKET", "handoff-demo")
     ticket, repo, plan_text = new_demo()
@@ -351,13 +511,25 @@ def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session an
     raise typer.Exit(code)
 
 
+def _plain() -> bool:
+    """NO_COLOR set to anything but empty: no escape codes at all (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def main() -> None:
+    color = None  # click's default: escape codes only to a terminal
+    if _plain():
+        from typer import rich_utils
+
+        # rich's own NO_COLOR keeps bold and dim; no colour system at all means no codes
+        rich_utils.COLOR_SYSTEM = None
+        color = False  # click strips codes from everything echoed, whatever made them
     try:
-        app()
+        app(prog_name="handoff", color=color)
     except HandoffError as exc:
-        typer.echo(f"handoff: error: {exc.message}", err=True)
+        typer.echo(f"handoff: error: {exc.message}", err=True, color=color)
         if exc.hint:
-            typer.echo(f"  hint: {exc.hint}", err=True)
+            typer.echo(f"  hint: {exc.hint}", err=True, color=color)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)

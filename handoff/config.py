@@ -59,6 +59,8 @@ class Config:
     share: tuple[Share, ...] = ()
     post_create: tuple[tuple[str, ...], ...] = ()
     env_allow: tuple[str, ...] = ()
+    #: a command told when the ticket needs its person or ends: argv, the event as JSON on stdin
+    notify: tuple[str, ...] = ()
 
     @property
     def providers(self) -> dict[str, str]:
@@ -94,7 +96,7 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
     if not isinstance(data, dict):
         raise UsageError(f"{source}: the top level must be a mapping of keys to values")
     known = {"max_rounds", "max_gate_bounces", "max_relaunches", "gate_timeout", "roles",
-             "share", "post_create", "env_allow", *SECONDS}
+             "share", "post_create", "env_allow", "notify", *SECONDS}
     for key, value in data.items():
         if key not in known:
             raise UsageError(
@@ -110,6 +112,8 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
             base["roles"] = _roles(source, value, base["roles"])
         elif key == "share":
             base["share"] = _shares(source, value)
+        elif key == "notify":
+            base["notify"] = _notify(source, value)
         elif key == "post_create":
             if not isinstance(value, list):
                 raise UsageError(f"{source}: 'post_create' must be a list of argv lists")
@@ -123,6 +127,16 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
                 if not allowed_anywhere(name):
                     raise UsageError(f"{source}: env_allow: {name} never passes to a peer",
                                      NEVER_WHY)
+
+
+def _notify(source: str, value: Any) -> tuple[str, ...]:
+    """The notify command: an argv run without a shell (a string would need one)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{source}: 'notify' must be a command as a list of non-empty strings, "
+                         f"not {value!r:.60}",
+                         'e.g. notify: ["notify-me", "--json"] (it reads the event as JSON on '
+                         "its stdin)")
+    return tuple(value)
 
 
 def _roles(source: str, value: Any, before: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
@@ -268,6 +282,7 @@ roles:
 share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modules, mode: copy}}]
 post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
 env_allow: []          # extra environment variables every peer may see
+# notify: []           # argv told when a ticket needs you or ends (the event as JSON on stdin)
 """
 
 

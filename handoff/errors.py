@@ -6,11 +6,24 @@ and may show a traceback.
 
 from __future__ import annotations
 
+# The exit codes of `handoff`, one meaning each (docs/cli.md lists them for scripts and CI).
+# 1..6 are errors; 10 and up say how a ticket's run ended when it did not pass.
+EXIT_OK = 0  # done; for a run: the ticket passed (or was closed)
+EXIT_FAILED = 1  # a failure with no code of its own; doctor found a FAIL; a report not accepted
+EXIT_USAGE = 2  # bad input (handoff's own checks and the command line's)
+EXIT_NOT_FOUND = 3
+EXIT_BUSY = 4
+EXIT_WORK_AT_RISK = 5
+EXIT_MISSING_TOOL = 6
+EXIT_NEEDS_HUMAN = 10  # the run ended with the ticket waiting for a person (handoff answer)
+EXIT_ESCALATED = 11  # the review loop stopped at a bound: open findings in final-report.md
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C or a signal, mid-run
+
 
 class HandoffError(Exception):
     """An expected failure a user can act on."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -21,34 +34,34 @@ class HandoffError(Exception):
 class UsageError(HandoffError):
     """Bad input: a hostile ticket id, an unknown role, a malformed plan or config."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class NotFound(HandoffError):
     """The ticket, repo or file named does not exist."""
 
-    exit_code = 3
+    exit_code = EXIT_NOT_FOUND
 
 
 class Busy(HandoffError):
     """Another orchestrator holds the ticket's lock."""
 
-    exit_code = 4
+    exit_code = EXIT_BUSY
 
 
 class WorkAtRisk(HandoffError):
     """Refused because going on would lose uncommitted or untracked work."""
 
-    exit_code = 5
+    exit_code = EXIT_WORK_AT_RISK
 
 
 class MissingTool(HandoffError):
     """A program handoff needs (tmux, git, a provider's CLI) is not installed."""
 
-    exit_code = 6
+    exit_code = EXIT_MISSING_TOOL
 
 
 class ExternalFailure(HandoffError):
     """git or tmux failed in a way we did not expect; the message carries its stderr."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED

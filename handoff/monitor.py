@@ -18,8 +18,18 @@ from dataclasses import dataclass, field
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG, READY, STARTING, Reading
 from handoff.providers.signals import NOTIFICATION, PROMPT, STOP, Signal
 
+WAITING_FOR_PERMISSION = "waiting for permission"
 #: how often handoff answers the same start-up screen before it asks a person instead
 ANSWERS_PER_DIALOG = 2
+#: seconds between looks at a peer (its pane listed, its screen read) while it starts: its
+#: start-up screens and dialogs show only there
+STARTING_LOOK = 0.5
+#: ... once it works and has no hooks: a turn that ended without a report, or a dialog, shows
+#: only on its screen
+WORKING_LOOK = 5.0
+#: ... once it works and its hooks say when a turn starts and ends (a Notification hook says
+#: when it waits for permission): the screen is left only to tell a stall from slow work
+HOOKED_LOOK = 30.0
 _NOISE = re.compile(r"[\d·✢*✶✻✽•◦⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]+")
 
 
@@ -75,7 +85,12 @@ class PeerMonitor:
         if screen:
             self._progress_from(now, screen)
         if reading is not None:
-            decisions += self._reading(now, reading, submitted)
+            shown = self._reading(now, reading, submitted)
+            if any(d.state.startswith("dialog (") for d in shown):
+                # the permission hook and the dialog on screen are one event: the screen
+                # names the question
+                decisions = [d for d in decisions if d.state != WAITING_FOR_PERMISSION]
+            decisions += shown
         return decisions + self._clock(now, reading)
 
     def _signal(self, now: float, signal: Signal) -> list[Decision]:
@@ -92,7 +107,7 @@ class PeerMonitor:
             return self._note("turn-ended", "hook Stop: the turn ended")
         if signal.event == NOTIFICATION and signal.data.get("notification_type") == \
                 "permission_prompt":
-            return [Decision("escalate", "waiting for permission",
+            return [Decision("escalate", WAITING_FOR_PERMISSION,
                              f"hook Notification: {signal.detail()}",
                              fix="run the role in bypass mode (roles.<role>.permission_mode: "
                                  "bypass), or attach and answer the prompt by hand")]
@@ -166,6 +181,19 @@ class PeerMonitor:
                              fix="attach to see what it is doing; raise stall_timeout in "
                                  ".handoff.yaml for work that is legitimately this slow")]
         return []
+
+    def next_look(self, now: float, hooks: bool) -> float:
+        """Seconds until the peer must be looked at again (its death, a report and its hooks'
+        signals wake the orchestrator sooner): often while it starts or is blocked, then when
+        one of its clocks runs out (the grace after a turn's end, a stall), at the latest
+        after the interval its kind of evidence needs."""
+        if not self.arrived:
+            return STARTING_LOOK
+        interval = WORKING_LOOK if self.blocked_since or not hooks else HOOKED_LOOK
+        due = [self.last_progress + self.timing.stall]
+        if self.ended_at is not None:
+            due.append(self.ended_at + self.timing.grace)
+        return max(0.0, min(interval, *(at - now for at in due)))
 
     def _progress_from(self, now: float, screen: str) -> None:
         """A changed screen is progress; spinners, timers and token counters are not."""

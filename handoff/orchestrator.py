@@ -16,13 +16,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from handoff import briefs, reports, seals, summary
+from handoff import briefs, notify, reports, seals, summary
 from handoff.errors import UsageError
 from handoff.gate import end_left_gate, excerpt, record_path, run_gate
 from handoff.inputs import REASON_LIMIT, REPORT_LIMIT, clip, read_text
 from handoff.lock import TicketLock
 from handoff.monitor import Decision, PeerMonitor
-from handoff.peers import self_argv
+from handoff.peers import Peers, self_argv
 from handoff.providers.base import first_message, shown
 from handoff.providers.signals import read_signals
 from handoff.reports import Finding, Report
@@ -93,6 +93,8 @@ class Orchestrator:
         self.state.reason = clip(reason, REASON_LIMIT)
         self.save()
         self.event("phase", **{"from": before, "to": phase}, reason=reason)
+        notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
+                             self.ws.repo.top, self.event)
 
     def next_round(self, findings: list[Finding], notes: list[tuple[str, str]]) -> None:
         self.state.round += 1
@@ -156,6 +158,7 @@ class Orchestrator:
         if not peers.tmux.has_session(state.session):
             follow = self_argv("log", state.ticket, "--repo", str(self.ws.repo.top), "--follow")
             peers.ensure_session(self.ws.repo.top, follow)
+            notify.show_phase(state, peers.tmux)
             self.event("session", session=state.session, socket=state.socket)
 
     def implementing(self) -> None:
@@ -239,10 +242,15 @@ class Orchestrator:
         """Wait for the round's report, watching the peer meanwhile: a dead one, or one whose
         tmux server is gone, is relaunched (bounded), a stuck one nudged or handed to a person.
         A tmux that does not answer proves no death: it gets Patience, then the TmuxFailure
-        ends the run for a later resume. None: the phase changed."""
+        ends the run for a later resume. None: the phase changed.
+
+        Waiting runs nothing: a report or a hook's signal wakes it (inotify), so does the
+        peer's exit (a pidfd on its process). The peer is looked at (its pane listed, its
+        screen read) only when one of those says so, or when `PeerMonitor.next_look` is due."""
         path = self.tdir.report(role, n)
         peers = self.ws.peers(self.state)
         patience = Patience(self.state.ticket)
+        look_at = 0.0  # now: every wait starts with a look
         with Watcher([self.tdir.path, self.tdir.signals(role)]) as watcher:
             while True:
                 if path.exists() and report_settled(path, role):
@@ -251,28 +259,52 @@ class Orchestrator:
                             or self.state.round != n:
                         return report
                     continue
-                try:
-                    try:
-                        pane, lost = peers.look(role), ""
-                    except ServerGone as gone:
-                        pane, lost = None, gone.message
-                    if pane is None or pane.dead:
-                        if not self.revive(role, brief, pane is not None,
-                                           peers.exit_status(role) if pane else None, lost):
-                            return None
-                    elif not self.watch(role, n, brief, path):
+                if time.monotonic() >= look_at or watcher.exited or self.signalled(role):
+                    looked = self.look(role, n, brief, peers, patience, watcher)
+                    if looked is None:
                         return None
-                except TmuxFailure as failure:
-                    if patience.failed(failure):  # raises once tmux was silent for too long
-                        self.event("tmux", role, state="failing", message=failure.message,
-                                   patience=patience.limit)
-                except ServerGone:
-                    pass  # it went away in the middle: the next look relaunches on a new one
-                else:
-                    silent = patience.answered()
-                    if silent is not None:
-                        self.event("tmux", role, state="answering", after=round(silent, 1))
-                watcher.wait(TICK)
+                    look_at = time.monotonic() + looked
+                watcher.wait(max(look_at - time.monotonic(), 0.0))
+
+    def look(self, role: str, n: int, brief: Path, peers: Peers, patience: Patience,
+             watcher: Watcher) -> float | None:
+        """Look at the peer once and act on it; seconds until the next look is due, None when
+        the wait is over (a person must step in, or the peer could not be revived)."""
+        try:
+            try:
+                pane, lost = peers.look(role), ""
+            except ServerGone as gone:
+                pane, lost = None, gone.message
+            if pane is None or pane.dead:
+                watcher.follow(None)
+                if not self.revive(role, brief, pane is not None,
+                                   peers.exit_status(role) if pane else None, lost):
+                    return None
+                return TICK
+            if not watcher.follow(pane.pid):
+                return TICK  # its exit cannot wake us (no pidfd, or tmux has yet to see it)
+            if not self.watch(role, n, brief, self.tdir.report(role, n)):
+                return None
+        except TmuxFailure as failure:
+            if patience.failed(failure):  # raises once tmux was silent for too long
+                self.event("tmux", role, state="failing", message=failure.message,
+                           patience=patience.limit)
+            return TICK
+        except ServerGone:
+            return TICK  # it went away in the middle: the next look relaunches on a new one
+        silent = patience.answered()
+        if silent is not None:
+            self.event("tmux", role, state="answering", after=round(silent, 1))
+        watching = self.monitors.get(role)
+        if watching is None:
+            return TICK
+        return watching.monitor.next_look(time.monotonic(), self.ws.provider(role).signals)
+
+    def signalled(self, role: str) -> bool:
+        """A hook of the role's peer wrote a signal not yet judged."""
+        watching = self.monitors.get(role)
+        return watching is not None and bool(read_signals(self.tdir.signals(role),
+                                                          watching.since_ns))
 
     def watching(self, role: str, message: str, since_ns: int) -> Watching:
         """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
@@ -368,6 +400,7 @@ class Orchestrator:
             return False
         follow = self_argv("log", self.state.ticket, "--repo", str(self.ws.repo.top), "--follow")
         if self.ws.peers(self.state).ensure_session(self.ws.repo.top, follow):
+            notify.show_phase(self.state, self.ws.peers(self.state).tmux)
             self.event("session", session=self.state.session, socket=self.state.socket,
                        reason="the tmux server was gone" if lost else "the session was gone")
         self.launch(role, brief, "tmux server gone" if lost else "relaunch")

@@ -94,6 +94,10 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "worktree": _worktree,
     "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
+    "notified": lambda e: f"told the person: {e.get('notice')} (via "
+                          f"{', '.join(e.get('via', [])) or 'nothing'})",
+    "notify-failed": lambda e: f"could not tell the person ({e.get('notice')}) by "
+                               f"{e.get('channel')}: {e.get('reason')}",
 }
 
 

@@ -20,10 +20,13 @@ launch hangs, busy, never reporting), pause_until, silent}.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,7 +36,8 @@ import yaml
 
 from handoff.frontmatter import split
 from handoff.plan import parse as parse_plan
-from handoff.providers.scripted import TOOK, WAITING
+from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.providers.signals import PROMPT, STOP
 from handoff.reports import template
 
 MESSAGE = "Read and follow "
@@ -44,6 +48,21 @@ LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\
 
 def say(text: str) -> None:
     print(text, flush=True)
+
+
+def signal(event: str) -> None:
+    """Tell the orchestrator a turn started or ended, as a real CLI's hooks do: one JSON file
+    in the signal folder, written aside and renamed in whole."""
+    folder = os.environ.get(SIGNALS_VARIABLE)
+    if not folder:
+        return
+    try:
+        handle, staged = tempfile.mkstemp(prefix=f".{event}.", dir=folder)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"hook_event_name": event, "source": "scripted agent"}))
+        os.replace(staged, Path(folder) / f"{event}.{Path(staged).name.rsplit('.', 1)[-1]}.json")
+    except OSError:
+        pass  # a hint only, like a CLI's hook: the screen and the report still tell
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -216,11 +235,13 @@ def handle(role: str, message: str) -> None:
         say(f"scripted: ignoring {message!r}")
         return
     say(f"{TOOK} {message.strip()}")
+    signal(PROMPT)
     brief, _ = split(path.read_text(encoding="utf-8"))
     brief["_silent"] = silent(brief, role, nudged=not message.lstrip().startswith(
         "Read and follow"))
     (implement if role == "implementer" else review)(brief)
     say(WAITING)
+    signal(STOP)
 
 
 def brief_path(message: str) -> Path | None:

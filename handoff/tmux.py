@@ -417,27 +417,32 @@ class Tmux:
 
 class Patience:
     """How long a watcher goes on while tmux does not answer: a stopped or swamped server gets
-    `limit` seconds since it last answered, then the watcher gives up with a TmuxFailure that
-    says so, instead of waiting forever or taking the silence for a death."""
+    `limit` seconds from its first failure to answer, then the watcher gives up with a
+    TmuxFailure that says so, instead of waiting forever or taking the silence for a death.
+    (From the first failure, not the last answer: a waiting orchestrator asks tmux only now
+    and then, and a long quiet wait is no silence.)"""
 
     def __init__(self, ticket: str = "TICKET", limit: float = PATIENCE) -> None:
         self.ticket, self.limit = ticket, limit
-        self.answered_at = time.monotonic()
-        self.failing = False
+        self.failing_since: float | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
 
     def failed(self, exc: TmuxFailure) -> bool:
         """Note a failure; True for the first since tmux last answered (worth telling)."""
-        silent = time.monotonic() - self.answered_at
-        if silent >= self.limit:
+        now = time.monotonic()
+        first = self.failing_since is None
+        since = self.failing_since = now if self.failing_since is None else self.failing_since
+        if now - since >= self.limit:
             hint = "; ".join(filter(None, (exc.hint, f"once it answers again, 'handoff resume "
                                                      f"{self.ticket}' carries on where this stopped")))
-            raise TmuxFailure(f"tmux has not answered for {silent:.0f}s: {exc.message}", hint)
-        first, self.failing = not self.failing, True
+            raise TmuxFailure(f"tmux has not answered for {now - since:.0f}s: {exc.message}", hint)
         return first
 
     def answered(self) -> float | None:
         """Note an answer; how long tmux had been failing, when it had."""
-        now = time.monotonic()
-        was = now - self.answered_at if self.failing else None
-        self.answered_at, self.failing = now, False
+        was = None if self.failing_since is None else time.monotonic() - self.failing_since
+        self.failing_since = None
         return was

@@ -1,4 +1,5 @@
-"""Wake up when files change in a few folders: inotify on Linux, plain polling elsewhere.
+"""Wake up when files change in a few folders (inotify on Linux, plain polling elsewhere), or
+when a followed process exits (a pidfd, Linux 5.3+).
 
 Callers always rescan after a wake-up, so a file written before the watch began, or lost in
 an event-queue overflow, is still seen: the events only decide *when* to look.
@@ -46,6 +47,10 @@ class Watcher:
     def __init__(self, folders: Iterable[Path]) -> None:
         self.folders = [Path(f) for f in folders]
         self._fd = -1
+        self._pidfd = -1
+        self.followed: int | None = None
+        #: the followed process has exited (seen by `wait`); cleared by `follow`
+        self.exited = False
         libc = _libc()
         if libc is None:
             return
@@ -61,22 +66,51 @@ class Watcher:
     def uses_inotify(self) -> bool:
         return self._fd >= 0
 
-    def wait(self, timeout: float) -> bool:
-        """Block up to timeout seconds; True when a change woke us (always False when polling)."""
-        if self._fd < 0:
-            time.sleep(min(timeout, POLL_INTERVAL))
-            return False
-        ready, _, _ = select.select([self._fd], [], [], max(timeout, 0.0))
-        if not ready:
+    def follow(self, pid: int | None) -> bool:
+        """Wake `wait` when process pid exits (None: follow nothing). False where the process
+        cannot be followed (no pidfd here, or it is already gone): the caller must look
+        itself. Following the same live pid again changes nothing."""
+        if pid == self.followed and (self._pidfd >= 0 or self.exited):
+            return self._pidfd >= 0
+        self._drop_pidfd()
+        self.followed, self.exited = pid, False
+        if pid is None or not hasattr(os, "pidfd_open"):
             return False
         try:
-            while os.read(self._fd, 65536):
-                pass
-        except BlockingIOError:
-            pass
+            self._pidfd = os.pidfd_open(pid)
+        except OSError:  # gone already, or a kernel without pidfds
+            return False
         return True
 
+    def wait(self, timeout: float) -> bool:
+        """Block up to timeout seconds; True when a change or the followed process's exit woke
+        us (always False when polling)."""
+        if self._fd < 0 and self._pidfd < 0:
+            time.sleep(min(timeout, POLL_INTERVAL))
+            return False
+        watched = [fd for fd in (self._fd, self._pidfd) if fd >= 0]
+        ready, _, _ = select.select(watched, [], [], max(timeout, 0.0))
+        if not ready:
+            return False
+        if self._pidfd in ready:
+            # readable for good once the process is gone: reported once, then not watched
+            self.exited = True
+            self._drop_pidfd()
+        if self._fd in ready:
+            try:
+                while os.read(self._fd, 65536):
+                    pass
+            except BlockingIOError:
+                pass
+        return True
+
+    def _drop_pidfd(self) -> None:
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
+
     def close(self) -> None:
+        self._drop_pidfd()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.monitor import Decision, PeerMonitor, Timing
+from handoff.monitor import (
+    HOOKED_LOOK,
+    STARTING_LOOK,
+    WORKING_LOOK,
+    Decision,
+    PeerMonitor,
+    Timing,
+)
 from handoff.providers.screen import (
     BLOCKED,
     BUSY,
@@ -193,3 +200,43 @@ def test_a_permission_notification_asks_a_person() -> None:
         "message": "Claude needs your permission to use Bash"})])
     assert actions(decided) == [("escalate", "waiting for permission")]
     assert "needs your permission" in decided[0].evidence and "bypass" in decided[0].fix
+
+
+def test_a_permission_notification_with_its_dialog_on_screen_is_one_escalation() -> None:
+    """The hook woke the orchestrator; the screen names the question asked."""
+    asking = Dialog("permission", ("Do you want to proceed?",), (), "bypass or answer it")
+    decided = monitor().observe(1001.0, Reading(DIALOG, draft="", dialog=asking,
+                                                evidence=("Do you want to proceed?",)),
+                                [signal("notification", {"notification_type": "permission_prompt",
+                                                         "message": "Claude needs permission"})])
+    assert actions(decided) == [("escalate", "dialog (permission)")]
+    assert "Do you want to proceed?" in decided[0].evidence
+
+
+def test_a_starting_peer_is_looked_at_often_a_working_one_rarely() -> None:
+    """Start-up screens show only on screen; once a peer works, its hooks (or, without any, a
+    slower look at its screen) tell the rest."""
+    m = monitor()
+    assert m.next_look(1001.0, hooks=True) == STARTING_LOOK, "not arrived yet"
+    m.observe(1001.0, None, [signal("prompt")])
+    assert m.next_look(1001.0, hooks=True) == HOOKED_LOOK
+    assert m.next_look(1001.0, hooks=False) == WORKING_LOOK
+    assert STARTING_LOOK < WORKING_LOOK < HOOKED_LOOK <= TIMING.stall
+
+
+def test_the_next_look_comes_when_a_clock_runs_out() -> None:
+    m = monitor()
+    m.observe(1001.0, busy())
+    m.observe(1002.0, ready(ended=True))  # the turn ended without a report: grace 5 s
+    assert m.next_look(1003.0, hooks=True) == 4.0, "at the end of the grace, for the nudge"
+    assert m.next_look(1009.0, hooks=True) == 0.0, "overdue: now"
+    stalling = PeerMonitor(launched=1000.0, timing=Timing(stall=10.0))
+    stalling.observe(1000.0, busy(), screen="same")
+    assert stalling.next_look(1004.0, hooks=True) == 6.0, "when the stall would be judged"
+
+
+def test_a_blocked_peer_is_looked_at_as_often_as_one_without_hooks() -> None:
+    m = monitor()
+    m.observe(1001.0, busy())
+    m.observe(1002.0, Reading(BLOCKED, draft="", blocker=OFFLINE, evidence=("ECONNREFUSED",)))
+    assert m.next_look(1002.0, hooks=True) == WORKING_LOOK

@@ -160,3 +160,35 @@ def test_wait_for_is_none_on_timeout(tmp_path: Path) -> None:
     assert elapsed >= 0.45
     assert elapsed < 10
     assert len(calls) >= 2  # it looks again on every tick, not only once
+
+
+@linux_only
+def test_wait_wakes_when_the_followed_process_exits(tmp_path: Path) -> None:
+    """A peer's death wakes the waiting orchestrator at once, with no look at tmux."""
+    child = subprocess.Popen([PYTHON, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        with Watcher([tmp_path]) as watcher:
+            assert watcher.follow(child.pid) is True
+            assert watcher.wait(0.2) is False and not watcher.exited, "woke while it lived"
+            assert child.stdin is not None
+            child.stdin.close()  # the child reads EOF and exits
+            started = time.monotonic()
+            woke = watcher.wait(20)
+            elapsed = time.monotonic() - started
+            assert woke is True and watcher.exited
+            assert elapsed < 10
+            # reported once: a dead process's pidfd stays readable, and must not spin the loop
+            assert watcher.wait(0.2) is False
+            assert watcher.follow(child.pid) is False, "the same dead pid is not followed again"
+    finally:
+        child.wait(timeout=20)
+
+
+@linux_only
+def test_following_a_process_that_is_gone_says_so(tmp_path: Path) -> None:
+    child = subprocess.Popen([PYTHON, "-c", "pass"])
+    child.wait(timeout=20)  # reaped: the pid names nothing now
+    with Watcher([tmp_path]) as watcher:
+        assert watcher.follow(child.pid) is False
+        assert watcher.follow(None) is False

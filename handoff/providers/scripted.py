@@ -13,10 +13,15 @@ WAITING = "scripted: waiting for the next message"
 RULES = ScreenRules(composer="\0", busy=(r"^scripted: took",), turn_ended=(f"^{WAITING}",))
 
 
+#: the folder the scripted agent drops its signal files into, as a CLI's hooks would
+SIGNALS_VARIABLE = "HANDOFF_SIGNALS"
+
+
 class Scripted(Provider):
     name = "scripted"
     enter_delay = 0.0
     rules = RULES
+    signals = True
 
     def executable(self) -> str | None:
         return sys.executable
@@ -31,6 +36,9 @@ class Scripted(Provider):
 
     def argv(self, launch: Launch) -> list[str]:
         return [sys.executable, "-m", "handoff.scripted_agent", launch.role, launch.message]
+
+    def env(self, launch: Launch) -> dict[str, str]:
+        return {SIGNALS_VARIABLE: str(launch.signals)} if launch.signals is not None else {}
 
     def taken(self, screen: str, message: str) -> bool:
         return any(line.startswith(TOOK) and message in line for line in screen.splitlines())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff.errors import EXIT_ESCALATED
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -80,7 +81,7 @@ def test_a_hand_written_review_never_counts(receipt: str, repo: Path, tmp_path: 
         (folder / "review-report-1.md").write_text(text)
         (folder / "go").write_text("go\n")
         final = wait_phase(handoff_home, "F-1", "passed", "escalated", timeout=90)
-        assert runner.wait(timeout=30) == 1
+        assert runner.wait(timeout=30) == EXIT_ESCALATED
     finally:
         runner.kill()
         runner.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from handoff.errors import EXIT_ESCALATED
 from tests.conftest import PYTHON, git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -117,7 +118,7 @@ def test_a_hanging_gate_is_bounded_and_leaves_no_process(
     plan = gate_plan(tmp_path, "hang")
     done = handoff("start", "G-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == EXIT_ESCALATED, done.stdout + done.stderr
     final = state(handoff_home, "G-1")
     assert final["phase"] == "escalated" and "timed out after 3s" in final["reason"]
     [[leader, child]] = gate_runs(tmp_path)
@@ -152,7 +153,7 @@ def test_a_flooding_gate_keeps_every_file_and_the_orchestrator_small(
         rss = peak_rss_mib(runner.pid)  # alive: round 2's implementer waits for "go"
         folder = ticket_path(handoff_home, "G-2")
         (folder / "go").write_text("go\n")
-        assert runner.wait(timeout=120) == 1, (tmp_path / "orchestrator.log").read_text()[-3000:]
+        assert runner.wait(timeout=120) == EXIT_ESCALATED, (tmp_path / "orchestrator.log").read_text()[-3000:]
     finally:
         runner.kill()
         runner.wait()

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from handoff.monitor import HOOKED_LOOK
 from handoff.tmux import PATIENCE, TMUX_TIMEOUT
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
@@ -268,7 +269,9 @@ def tmux_fails_then_resume_finishes(run: Ticket, fault: Stop | Refuse, said: str
         session, peer = run.session, pane_pid(run.socket, run.session, "implementer")
         fault.fail()
         began = time.monotonic()
-        failing = wait_event(home, ticket, "tmux", state="failing", timeout=TMUX_TIMEOUT + 30)
+        # a working peer is looked at every HOOKED_LOOK at most: the next look finds tmux out
+        failing = wait_event(home, ticket, "tmux", state="failing",
+                             timeout=HOOKED_LOOK + TMUX_TIMEOUT + 30)
         assert said in failing["message"]
         code = run.runner.wait(timeout=TMUX_TIMEOUT + PATIENCE + 60)
         held = time.monotonic() - began
