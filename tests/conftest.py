@@ -111,6 +111,16 @@ def peers(socket: str, handoff_home: Path, tmp_path: Path) -> Peers:
 
 
 @pytest.fixture
+def terminal() -> Iterator[str]:
+    """A separate tmux server standing in for the person's own terminal."""
+    name = f"handoff-test-user-{uuid.uuid4().hex[:8]}"
+    yield name
+    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=15)
+    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name).unlink(
+        missing_ok=True)
+
+
+@pytest.fixture
 def handoff_home(isolated: dict[str, str]) -> Path:
     return Path(isolated["HANDOFF_HOME"])
 

@@ -9,8 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +80,6 @@ def use_notify(handoff_home: Path, argv: list[str]) -> None:
     handoff_home.mkdir(parents=True, exist_ok=True)
     (handoff_home / "config.yaml").write_text(json.dumps({"notify": argv}), encoding="utf-8")
 
-
-@pytest.fixture
-def terminal() -> Iterator[str]:
-    """A separate tmux server standing in for the person's own terminal."""
-    name = f"handoff-test-user-{uuid.uuid4().hex[:8]}"
-    yield name
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=15)
-    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name).unlink(
-        missing_ok=True)
 
 
 def tmux(socket: str, *args: str) -> str:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import wait_until
 from tests.harness import (
@@ -22,17 +17,6 @@ from tests.harness import (
     wait_phase,
     write_plan,
 )
-
-
-@pytest.fixture
-def terminal() -> Iterator[str]:
-    """A separate tmux server standing in for the user's own terminal."""
-    name = f"handoff-test-user-{uuid.uuid4().hex[:8]}"
-    yield name
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, timeout=15)
-    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name).unlink(
-        missing_ok=True)
-
 
 OUTER_CONF = Path(__file__).with_name("user-terminal.tmux.conf")
 
