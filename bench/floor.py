@@ -1,7 +1,7 @@
 """On-demand benchmark: a whole scripted ticket against the raw floor of the same work, and the
 hand-over latency read from the tickets' own event logs.
 
-    .venv/bin/python bench/floor.py [--reps N]
+    .venv/bin/python bench/floor.py [--reps N] [--crowd N]
 
 Each pair runs, in alternating order:
 
@@ -14,7 +14,12 @@ Each pair runs, in alternating order:
 
 Hand-over latency, from each handoff ticket's events.jsonl: a report filed (`submitted`, written
 by `handoff submit`) to accepted (`submission`), and accepted to the orchestrator's next event.
-Event times have millisecond resolution. Nothing here asserts a timing.
+Event times have millisecond resolution.
+
+--crowd N starts N tickets at once (each `handoff start --yes` in the background, all launched
+together), and reports how long each `start` took to return, whether every ticket passed, how
+long until the last one ended, and the hand-over latency under that load. Nothing here asserts
+a timing.
 """
 
 from __future__ import annotations
@@ -119,6 +124,50 @@ def raw_ticket(box: Sandbox, n: int) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+Crowd = tuple[list[float], float, list[str], list[float], list[float]]
+
+
+def crowd(box: Sandbox, count: int) -> Crowd:
+    """(each start's return time in ms, ms until every ticket ended, their final phases, and
+    the hand-over latencies of all), for count tickets started at once, each in its own repo."""
+    repos = [box.repo(2000 + n) for n in range(count)]
+    started = time.perf_counter()
+    starts = [subprocess.Popen([sys.executable, "-m", "handoff", "start", f"C-{n}", "--plan",
+                                str(box.plan), "--yes"], cwd=repo, env=box.env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+              for n, repo in enumerate(repos)]
+    returned: list[float] = []
+    for child in starts:
+        child.wait(timeout=300)
+        returned.append((time.perf_counter() - started) * 1000)
+        if child.returncode != 0:
+            raise RuntimeError(f"a start failed: {child.stderr.read().decode() if child.stderr else ''}")
+    folders = [next((box.root / "state").glob(f"*/C-{n}")) for n in range(count)]
+    deadline = time.monotonic() + 600
+
+    def phase(folder: Path) -> str:
+        try:
+            return str(json.loads((folder / "state.json").read_text(encoding="utf-8"))["phase"])
+        except (OSError, ValueError, KeyError):
+            return ""
+
+    while not all(phase(f) in ("passed", "escalated", "needs-human") for f in folders):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the crowd of tickets did not end within 600 s")
+        time.sleep(0.2)  # the bench's own polling, outside what it measures per ticket
+    ended = (time.perf_counter() - started) * 1000
+    phases = [phase(f) for f in folders]
+    taken: list[float] = []
+    onward: list[float] = []
+    for folder in folders:
+        more_taken, more_onward = hand_overs(folder / "events.jsonl")
+        taken += more_taken
+        onward += more_onward
+    for n, repo in enumerate(repos):
+        box.run([sys.executable, "-m", "handoff", "close", f"C-{n}"], repo, check=False)
+    return returned, ended, phases, taken, onward
+
+
 def hand_overs(events: Path) -> tuple[list[float], list[float]]:
     """(filed → accepted, accepted → next event) in ms, for each accepted report."""
     rows = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines() if line]
@@ -151,6 +200,8 @@ def percentile(values: Sequence[float], p: float) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--reps", type=int, default=5, help="pairs to run (default 5)")
+    parser.add_argument("--crowd", type=int, default=0,
+                        help="also start this many tickets at once (e.g. 20)")
     args = parser.parse_args(argv)
     box = Sandbox()
     ours: list[float] = []
@@ -168,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             onward += more_onward
             if not n % 2:
                 floor.append(raw_ticket(box, n))
+        crowded = crowd(box, args.crowd) if args.crowd > 0 else None
     finally:
         box.close()
     ratio = statistics.median(ours) / statistics.median(floor)
@@ -180,6 +232,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, values in (("filed -> accepted", taken), ("accepted -> next event", onward)):
         print(f"  {name:<24} {percentile(values, 0.5):.0f} / {percentile(values, 0.95):.0f} / "
               f"{max(values, default=float('nan')):.0f}")
+    if crowded is not None:
+        returned, ended, phases, crowd_taken, crowd_onward = crowded
+        passed = phases.count("passed")
+        print(f"\n{len(phases)} tickets at once: {passed} passed"
+              f"{'' if passed == len(phases) else ' (others: ' + ', '.join(sorted(set(phases))) + ')'};"
+              f" the last ended after {ended / 1000:.1f} s")
+        print(f"  start returned, ms: {spread(returned)}   target <= 1000 each   "
+              f"{'met' if max(returned) <= 1000 else 'NOT met'}")
+        for name, values in (("filed -> accepted", crowd_taken),
+                             ("accepted -> next event", crowd_onward)):
+            print(f"  {name:<24} p50 / p95 / max {percentile(values, 0.5):.0f} / "
+                  f"{percentile(values, 0.95):.0f} / {max(values, default=float('nan')):.0f}")
     return 0
 
 
