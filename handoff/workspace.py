@@ -101,7 +101,10 @@ class Workspace:
         """A peer's allowlisted environment: base variables, its provider's, the config's."""
         provider = self.provider(role)
         extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
-                 "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role}
+                 "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role,
+                 # bytecode outside the checkout: the reviewer's ignored files stay between
+                 # rounds, a stale .pyc must not be among them (TicketWorktrees.point_reviewer)
+                 **self.worktrees.bytecode_env(role)}
         names = (*provider.passthrough(dict(os.environ)), *self.config.env_allow)
         return allowlisted_env(extra, [n for n in names if provider.allowed(n)])
 

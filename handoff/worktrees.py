@@ -12,8 +12,11 @@ Three guards:
 * every git call inside a role's folder runs with a ceiling just above it: a folder that is
   no longer a worktree (deleted by hand, re-made by a peer) makes git fail, never act on the
   repository around it.
-* a worktree's setup (shared folders, post_create) is marked done in its own git dir once it
-  completed, and runs again on a worktree without the mark (a failed post_create, fixed).
+* a worktree's setup (shared folders, post_create) runs once per worktree: it is marked done
+  in the worktree's own git dir once it completed, and runs again only on a worktree without
+  the mark (a failed post_create, fixed; a worktree made again, whose git dir is new). Between
+  rounds the reviewer's checkout is reset to the commit under review and its untracked files
+  removed, while the setup's output stays (see `point_reviewer`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ from handoff.repo import Repo, git, git_timeout
 WORKTREES_DIR = ".worktrees"
 LOCK_FILE = "handoff-worktrees.lock"
 SETUP_MARK = "handoff-setup-done"
+#: (in the worktree's git dir) what the setup left that git does not ignore, NUL-separated:
+#: kept like the shared folders, never taken for a peer's work
+SETUP_OUTPUT = "handoff-setup-output"
+#: (in the worktree's git dir) its peer's and gate's Python bytecode, PYTHONPYCACHEPREFIX
+BYTECODE = "handoff-pycache"
 ROLES = ("implementer", "reviewer")
 
 
@@ -293,9 +301,38 @@ class TicketWorktrees:
             raise NotFound(f"{path} is not a worktree of {self.repo.top}")
         (admin / SETUP_MARK).unlink(missing_ok=True)
         self._share(path)
+        before = set(self._untracked(path))
         self._post_create(path)
+        made = [name for name in self._untracked(path) if name not in before]
+        (admin / SETUP_OUTPUT).write_text("".join(f"{name}\0" for name in made),
+                                          encoding="utf-8")
         (admin / SETUP_MARK).write_text(
             "".join(" ".join(argv) + "\n" for argv in self.post_create), encoding="utf-8")
+
+    def _untracked(self, path: Path) -> list[str]:
+        """Untracked entries git does not ignore, a wholly untracked folder as one, shared
+        folders aside."""
+        out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=normal")
+        shared = {s.path.strip("/") for s in self.shares}
+        names = [item[3:].rstrip("/") for item in out.split("\0") if item.startswith("?? ")]
+        return [n for n in names if not any(n == s or n.startswith(s + "/") for s in shared)]
+
+    def kept(self, path: Path) -> list[str]:
+        """What handoff put beside the checkout and keeps there: the shared folders and the
+        untracked output of the worktree's setup (its ignored output git keeps by itself)."""
+        names = [s.path.strip("/") for s in self.shares]
+        admin = self.admin_dir(path)
+        if admin is not None:
+            with contextlib.suppress(OSError, UnicodeDecodeError):  # none recorded (yet)
+                text = (admin / SETUP_OUTPUT).read_text(encoding="utf-8")
+                names += [name for name in text.split("\0") if name]
+        return names
+
+    def bytecode_env(self, role: str) -> dict[str, str]:
+        """Where Python run by the role's peer and gate keeps its bytecode: a folder in the
+        worktree's own git dir, outside the checkout (see `point_reviewer` for why)."""
+        admin = self.admin_dir(self.path(role))
+        return {} if admin is None else {"PYTHONPYCACHEPREFIX": str(admin / BYTECODE)}
 
     def _share(self, path: Path) -> None:
         for share in self.shares:
@@ -329,12 +366,19 @@ class TicketWorktrees:
 
     # ---- the reviewer between rounds ------------------------------------------------------
     def point_reviewer(self, commit: str, scratch: Path) -> Made:
-        """Make the reviewer's checkout a pristine copy of commit.
+        """Make the reviewer's checkout the commit under review, its setup kept.
 
-        Anything it left behind is saved to scratch first. Ignored build output goes too (the
-        shared folders stay, setup runs again): a cache keyed by mtime, like Python's .pyc for
-        a same-size edit within one second, would otherwise let the gate and the reviewer test
-        stale code. A reviewer folder that is no longer a worktree is made again at commit.
+        What the last reviewer left that git tracks or sees (edits, new files) is saved to
+        scratch, tracked files are set to commit and untracked ones removed, so no round sees
+        another's work; the implementer's never reach this worktree, which only the reviewer,
+        its gate and the setup write in. Ignored files stay: the setup's .venv or node_modules
+        (post_create runs once per worktree, not every round) and build caches. Caches that
+        trust mtimes are safe after a checkout, which gives every changed file a new one, all
+        but Python's bytecode: a .pyc is reused when its source's size and mtime second match,
+        and a hash-based one (pip's, compileall's) may not be checked at all. So the peers and
+        the gate keep bytecode outside the checkout (`bytecode_env`, not a __pycache__ here,
+        which they then never read) and the reviewer's is dropped here, each round. A reviewer
+        folder that is no longer a worktree is made again at commit, and set up again.
         """
         made = self.ensure("reviewer", commit, recreate=True)
         if made.created:
@@ -342,19 +386,21 @@ class TicketWorktrees:
         path = made.path
         if self.save_scratch(path, scratch):
             self._git(path, "reset", "--hard", "--quiet")
-        self._git(path, "checkout", "--quiet", "--detach", commit)
-        keep = [arg for s in self.shares for arg in ("-e", f"/{s.path.strip('/')}")]
-        if self._git(path, "clean", "-ffdxn", *keep):
-            self._git(path, "clean", "-ffdxq", *keep)
-            self._setup(path)
-            return Made("reviewer", path, created=False, setup=True)
+        # --force: tracked files become the commit's even where a kept file stood in the way
+        self._git(path, "checkout", "--quiet", "--force", "--detach", commit)
+        keep = [arg for name in self.kept(path) for arg in ("-e", _exact_pattern(name))]
+        self._git(path, "clean", "-ffdq", *keep)  # no -x: ignored files stay
+        admin = self.admin_dir(path)
+        if admin is not None:
+            shutil.rmtree(admin / BYTECODE, ignore_errors=True)
         return made
 
     def save_scratch(self, path: Path, scratch: Path) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""
         if not self.dirty(path):
             return False
-        self._git(path, "add", "-A", "--", ".", *[f":!{s.path}" for s in self.shares])
+        self._git(path, "add", "-A", "--", ".",
+                  *[f":(exclude,literal){name}" for name in self.kept(path)])
         scratch.parent.mkdir(parents=True, exist_ok=True)
         scratch.write_text(self._git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
                            encoding="utf-8")
@@ -367,7 +413,7 @@ class TicketWorktrees:
         if not path.is_dir() or not self.is_live(path):
             return []
         out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=all")
-        shared = {s.path.rstrip("/") for s in self.shares}
+        shared = set(self.kept(path))
         entries = []
         fields = iter(out.split("\0"))
         for item in fields:
@@ -437,3 +483,8 @@ class TicketWorktrees:
     def left(self) -> list[Path]:
         """What still stands in the ticket's worktrees folder: not handoff's to delete."""
         return sorted(self.root.iterdir()) if self.root.is_dir() else []
+
+
+def _exact_pattern(name: str) -> str:
+    """An ignore pattern (for git clean -e) matching exactly the path name from the top."""
+    return "/" + "".join(f"\\{c}" if c in "\\*?[] !#" else c for c in name)

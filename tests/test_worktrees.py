@@ -338,7 +338,7 @@ def test_failing_post_create_is_a_clear_error(repo: Path, base: str) -> None:
     assert wt.path("implementer").is_dir()
 
 
-def test_point_reviewer_leaves_a_pristine_checkout_but_keeps_shares(
+def test_point_reviewer_resets_the_checkout_but_keeps_shares_and_setup_output(
         repo: Path, base: str, tmp_path: Path) -> None:
     (repo / "deps").mkdir()
     (repo / "deps" / "lib.txt").write_text("shared dependency\n")
@@ -349,21 +349,26 @@ def test_point_reviewer_leaves_a_pristine_checkout_but_keeps_shares(
         (PYTHON, "-c", f"import os; open({str(runs)!r}, 'a').write(os.getcwd() + '\\n')"),))
     implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
     reviewer = wt.create_reviewer(git(repo, "rev-parse", "HEAD"))
-    stale = reviewer / "__pycache__" / "calc.cpython-311.pyc"
-    stale.parent.mkdir()
-    stale.write_bytes(b"compiled from the previous round's calc.py")
     (reviewer / "build").mkdir()
-    (reviewer / "build" / "out.o").write_text("old object")
+    (reviewer / "build" / "out.o").write_text("ignored build output")
+    (reviewer / "probe.txt").write_text("the reviewer's untracked file")
+    (reviewer / "calc.py").write_text("# the reviewer's edit\n")
     new = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
 
     wt.point_reviewer(new, tmp_path / "scratch.patch")
 
     assert git(reviewer, "rev-parse", "HEAD") == new
-    assert not stale.exists() and not (reviewer / "build").exists(), "no stale build output"
+    assert wt.dirty(reviewer) == []
+    assert git(reviewer, "status", "--porcelain", "--untracked-files=all") == "?? deps", \
+        "the shared folder's link alone"
+    assert (reviewer / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert not (reviewer / "probe.txt").exists()
+    assert (reviewer / "build" / "out.o").exists(), "ignored output stays"
     assert (reviewer / "deps" / "lib.txt").read_text() == "shared dependency\n"
     assert (repo / "deps" / "lib.txt").exists(), "the main checkout's folder is untouched"
-    assert runs.read_text().splitlines().count(str(reviewer)) == 2, "post_create ran again"
-    assert not (tmp_path / "scratch.patch").exists(), "ignored output is not scratch work"
+    assert runs.read_text().splitlines().count(str(reviewer)) == 1, "post_create ran again"
+    patch = (tmp_path / "scratch.patch").read_text()
+    assert "probe.txt" in patch and "build/out.o" not in patch
 
 
 # ---- the per-repo lock (item 18) ----------------------------------------------------------
@@ -646,23 +651,17 @@ def test_setup_runs_again_after_a_failed_post_create_is_fixed(repo: Path, base: 
         "the mark lives in git's own dir, not in the checkout"
 
 
-def test_a_failed_setup_after_pointing_the_reviewer_runs_again(
+def test_a_failed_setup_of_the_reviewer_runs_again_when_it_is_pointed(
         repo: Path, base: str, tmp_path: Path) -> None:
-    (repo / ".gitignore").write_text("__pycache__/\nbuild/\n")
-    git(repo, "commit", "-qam", "ignore build")
-    base = git(repo, "rev-parse", "HEAD")
     flag = tmp_path / "fail"
+    flag.write_text("x")
     script = (f"import pathlib, sys; sys.exit(3 if pathlib.Path({str(flag)!r}).exists() else 0)")
     wt = worktrees(repo, post_create=((PYTHON, "-c", script),))
-    impl = wt.create_implementer(base)
-    rev = wt.create_reviewer(base)
-    (rev / "build").mkdir()
-    (rev / "build" / "out.o").write_text("old object")
-    commit = commit_file(impl, "feature.txt", "feature\n")
-    flag.write_text("x")
     with pytest.raises(ExternalFailure):
-        wt.point_reviewer(commit, tmp_path / "scratch.patch")
+        wt.create_reviewer(base)
+    rev = wt.path("reviewer")
     assert not wt.setup_done(rev)
     flag.unlink()
-    assert wt.ensure("reviewer", commit, recreate=True).setup
+    assert wt.point_reviewer(base, tmp_path / "scratch.patch").setup
     assert wt.setup_done(rev)
+    assert not wt.point_reviewer(base, tmp_path / "scratch.patch").setup
