@@ -255,13 +255,16 @@ def resume(
     ticket: TicketArg,
     foreground: Annotated[bool, typer.Option("--foreground")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
+    more_rounds: Annotated[int | None, typer.Option(
+        "--more-rounds", metavar="N", help="Carry an escalated ticket on for N more rounds "
+        "(its open findings go to the next round).", show_default=False)] = None,
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
     from handoff import lifecycle
     from handoff.store import state_home
 
-    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo)
+    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
     _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
@@ -274,6 +277,7 @@ def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_i
     """Where every ticket stands (or one)."""
     from handoff import lifecycle
     from handoff.store import state_home
+    from handoff.usage import usage_line
 
     rows = lifecycle.status(state_home(), ticket, repo)
     if as_json:
@@ -296,6 +300,8 @@ def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_i
             typer.echo(f"    next: {row['hint']}")
         if row["events_skipped"]:
             typer.echo(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
+        if row.get("usage"):
+            typer.echo(f"    usage: {usage_line(row['usage'])}")
         if ticket is not None:
             typer.echo(f"    branch {row['branch']} @ {row['commit'][:10]}\n    dir {row['dir']}")
 
@@ -435,6 +441,26 @@ def close(
     if result["discarded_work"]:
         typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
                    "(git apply it to get it back)")
+
+
+@app.command()
+def finish(
+    ticket: TicketArg,
+    squash: Annotated[bool, typer.Option("--squash/--merge", help="One commit (--squash) or a "
+                                         "merge commit (--merge, the default).")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Merge a passed ticket's branch into its base branch, locally (never pushed); close it."""
+    from handoff.finish import finish_ticket
+    from handoff.store import state_home
+
+    ws, result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
+    _notes(result["notes"])
+    if result["after"]:
+        typer.echo(f"{ticket} merged into {result['base']} ({result['mode']}): "
+                   f"{result['before'][:10]} -> {result['after'][:10]} (not pushed)")
+    typer.echo(f"{ticket} closed; worktrees removed: {', '.join(result['removed']) or 'none'}; "
+               f"branch {result['branch']} kept; record in {ws.tdir.path}")
 
 
 @app.command(name="gc")

@@ -36,6 +36,15 @@ class Share:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What a ticket may spend before a person is asked whether it goes on (handoff.usage):
+    all tokens of both peers, and/or dollars as the CLIs themselves record them."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     max_rounds: int = 3
     max_gate_bounces: int = 3
@@ -61,6 +70,8 @@ class Config:
     env_allow: tuple[str, ...] = ()
     #: a command told when the ticket needs its person or ends: argv, the event as JSON on stdin
     notify: tuple[str, ...] = ()
+    #: the ticket goes to needs-human when its peers' usage passes this (None: no limit)
+    budget: Budget | None = None
 
     @property
     def providers(self) -> dict[str, str]:
@@ -96,7 +107,7 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
     if not isinstance(data, dict):
         raise UsageError(f"{source}: the top level must be a mapping of keys to values")
     known = {"max_rounds", "max_gate_bounces", "max_relaunches", "gate_timeout", "roles",
-             "share", "post_create", "env_allow", "notify", *SECONDS}
+             "share", "post_create", "env_allow", "notify", "budget", *SECONDS}
     for key, value in data.items():
         if key not in known:
             raise UsageError(
@@ -114,6 +125,8 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
             base["share"] = _shares(source, value)
         elif key == "notify":
             base["notify"] = _notify(source, value)
+        elif key == "budget":
+            base["budget"] = _budget(source, value)
         elif key == "post_create":
             if not isinstance(value, list):
                 raise UsageError(f"{source}: 'post_create' must be a list of argv lists")
@@ -127,6 +140,31 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
                 if not allowed_anywhere(name):
                     raise UsageError(f"{source}: env_allow: {name} never passes to a peer",
                                      NEVER_WHY)
+
+
+def _budget(source: str, value: Any) -> Budget | None:
+    """budget: {tokens: N, cost_usd: X}, either or both; null (or {}) for none."""
+    hint = "e.g. budget: {tokens: 2000000} or budget: {cost_usd: 5} (or both)"
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: 'budget' must be a mapping with tokens and/or cost_usd, "
+                         f"not {value!r:.60}", hint)
+    unknown = set(value) - {"tokens", "cost_usd"}
+    if unknown:
+        raise UsageError(f"{source}: budget: unknown key(s) {sorted(map(str, unknown))}", hint)
+    tokens, cost = value.get("tokens"), value.get("cost_usd")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                               or tokens < 1):
+        raise UsageError(f"{source}: budget.tokens must be a whole number ≥ 1, not "
+                         f"{tokens!r:.40}", hint)
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)
+                             or not 0 < cost < float("inf")):
+        raise UsageError(f"{source}: budget.cost_usd must be a positive number of dollars, not "
+                         f"{cost!r:.40}", hint)
+    if tokens is None and cost is None:
+        return None
+    return Budget(tokens=tokens, cost_usd=None if cost is None else float(cost))
 
 
 def _notify(source: str, value: Any) -> tuple[str, ...]:
@@ -283,6 +321,7 @@ share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modu
 post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
 env_allow: []          # extra environment variables every peer may see
 # notify: []           # argv told when a ticket needs you or ends (the event as JSON on stdin)
+# budget: {{tokens: 2000000, cost_usd: 5}}  # past it the ticket waits for you (either or both)
 """
 
 

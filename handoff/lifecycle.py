@@ -4,20 +4,23 @@ close, and the status rows. The CLI only parses arguments and renders these resu
 
 from __future__ import annotations
 
+import getpass
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from handoff import config as config_mod
 from handoff import plan as plan_mod
-from handoff import tools
+from handoff import reports, tools, usage
 from handoff.doctor import ready_to_start
 from handoff.errors import Busy, HandoffError, MissingTool, NotFound, UsageError
 from handoff.gate import end_left
 from handoff.inputs import need_folder
-from handoff.lock import holder
+from handoff.lock import TicketLock, holder
+from handoff.orchestrator import Orchestrator, gate_note
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.repo import Repo
+from handoff.reports import Finding
 from handoff.store import atomic_write, keep_private, private_dir, repo_key, validate_ticket_id
 from handoff.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
 from handoff.tmux import Tmux, socket_name
@@ -292,15 +295,119 @@ def ensure_resumable(ws: Workspace) -> None:
                          f"{state.ticket}' removes its worktrees")
 
 
-def open_to_resume(home: Path, ticket: str, repo: Path | None) -> tuple[Workspace, list[str]]:
+def open_to_resume(home: Path, ticket: str, repo: Path | None,
+                   more_rounds: int | None = None) -> tuple[Workspace, list[str]]:
     """A ticket ready for `resume`: no orchestrator running, a readable state.json (put back
-    from state.json.bak if need be) and something left to do; the notes say what was mended."""
+    from state.json.bak if need be) and something left to do; the notes say what was mended.
+    more_rounds: first give an escalated ticket that many more rounds (`more_rounds`)."""
     tdir = find_ticket(home, ticket, repo)
+    if more_rounds is not None:
+        _check_more_rounds(tdir, more_rounds)  # before anything is mended or started
     _ensure_idle(tdir)
     notes = [note for note in (restore_state(tdir, rebuild=False), torn_note(tdir)) if note]
     ws = Workspace.open(home, tdir)
+    if more_rounds is not None:
+        notes.append(extend(ws, more_rounds))
     ensure_resumable(ws)
     return ws, notes
+
+
+def _check_more_rounds(tdir: TicketDir, more: int) -> None:
+    """The refusals that need no lock: a count below one, a ticket that is not escalated."""
+    if more < 1:
+        raise UsageError(f"--more-rounds must be at least 1 (got {more})",
+                         f"handoff resume {tdir.ticket} --more-rounds 1")
+    phase = recovered_state(tdir).state.phase
+    if phase == "escalated":
+        return
+    hint = {"passed": f"it passed: 'handoff finish {tdir.ticket}' merges it, 'handoff close "
+                      f"{tdir.ticket}' ends it",
+            "closed": "it is closed: start a new ticket to work on it again",
+            "needs-human": f"it waits for a person: 'handoff answer {tdir.ticket} TEXT'",
+            "awaiting-approval": f"its plan waits for approval: 'handoff resume {tdir.ticket} "
+                                 "--yes'"}.get(phase, f"it is still running: 'handoff status "
+                                                      f"{tdir.ticket}' shows where it stands")
+    raise UsageError(f"{tdir.ticket} is {phase}, not escalated: --more-rounds only carries on a "
+                     "ticket that stopped at its round or gate limit", hint)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The limit an escalated ticket stopped at, and what its next round must be told."""
+
+    name: str  # "max-rounds" or "max-gate-bounces"
+    findings: list[Finding]
+    notes: list[tuple[str, str]]
+
+
+def bound_hit(ws: Workspace, state: State) -> Bound | None:
+    """Which limit stopped the ticket, read from its state and its last round's record;
+    None when it escalated for another reason (the same must-fix came back)."""
+    n = str(state.round)
+    gate_limit = state.max_gate_bounces or ws.config.max_gate_bounces
+    if state.gates.get(n) == "fail" and state.gate_bounces >= gate_limit:
+        return Bound("max-gate-bounces", [], [_last_gate_note(ws, state)])
+    if state.verdicts.get(n) not in (None, "pass") and state.reviews >= state.max_rounds:
+        earlier = {key for r, keys in state.findings.items() if r != n for key in keys}
+        if earlier & set(state.findings.get(n, [])):
+            return None  # judge escalated for the repeat first: no limit was reached
+        report, _ = reports.parse(ws.tdir.report("reviewer", state.round).read_text(
+            encoding="utf-8"), "reviewer")
+        return Bound("max-rounds", list(report.must_fix) if report else [], [])
+    return None
+
+
+def _last_gate_note(ws: Workspace, state: State) -> tuple[str, str]:
+    """The note the failed gate would have sent had it not escalated, from its log
+    (`$ command`, `# cwd`, the output, `# summary`)."""
+    log = ws.tdir.gate_log(state.round)
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    summary = lines[-1][2:] if lines and lines[-1].startswith("# ") else "the gate failed"
+    return gate_note(summary, state.commit_of(state.round), log, "\n".join(lines[2:-1]))
+
+
+def extend(ws: Workspace, more: int, by: str = "hand") -> str:
+    """Carry an escalated ticket on for `more` rounds: every limit gets room for that many more
+    rounds from where the ticket stands, and the next round starts as a normal one would, its
+    brief carrying the open findings (or the gate failure). The escalated final report is kept
+    as final-report.escalated-N.md. Returns a note saying what was done."""
+    tdir = ws.tdir
+    _check_more_rounds(tdir, more)
+    with TicketLock(tdir.lock_file):  # no orchestrator may start while the limits change
+        state = ws.state()
+        bound = bound_hit(ws, state)
+        if bound is None:
+            raise UsageError(
+                f"{state.ticket} escalated without reaching a limit ({state.reason}): "
+                "--more-rounds raises its round and gate limits, and neither was reached",
+                f"read {tdir.final_report}; start a new ticket from its branch "
+                f"{state.branch or branch_name(state.ticket)}, or 'handoff close "
+                f"{state.ticket}'")
+        before = {"max_rounds": state.max_rounds,
+                  "max_gate_bounces": state.max_gate_bounces or ws.config.max_gate_bounces}
+        state.max_rounds = max(state.max_rounds, state.reviews + more)
+        state.max_gate_bounces = max(before["max_gate_bounces"], state.gate_bounces + more)
+        tdir.save(state)
+        kept = tdir.path / f"final-report.escalated-{state.round}.md"
+        if tdir.final_report.exists():
+            tdir.final_report.replace(kept)
+        tdir.events.append("more-rounds", round=state.round, by=by, user=_user(), more=more,
+                           bound=bound.name, before=before,
+                           after={"max_rounds": state.max_rounds,
+                                  "max_gate_bounces": state.max_gate_bounces},
+                           final_report=kept.name if kept.exists() else "")
+        Orchestrator(ws).next_round(bound.findings, bound.notes)
+    return (f"{state.ticket} had stopped at {bound.name}; {more} more round(s): max-rounds "
+            f"{before['max_rounds']} -> {state.max_rounds}, max-gate-bounces "
+            f"{before['max_gate_bounces']} -> {state.max_gate_bounces}; round {state.round + 1} "
+            "starts with the open findings")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): the event says "hand"
+        return ""
 
 
 def recycle(ws: Workspace, role: str) -> Path:
@@ -440,8 +547,14 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
         hint = {"awaiting-approval": f"handoff resume {state.ticket} --yes",
                 "needs-human": f"handoff answer {state.ticket} TEXT"}.get(
                     state.phase, f"handoff resume {state.ticket}")
+    elif run == "finished":
+        hint = {"passed": f"handoff finish {state.ticket} (merges it) or handoff close "
+                          f"{state.ticket}",
+                "escalated": f"handoff resume {state.ticket} --more-rounds 1 (at a round or "
+                             f"gate limit) or handoff close {state.ticket}"}.get(state.phase, "")
+    spent = usage.totals(events)
     return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
-            "events_skipped": len(bad)}
+            "events_skipped": len(bad), "usage": usage.status_fields(spent) if spent else None}
 
 
 def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
@@ -461,7 +574,7 @@ def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
                 "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
                 "orchestrator": holder(tdir.lock_file), "session": found.state.session,
                 "socket": found.state.socket, "updated": "", "run": "unknown",
-                "error": "", "events_skipped": len(tdir.events.read()[1]),
+                "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,
                 "hint": f"{found.source} says phase {found.state.phase}, round "
                         f"{found.state.round}: 'handoff resume {tdir.ticket}' or 'handoff close "
                         f"{tdir.ticket}' restores it; 'handoff stop' and 'log' work as they are"}

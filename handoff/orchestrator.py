@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from handoff import briefs, notify, reports, seals, summary
+from handoff import briefs, notify, reports, seals, summary, usage
 from handoff.errors import UsageError
 from handoff.gate import end_left_gate, excerpt, record_path, run_gate
 from handoff.inputs import REASON_LIMIT, REPORT_LIMIT, clip, read_text
@@ -93,6 +93,8 @@ class Orchestrator:
         self.state.reason = clip(reason, REASON_LIMIT)
         self.save()
         self.event("phase", **{"from": before, "to": phase}, reason=reason)
+        if phase in FINISHED:
+            self.finish()  # before the person is told: the final report is there to read
         notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
                              self.ws.repo.top, self.event)
 
@@ -127,6 +129,7 @@ class Orchestrator:
                     if step is None:
                         return self.state
                     step()
+                    self.check_budget()
                 self.finish()
             except (Stopped, KeyboardInterrupt):
                 self.event("stopped", phase=self.state.phase)
@@ -438,6 +441,7 @@ class Orchestrator:
             self.event("submission", role, report=path.name, accepted=True,
                        commit=report.commit, **({"status": report.status} if report.status
                                                 else {"verdict": report.verdict}))
+            self.record_usage(role)
             return report
         self.state.rejections += 1
         rejected = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
@@ -453,6 +457,36 @@ class Orchestrator:
         else:
             self.launch(role, self.tdir.brief(role, n), "report rejected")
         return None
+
+    def record_usage(self, role: str) -> None:
+        """What the role's CLI spent on the round just reported, from its own session files
+        (handoff.usage); nothing is recorded for a CLI that keeps none (the scripted agent)."""
+        worktree = self.state.worktrees.get(role)
+        if not worktree:
+            return
+        events, _ = self.tdir.events.read()
+        fields = usage.measure(self.ws.config.providers[role], role, Path(worktree), events,
+                               os.environ)
+        if fields is not None:
+            self.event("usage", role, **fields)
+
+    def check_budget(self) -> None:
+        """After each step: when the peers' usage has passed the budget, a person decides
+        whether the ticket goes on; their answer carries it on where it stood."""
+        budget = self.ws.config.budget
+        if budget is None or self.state.phase in (*FINISHED, "needs-human", "awaiting-approval"):
+            return
+        events, _ = self.tdir.events.read()
+        over = usage.over_budget(events, budget.tokens, budget.cost_usd)
+        if over is None:
+            return
+        self.event("budget", **over)
+        spent = f"${over['total']}" if over["over"] == "cost_usd" else f"{over['total']:,} tokens"
+        limit = f"${over['limit']}" if over["over"] == "cost_usd" else f"{over['limit']:,} tokens"
+        self.state.after_answer = self.state.phase
+        self.transition("needs-human", f"over budget: the peers used {spent}, the budget "
+                        f"({over['over']}) is {limit}; 'handoff answer {self.state.ticket} TEXT' "
+                        "carries it on (raise budget in the config to be asked again later)")
 
     def accept_implementation(self, n: int, report: Report) -> None:
         if report.status == "blocked":
@@ -494,14 +528,12 @@ class Orchestrator:
             self.transition("reviewing")
             return
         self.state.gate_bounces += 1
-        if self.state.gate_bounces >= self.ws.config.max_gate_bounces:
+        if self.state.gate_bounces >= gate_limit(self.state, self.ws.config.max_gate_bounces):
             self.transition("escalated", f"the verification gate failed "
                             f"{self.state.gate_bounces} times: {result.summary()}")
             return
-        tail = excerpt(result.output)  # bytes, not lines: one line may be 50 MB
-        self.next_round([], [("The verification gate failed",
-                              f"{result.summary()} at {commit[:10]}; the full output is in "
-                              f"`{self.tdir.gate_log(n)}`. Its end:\n\n```\n{tail}\n```")])
+        self.next_round([], [gate_note(result.summary(), commit, self.tdir.gate_log(n),
+                                       result.output)])
 
     def reviewing(self) -> None:
         self.setup()
@@ -556,7 +588,9 @@ class Orchestrator:
         again, self.state.after_answer = self.state.after_answer, ""
         if again:  # the same round: its peer is told the answer (or started afresh if dead)
             self.state.relaunches = 0
-            self.state.note_for_peer = text
+            # gating has no peer to tell (a budget stop after a report): the answer only
+            # carries the ticket on, it is not for the reviewer that comes next
+            self.state.note_for_peer = text if again in ("implementing", "reviewing") else ""
             self.monitors.clear()
             self.transition(again, "answered: " + " ".join(text.split())[:200])
         else:
@@ -589,7 +623,22 @@ class Orchestrator:
         return summary.final_report(
             ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
-            changed=changed, verified=verified, open_findings=open_findings)
+            changed=changed, verified=verified, open_findings=open_findings,
+            usage=usage.per_round(self.tdir.events.read()[0]))
+
+
+def gate_limit(state: State, configured: int) -> int:
+    """Failed gates that escalate the ticket: its own limit once resume --more-rounds set one."""
+    return state.max_gate_bounces or configured
+
+
+def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, str]:
+    """The feedback a failed gate sends the implementer (also when resume --more-rounds
+    carries an escalated ticket on from its last failed gate)."""
+    tail = excerpt(output)  # bytes, not lines: one line may be 50 MB
+    return ("The verification gate failed",
+            f"{summary} at {commit[:10]}; the full output is in `{log}`. Its end:"
+            f"\n\n```\n{tail}\n```")
 
 
 def _phase_of(role: str) -> str:

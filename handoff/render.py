@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from handoff.usage import Usage, short
+
 
 def describe(event: dict[str, Any]) -> str:
     kind, role = str(event.get("kind", "?")), str(event.get("role", ""))
@@ -44,6 +46,19 @@ def _gate(event: dict[str, Any]) -> str:
     if event.get("result") == "running":
         return f"gate running {' '.join(event.get('command', []))}"
     return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
+
+
+def _usage(event: dict[str, Any]) -> str:
+    source = f" — {_name(event['source'])}" if event.get("source") else ""
+    return f"used {short(Usage.of(event))}{source}"
+
+
+def _budget(event: dict[str, Any]) -> str:
+    if event.get("over") == "cost_usd":
+        return f"over budget: ${event.get('total')} spent, the budget is ${event.get('limit')}"
+    total, limit = event.get("total"), event.get("limit")
+    shown = [f"{n:,}" if isinstance(n, int) else str(n) for n in (total, limit)]
+    return f"over budget: {shown[0]} tokens used, the budget is {shown[1]}"
 
 
 def _worktree(event: dict[str, Any]) -> str:
@@ -92,10 +107,17 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "state-restored": lambda e: f"state.json restored from {e.get('source', 'its backup')}"
     + (f"; the damaged file kept as {e['kept']}" if e.get("kept") else ""),
     "worktree": _worktree,
+    "usage": _usage,
+    "budget": _budget,
+    "more-rounds": lambda e: f"{e.get('more')} more round(s) given by {e.get('user') or e.get('by')}"
+                             f" (stopped at {e.get('bound')})",
+    "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
+                        f"{str(e.get('before'))[:10]} → {str(e.get('after'))[:10]}",
     "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
-    "notified": lambda e: f"told the person: {e.get('notice')} (via "
-                          f"{', '.join(e.get('via', [])) or 'nothing'})",
+    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"
+    if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "
+                         "notifier or notify command took it)",
     "notify-failed": lambda e: f"could not tell the person ({e.get('notice')}) by "
                                f"{e.get('channel')}: {e.get('reason')}",
 }

@@ -55,6 +55,9 @@ class State:
     socket: str = "handoff"
     session: str = ""
     max_rounds: int = 3
+    #: failed gates before escalating; 0: the config's max_gate_bounces (resume --more-rounds
+    #: sets it when it gives an escalated ticket more rounds)
+    max_gate_bounces: int = 0
     commits: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
     findings: dict[str, list[str]] = field(default_factory=dict)

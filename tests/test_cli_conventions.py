@@ -204,7 +204,7 @@ def test_no_color_in_a_real_terminal(socket: str, tmp_path: Path) -> None:
 # ---- --json --------------------------------------------------------------------------------
 
 TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "null": type(None),
-                          "list of strings": list}
+                          "list of strings": list, "object": dict, "number": float}
 
 
 def documented_keys(command: str) -> dict[str, tuple[type, ...]]:

@@ -96,6 +96,8 @@ def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str
     assert "handoff attach DEMO-" in done.stdout
     row = json.loads(handoff("status", "--json").stdout)[0]
     assert row["phase"] == "passed"
+    assert row["hint"] == f"handoff finish {row['ticket']} (merges it) or handoff close " \
+                          f"{row['ticket']}", "a passed ticket says how to take it"
     assert set(windows(socket, row["session"])) == {"orchestrator", "implementer", "reviewer"}
     assert windows(socket, row["session"])["implementer"], "the implementer still runs"
     assert worktree_count(Path(row["repo"])) == 3
@@ -125,6 +127,8 @@ def test_escalates_at_max_rounds_with_open_findings(repo: Path, tmp_path: Path,
     assert "max-rounds" in current["reason"]
     final = (ticket_path(handoff_home, "T-1") / "final-report.md").read_text()
     assert "Open findings" in final and "test_neg" in final
+    shown = handoff("status", "T-1", cwd=repo).stdout
+    assert "next: handoff resume T-1 --more-rounds 1" in shown, shown
     assert len(final.split()) <= 150
 
 

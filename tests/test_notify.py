@@ -34,11 +34,14 @@ from tests.harness import (
 )
 
 RECORDER = """\
-import json, sys
+import json, os, sys
 from pathlib import Path
 got = sys.stdin.read()
+ticket = json.loads(got)["ticket"] if got.strip() else ""
+home = Path(os.environ.get("HANDOFF_HOME", "/nonexistent"))
+report = bool(ticket) and any(home.glob(f"*/{ticket}/final-report.md"))
 with Path(sys.argv[1]).open("a", encoding="utf-8") as out:
-    out.write(json.dumps({"argv": sys.argv[2:], "stdin": got}) + "\\n")
+    out.write(json.dumps({"argv": sys.argv[2:], "stdin": got, "report": report}) + "\\n")
 """
 HANGS = """\
 import os, sys, time
@@ -140,6 +143,7 @@ def test_a_person_is_told_when_needed_and_when_it_passed(
     assert all(s["ticket"] == "T-1" and s["repo"] == str(repo) for s in sent)
     assert "Should add() saturate?" in sent[0]["message"]
     assert "handoff/T-1" in sent[1]["message"], "a pass names the branch to take"
+    assert [r["report"] for r in got] == [False, True], "told of the end: its report is there"
     assert shown_to_client(socket, "handoff T-1: passed (round 2:")
     assert tmux(socket, "show-options", "-v", "-t", f"={session}:", "status-left") \
         == "[#S] passed r2 \n"
@@ -182,6 +186,7 @@ def test_an_escalated_ticket_is_told_and_no_desktop_is_no_failure(
     sent = [json.loads(r["stdin"]) for r in records(told)]
     assert [(s["kind"], s["round"]) for s in sent] == [("escalated", 1)]
     assert set(sent[0]) == FIELDS and "max-rounds" in sent[0]["message"]
+    assert [r["report"] for r in records(told)] == [True], "the final report is there to read"
     notified = [e for e in events(handoff_home, "T-2") if e["kind"] == "notified"]
     assert [(e["notice"], e["via"], e.get("desktop")) for e in notified] == [
         ("escalated", ["command"], "not available")], "no client attached: no tmux message"

@@ -127,7 +127,8 @@ def test_a_torn_event_log_is_read_around_and_reported(
     read, bad = EventLog(log).read()
     assert bad == [whole + 1], "only the torn line is unreadable: the next event began anew"
     assert log.read_text(encoding="utf-8").splitlines()[whole] == torn
-    assert read[-1]["kind"] == "final-report"
+    assert [e["kind"] for e in read[-2:]] == ["final-report", "notified"], \
+        "the resumed run wrote on after the torn line, to its end"
 
 
 @fault("11", "the repository is deleted while its ticket runs (e.g. a kept demo in /tmp)",

@@ -421,8 +421,12 @@ def test_a_background_ticket_keeps_to_the_socket_under_tmux_tmpdir(
     assert final["phase"] == "passed"
     assert not stray.exists(), "a second tmux server was started outside TMUX_TMPDIR"
     assert git(repo, "rev-list", "--count", "main..handoff/T-B") == "1"
-    for name in ("impl-report-1.md", "review-report-1.md", "final-report.md"):
-        assert (ticket_path(handoff_home, "T-B") / name).is_file()
+    folder = ticket_path(handoff_home, "T-B")
+    # the final report is written just after the phase changes (and the person is told)
+    wait_until(lambda: (folder / "final-report.md").is_file(), timeout=30,
+               what="the final report")
+    for name in ("impl-report-1.md", "review-report-1.md"):
+        assert (folder / name).is_file()
 
 
 #: one tmux call's bound, its client's process-group ending, and room for handoff's own work

@@ -1,0 +1,164 @@
+"""`handoff resume TICKET --more-rounds N`: an escalated ticket carried on, through the real CLI
+with the scripted agents, real tmux and git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from handoff.errors import EXIT_ESCALATED, EXIT_USAGE
+from tests.conftest import git
+from tests.harness import (
+    ADD_ONLY,
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    TOUCH_README,
+    events,
+    handoff,
+    paused_ticket,
+    plan_text,
+    state,
+    stop_runner,
+    ticket_path,
+    write_plan,
+)
+
+FINDINGS = "## The reviewer's findings to address this round"
+GATE = "## The verification gate failed"
+
+
+def start(repo: Path, tmp_path: Path, ticket: str, plan: str, *extra: str) -> tuple[int, str]:
+    path = write_plan(tmp_path, plan, f"{ticket}.md")
+    done = handoff("start", ticket, "--plan", str(path), "--yes", "--foreground", *extra,
+                   cwd=repo, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def more(repo: Path, ticket: str, *args: str) -> tuple[int, str]:
+    done = handoff("resume", ticket, "--foreground", *args, cwd=repo, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def transitions(home: Path, ticket: str) -> list[tuple[str, str]]:
+    return [(e["from"], e["to"]) for e in events(home, ticket) if e["kind"] == "phase"]
+
+
+def test_an_escalated_ticket_gets_more_rounds_with_its_open_findings(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    # round 1 fixes add only: the reviewer (every test) fails it, and --max-rounds 1 stops it
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    code, out = start(repo, tmp_path, "M-1", plan, "--max-rounds", "1")
+    assert code == EXIT_ESCALATED, out
+    folder = ticket_path(handoff_home, "M-1")
+    escalated_report = (folder / "final-report.md").read_text()
+
+    code, out = more(repo, "M-1", "--more-rounds", "1")
+    assert code == 0, out
+    current = state(handoff_home, "M-1")
+    assert current["phase"] == "passed" and current["round"] == 2
+    assert current["max_rounds"] == 2 and current["verdicts"] == {"1": "fail", "2": "pass"}
+    assert "had stopped at max-rounds" in out and "max-rounds 1 -> 2" in out
+
+    brief = (folder / "inbox" / "implementer" / "brief-2.md").read_text()
+    assert FINDINGS in brief, brief
+    review = yaml.safe_load((folder / "review-report-1.md").read_text().split("---")[1])
+    assert review["verdict"] == "fail" and review["must_fix"]
+    carried = brief.split(FINDINGS)[1]
+    for finding in review["must_fix"]:  # every must-fix finding of the last review
+        assert f"`{finding['file']}:{finding['line']}` — {finding['reason']}" in carried, finding
+    assert "test_mul" in carried
+
+    extended = [e for e in events(handoff_home, "M-1") if e["kind"] == "more-rounds"]
+    assert len(extended) == 1
+    assert extended[0]["by"] == "hand" and extended[0]["more"] == 1
+    assert extended[0]["bound"] == "max-rounds"
+    assert extended[0]["before"]["max_rounds"] == 1 and extended[0]["after"]["max_rounds"] == 2
+    assert ("escalated", "implementing") in transitions(handoff_home, "M-1")
+    assert (folder / "final-report.escalated-1.md").read_text() == escalated_report
+    assert "passed" in (folder / "final-report.md").read_text()
+
+    # a passed ticket is at no bound: refused, naming what to do instead
+    code, out = more(repo, "M-1", "--more-rounds", "1")
+    assert code == EXIT_USAGE, out
+    assert "passed, not escalated" in out and "handoff finish M-1" in out
+    assert handoff("close", "M-1", cwd=repo).returncode == 0
+    code, out = more(repo, "M-1", "--more-rounds", "2")
+    assert code == EXIT_USAGE and "closed, not escalated" in out, out
+    assert [e["kind"] for e in events(handoff_home, "M-1")].count("more-rounds") == 1
+
+
+def test_a_ticket_stopped_by_its_gate_gets_a_new_gate_budget(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    (repo / ".handoff.yaml").write_text("max_gate_bounces: 1\n", encoding="utf-8")
+    git(repo, "add", ".handoff.yaml")
+    git(repo, "commit", "-q", "-m", "one failed gate escalates")
+    # rounds 1 and 2 fix the wrong things: the gate (add) fails, and one failure escalates
+    plan = plan_text({1: {"edits": [FIX_MUL]}, 2: {"edits": [FIX_NEG]}, 3: {"edits": [FIX_ADD]}},
+                     test=ADD_ONLY, review=[ADD_ONLY])
+    code, out = start(repo, tmp_path, "G-1", plan)
+    assert code == EXIT_ESCALATED, out
+    assert state(handoff_home, "G-1")["gate_bounces"] == 1
+
+    # two more rounds: the gate may fail once more (round 2) without escalating again
+    code, out = more(repo, "G-1", "--more-rounds", "2")
+    assert code == 0, out
+    current = state(handoff_home, "G-1")
+    assert current["phase"] == "passed" and current["round"] == 3
+    assert current["max_gate_bounces"] == 3 and current["gate_bounces"] == 2
+    inbox = ticket_path(handoff_home, "G-1") / "inbox" / "implementer"
+    brief = (inbox / "brief-2.md").read_text()
+    assert GATE in brief and FINDINGS not in brief, brief
+    note = brief.split(GATE)[1]
+    assert "failed (exit 1)" in note and "gate-1.log" in note and "test_add" in note, note
+    assert "gate-2.log" in (inbox / "brief-3.md").read_text(), "the next failure goes on as usual"
+    extended = [e for e in events(handoff_home, "G-1") if e["kind"] == "more-rounds"]
+    assert extended[0]["bound"] == "max-gate-bounces"
+    assert extended[0]["before"]["max_gate_bounces"] == 1
+    assert extended[0]["after"]["max_gate_bounces"] == 3
+
+
+def test_more_rounds_refuses_what_is_at_no_bound(repo: Path, tmp_path: Path,
+                                                 handoff_home: Path) -> None:
+    # the same must-fix twice, in the last round --max-rounds allows: the repeat stopped it
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    code, out = start(repo, tmp_path, "R-1", plan, "--max-rounds", "2")
+    assert code == EXIT_ESCALATED, out
+    before = state(handoff_home, "R-1")
+    assert before["reviews"] == before["max_rounds"] == 2
+
+    code, out = more(repo, "R-1", "--more-rounds", "0")
+    assert code == EXIT_USAGE and "--more-rounds must be at least 1" in out, out
+    code, out = more(repo, "R-1", "--more-rounds", "2")
+    assert code == EXIT_USAGE, out
+    assert "escalated without reaching a limit" in out and "same must-fix" in out
+    assert "hint:" in out
+    after = state(handoff_home, "R-1")
+    assert after["phase"] == "escalated" and after["max_rounds"] == before["max_rounds"]
+    assert after["round"] == before["round"] and after["max_gate_bounces"] == 0
+    assert (ticket_path(handoff_home, "R-1") / "final-report.md").is_file()
+    assert not any(e["kind"] == "more-rounds" for e in events(handoff_home, "R-1"))
+
+    # a plan still waiting for approval is not escalated either
+    path = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}), "W-1.md")
+    assert handoff("start", "W-1", "--plan", str(path), cwd=repo).returncode == 1
+    code, out = more(repo, "W-1", "--more-rounds", "1")
+    assert code == EXIT_USAGE and "awaiting-approval, not escalated" in out, out
+    assert "--yes" in out
+    assert state(handoff_home, "W-1")["phase"] == "awaiting-approval"
+
+
+def test_more_rounds_refuses_a_running_ticket(repo: Path, tmp_path: Path,
+                                              handoff_home: Path) -> None:
+    runner, _, _ = paused_ticket(repo, tmp_path, handoff_home, "P-1")
+    try:
+        code, out = more(repo, "P-1", "--more-rounds", "1")
+        assert code == EXIT_USAGE, out
+        assert "implementing, not escalated" in out and "still running" in out
+        assert state(handoff_home, "P-1")["max_rounds"] == 3
+    finally:
+        stop_runner(runner)
