@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import shutil
 import threading
@@ -37,6 +38,7 @@ from handoff import proc
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.repo import Repo, git, git_timeout
+from handoff.store import state_home
 
 WORKTREES_DIR = ".worktrees"
 LOCK_FILE = "handoff-worktrees.lock"
@@ -44,8 +46,9 @@ SETUP_MARK = "handoff-setup-done"
 #: (in the worktree's git dir) what the setup left that git does not ignore, NUL-separated:
 #: kept like the shared folders, never taken for a peer's work
 SETUP_OUTPUT = "handoff-setup-output"
-#: (in the worktree's git dir) its peer's and gate's Python bytecode, PYTHONPYCACHEPREFIX
-BYTECODE = "handoff-pycache"
+def bytecode_root() -> Path:
+    """The PYTHONPYCACHEPREFIX of the reviewer and the gate (`bytecode_env`)."""
+    return state_home() / "pycache"
 ROLES = ("implementer", "reviewer")
 
 
@@ -329,10 +332,12 @@ class TicketWorktrees:
         return names
 
     def bytecode_env(self, role: str) -> dict[str, str]:
-        """Where Python run by the role's peer and gate keeps its bytecode: a folder in the
-        worktree's own git dir, outside the checkout (see `point_reviewer` for why)."""
-        admin = self.admin_dir(self.path(role))
-        return {} if admin is None else {"PYTHONPYCACHEPREFIX": str(admin / BYTECODE)}
+        """Where Python run by the reviewer and the gate keeps its bytecode: outside the
+        checkout (see `point_reviewer` for why), in one folder for every repo and ticket, so
+        the standard library and packages are compiled once, not once per worktree (that
+        cost ~1.6 s a ticket). The implementer's checkout is its own, never reset by handoff:
+        Python keeps its usual __pycache__ there."""
+        return {"PYTHONPYCACHEPREFIX": str(bytecode_root())} if role == "reviewer" else {}
 
     def _share(self, path: Path) -> None:
         for share in self.shares:
@@ -377,23 +382,48 @@ class TicketWorktrees:
         but Python's bytecode: a .pyc is reused when its source's size and mtime second match,
         and a hash-based one (pip's, compileall's) may not be checked at all. So the peers and
         the gate keep bytecode outside the checkout (`bytecode_env`, not a __pycache__ here,
-        which they then never read) and the reviewer's is dropped here, each round. A reviewer
-        folder that is no longer a worktree is made again at commit, and set up again.
+        which they then never read). There the bytecode of every file the checkout changed
+        (or the reviewer had touched) is dropped: a round can come within the second of the
+        last, and `a - b` → `a + b` keeps the size. The rest stays; emptying the whole folder
+        cost a recompile of the standard library and every package, about a second a round
+        (bench/floor.py). A reviewer folder that is no longer a worktree is made again at
+        commit, and set up again.
         """
         made = self.ensure("reviewer", commit, recreate=True)
         if made.created:
+            self._drop_bytecode(made.path)  # an earlier worktree's at this path
             return made
         path = made.path
+        touched = self.dirty(path)
+        before = self._git(path, "rev-parse", "HEAD")
         if self.save_scratch(path, scratch):
             self._git(path, "reset", "--hard", "--quiet")
         # --force: tracked files become the commit's even where a kept file stood in the way
         self._git(path, "checkout", "--quiet", "--force", "--detach", commit)
         keep = [arg for name in self.kept(path) for arg in ("-e", _exact_pattern(name))]
         self._git(path, "clean", "-ffdq", *keep)  # no -x: ignored files stay
-        admin = self.admin_dir(path)
-        if admin is not None:
-            shutil.rmtree(admin / BYTECODE, ignore_errors=True)
+        changed = self._git(path, "diff", "--name-only", "-z", before, commit).split("\0")
+        self._drop_bytecode(path, [*touched, *changed])
         return made
+
+    def _drop_bytecode(self, path: Path, names: list[str] | None = None) -> None:
+        """Remove what `bytecode_env`'s folder holds for these files of the checkout (None:
+        for all of it). Python keeps a source's bytecode there under the source's own
+        absolute folder."""
+        # the folder as Python named it: as found, or resolved
+        mirrors = {bytecode_root() / top.relative_to(top.anchor)
+                   for top in (path.absolute(), path.resolve())}
+        if names is None:
+            for mirror in mirrors:
+                shutil.rmtree(mirror, ignore_errors=True)
+            return
+        for name in names:
+            source = Path(name)
+            if not name or source.suffix != ".py":
+                continue
+            for mirror in mirrors:
+                for stale in (mirror / source.parent).glob(f"{glob.escape(source.stem)}.*.pyc"):
+                    stale.unlink(missing_ok=True)
 
     def save_scratch(self, path: Path, scratch: Path) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""
@@ -459,6 +489,7 @@ class TicketWorktrees:
                 if link.is_symlink():
                     link.unlink()
             self.repo.git.worktree("remove", "--force", str(path))
+        self._drop_bytecode(path)
         return True
 
     def remove_all(self, force: bool = False, reviewer_scratch: Path | None = None) -> list[str]:

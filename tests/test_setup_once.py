@@ -173,7 +173,7 @@ def test_a_worktree_deleted_by_hand_is_set_up_again_when_made_again(
     assert git(reviewer, "rev-parse", "HEAD") == commit
 
 
-def test_the_reviewers_bytecode_lives_outside_its_checkout_and_is_dropped_each_round(
+def test_the_reviewers_bytecode_lives_outside_its_checkout_and_follows_each_commit(
         repo: Path, tmp_path: Path) -> None:
     wt = TicketWorktrees(Repo.at(repo), "T-1")
     base = git(repo, "rev-parse", "HEAD")
@@ -181,13 +181,25 @@ def test_the_reviewers_bytecode_lives_outside_its_checkout_and_is_dropped_each_r
     env = wt.bytecode_env("reviewer")
     prefix = Path(env["PYTHONPYCACHEPREFIX"])
     assert not prefix.is_relative_to(reviewer)
-    assert wt.bytecode_env("implementer") != env, "one per worktree"
+    assert wt.bytecode_env("implementer") == {}, "the implementer's checkout is its own"
     writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([PYTHON, "-c", "import calc"], cwd=reviewer, check=True, timeout=60,
-                   env={**writes, **env})
+
+    def add_in_reviewer() -> str:
+        return subprocess.run([PYTHON, "-c", "import calc; print(calc.add(2, 3))"],
+                              cwd=reviewer, check=True, timeout=60, capture_output=True,
+                              text=True, env={**writes, **env}).stdout.strip()
+
+    assert add_in_reviewer() == "-1", "the repo's calc subtracts"
     assert list(prefix.rglob("calc.*.pyc")) and not (reviewer / "__pycache__").exists()
-    commit = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
+    compiled = (reviewer / "calc.py").stat()
+    commit = commit_file(implementer, "calc.py",
+                         (implementer / "calc.py").read_text().replace("a - b", "a + b"))
 
     wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    # the next round within the same second: same size, same mtime as what was compiled
+    os.utime(reviewer / "calc.py", ns=(compiled.st_atime_ns, compiled.st_mtime_ns))
 
-    assert not list(prefix.rglob("calc.*.pyc"))
+    assert add_in_reviewer() == "5", "the commit under review runs, not round 1's bytecode"
+    assert list(prefix.rglob("calc.*.pyc")), "the folder stays: its other files are compiled once"
+    assert wt.remove_all(force=True) == ["implementer", "reviewer"]
+    assert not list(prefix.rglob("calc.*.pyc")), "a removed worktree's bytecode goes with it"
