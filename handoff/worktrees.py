@@ -38,7 +38,6 @@ from handoff import proc
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.repo import Repo, git, git_timeout
-from handoff.store import state_home
 
 WORKTREES_DIR = ".worktrees"
 LOCK_FILE = "handoff-worktrees.lock"
@@ -47,8 +46,12 @@ SETUP_MARK = "handoff-setup-done"
 #: kept like the shared folders, never taken for a peer's work
 SETUP_OUTPUT = "handoff-setup-output"
 def bytecode_root() -> Path:
-    """The PYTHONPYCACHEPREFIX of the reviewer and the gate (`bytecode_env`)."""
-    return state_home() / "pycache"
+    """The PYTHONPYCACHEPREFIX of the reviewer and the gate (`bytecode_env`): a cache, so not
+    under HANDOFF_HOME, whose disk holds the ticket records (filling it would stop tickets).
+    From HOME alone, which every handoff process and peer has: XDG_CACHE_HOME is not in the
+    peers' allowlist, and the orchestrator that sets it and the `close` that drops from it
+    must name the same folder."""
+    return Path.home() / ".cache" / "handoff" / "pycache"
 ROLES = ("implementer", "reviewer")
 
 
