@@ -399,7 +399,7 @@ class TicketWorktrees:
         path = made.path
         touched = self.dirty(path)
         before = self._git(path, "rev-parse", "HEAD")
-        if self.save_scratch(path, scratch):
+        if self.save_scratch(path, scratch, touched):
             self._git(path, "reset", "--hard", "--quiet")
         # --force: tracked files become the commit's even where a kept file stood in the way
         self._git(path, "checkout", "--quiet", "--force", "--detach", commit)
@@ -428,9 +428,10 @@ class TicketWorktrees:
                 for stale in (mirror / source.parent).glob(f"{glob.escape(source.stem)}.*.pyc"):
                     stale.unlink(missing_ok=True)
 
-    def save_scratch(self, path: Path, scratch: Path) -> bool:
-        """Write a worktree's uncommitted and untracked changes as a patch; False when clean."""
-        if not self.dirty(path):
+    def save_scratch(self, path: Path, scratch: Path, dirty: list[str] | None = None) -> bool:
+        """Write a worktree's uncommitted and untracked changes as a patch; False when clean.
+        dirty: its `dirty` entries, when the caller has just read them."""
+        if not (self.dirty(path) if dirty is None else dirty):
             return False
         self._git(path, "add", "-A", "--", ".",
                   *[f":(exclude,literal){name}" for name in self.kept(path)])
