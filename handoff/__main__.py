@@ -1,3 +1,3 @@
-from handoff.cli import main
+from handoff.entry import main
 
 main()

@@ -1,9 +1,12 @@
-"""The `handoff` command: parse, call one core function, render. No logic of its own.
+"""The `handoff` command line: each command parses its options, calls the core (lifecycle,
+standing, finish, gc, ...) and renders what it returns; what to do is decided in the core.
+Besides that it holds only the conversation at a terminal (the approval prompt) and how a
+foreground run's events are printed.
 
 Exit codes (defined in handoff/errors.py, listed in docs/cli.md): 0 ok (for a run: passed),
 1 failed, 2 usage, 3 not found, 4 busy (another orchestrator), 5 refused to protect work,
-6 missing tool, 10 the run ended with the ticket needing a person, 11 escalated, 130 stopped
-by Ctrl-C or a signal.
+6 missing tool, 10 the run ended with the ticket needing a person, 11 escalated, 70 internal
+error (a crash log is written), 130 stopped by Ctrl-C or a signal.
 
 Each command imports the modules it needs when it runs: `handoff --version`, `--help` and a
 shell-completion request (one per TAB) load typer alone, not libtmux, yaml or GitPython.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +31,9 @@ from handoff.errors import (
     EXIT_OK,
     HandoffError,
     UsageError,
+    describe,
 )
+from handoff.repo import short_sha
 
 if TYPE_CHECKING:
     from handoff.workspace import Workspace
@@ -40,7 +46,8 @@ app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                        "tmux, git worktrees per role, a bounded review loop.",
                   epilog="Exit codes: 0 ok (a run: passed), 1 failed, 2 usage, 3 not found, "
                          "4 busy, 5 refused to protect work, 6 missing tool, 10 needs-human, "
-                         "11 escalated, 130 interrupted (docs/cli.md).")
+                         "11 escalated, 70 internal error (crash log), 130 interrupted "
+                         "(docs/cli.md).")
 
 
 def _ticket_ids(incomplete: str) -> list[str]:
@@ -94,9 +101,17 @@ def _options(
     show_version: Annotated[bool, typer.Option(
         "--version", "-V", is_eager=True, callback=_print_version,
         help="Print handoff's version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log every subprocess (argv, exit status, ms) and every event, "
+        "to stderr, or to the ticket's handoff.log while an orchestrator runs (also: "
+        "HANDOFF_DEBUG=1).")] = False,
 ) -> None:
     # no docstring: the app's help above stays the help of `handoff --help`
-    pass
+    if verbose:
+        from handoff import trace
+
+        trace.enable()  # for the orchestrator this starts, too
+        trace.to_stderr()
 
 
 def _run(ws: Workspace) -> int:
@@ -116,6 +131,7 @@ def _approve(ws: Workspace, yes: bool) -> bool:
         lifecycle.approve(ws)
         return True
     if sys.stdin is None or not sys.stdin.isatty():
+        lifecycle.ask_for_approval(ws)
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
     if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
@@ -242,7 +258,7 @@ def start(
     changes = ws.repo.uncommitted()
     if changes:
         typer.echo(f"note: {changes} uncommitted change(s) in {ws.repo.top} are not part of "
-                   f"{ticket}: it starts from {base} ({ws.state().base_commit[:10]})", err=True)
+                   f"{ticket}: it starts from {base} ({short_sha(ws.state().base_commit)})", err=True)
     if not _approve(ws, yes):
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)
@@ -275,11 +291,11 @@ def resume(
 def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_ids)] = None,
            repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Where every ticket stands (or one)."""
-    from handoff import lifecycle
+    from handoff import standing
     from handoff.store import state_home
     from handoff.usage import usage_line
 
-    rows = lifecycle.status(state_home(), ticket, repo)
+    rows = standing.status(state_home(), ticket, repo)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -303,7 +319,18 @@ def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_i
         if row.get("usage"):
             typer.echo(f"    usage: {usage_line(row['usage'])}")
         if ticket is not None:
-            typer.echo(f"    branch {row['branch']} @ {row['commit'][:10]}\n    dir {row['dir']}")
+            typer.echo(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n    dir {row['dir']}")
+
+
+@app.command()
+def watch(repo: Annotated[Path | None, typer.Option(
+    "--repo", help="Only this repository's tickets (default: all of them).")] = None) -> None:
+    """A live board of every ticket; keys to attach, answer, approve, recycle, stop."""
+    from handoff import board_app  # Textual: loaded by this command alone
+    from handoff.repo import Repo
+    from handoff.store import state_home
+
+    board_app.run(state_home(), Repo.at(repo).key if repo is not None else None, _plain())
 
 
 @app.command()
@@ -316,16 +343,15 @@ def log(
 ) -> None:
     """The handoff chain of a ticket: every event, in order (from the ticket directory alone:
     it works with state.json unreadable and with the repo gone)."""
-    from handoff import lifecycle
+    from handoff import standing
     from handoff.render import describe
     from handoff.store import state_home
-    from handoff.watch import Watcher
 
     def show(event: dict[str, Any]) -> None:
         # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
         typer.echo(json.dumps(event) if as_json else describe(event))
 
-    tdir = lifecycle.find_ticket(state_home(), ticket, repo)
+    tdir = standing.find_ticket(state_home(), ticket, repo)
     events, bad = tdir.events.read()
     if as_json and not follow:
         typer.echo(json.dumps(events, indent=2))
@@ -334,16 +360,9 @@ def log(
             show(event)
     if bad:
         typer.echo(f"(skipped {len(bad)} unreadable line(s) of events.jsonl: {bad[:5]})", err=True)
-    if not follow:
-        return
-    seen = len(events)
-    with Watcher([tdir.path]) as watcher:
-        while True:
-            watcher.wait(1.0)
-            events, _ = tdir.events.read()
-            for event in events[seen:]:
-                show(event)
-            seen = len(events)
+    if follow:
+        for event in standing.follow(tdir, len(events)):
+            show(event)
 
 
 @app.command()
@@ -377,18 +396,9 @@ def submit(
     round_: Annotated[int | None, typer.Option("--round")] = None,
 ) -> None:
     """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
-    from handoff import seals
-    from handoff.submission import context, file_report
+    from handoff import filing
 
-    folder, who = context(directory, role, round_)
-    filed, problems = file_report(folder, who, round_, report, os.environ.get(seals.ENV, ""))
-    if problems:
-        typer.echo(f"handoff: report NOT accepted ({len(problems)} problem(s)); mend it and "
-                   "submit again:", err=True)
-        for problem in problems:
-            typer.echo(f"  - {problem}", err=True)
-        raise typer.Exit(1)
-    typer.echo(f"handoff: report accepted, filed as {filed}")
+    raise typer.Exit(filing.submit(report, directory, role, round_))
 
 
 @app.command()
@@ -397,11 +407,9 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     from handoff import lifecycle
     from handoff.store import state_home
 
-    ws = lifecycle.open_ticket(state_home(), ticket, repo)
-    path = lifecycle.answer(ws, text)
+    path, restarted = lifecycle.answer_ticket(state_home(), ticket, repo, text)
     typer.echo(f"answer filed as {path}")
-    if lifecycle.orchestrator_running(ws) is None:
-        lifecycle.run_in_window(ws)
+    if restarted:
         typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
 
 
@@ -458,7 +466,7 @@ def finish(
     _notes(result["notes"])
     if result["after"]:
         typer.echo(f"{ticket} merged into {result['base']} ({result['mode']}): "
-                   f"{result['before'][:10]} -> {result['after'][:10]} (not pushed)")
+                   f"{short_sha(result['before'])} -> {short_sha(result['after'])} (not pushed)")
     typer.echo(f"{ticket} closed; worktrees removed: {', '.join(result['removed']) or 'none'}; "
                f"branch {result['branch']} kept; record in {ws.tdir.path}")
 
@@ -505,16 +513,16 @@ def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session an
     import time
 
     from handoff import lifecycle
-    from handoff.demo import new_demo, remove_demo
+    from handoff.demo import demo_socket, new_demo, remove_demo
     from handoff.store import state_home
 
     started = time.monotonic()
-    os.environ.setdefault("HANDOFF_TMUX_SOCKET", "handoff-demo")
     ticket, repo, plan_text = new_demo()
     typer.echo(f"demo repo: {repo} (word_count has a bug; its tests fail)")
     try:
         ws = lifecycle.create(state_home(), lifecycle.NewTicket(
-            ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count."))
+            ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count.",
+            socket=demo_socket()))
     except HandoffError:
         remove_demo(repo)  # nothing was started in it
         raise
@@ -542,7 +550,11 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line on argv (default: this process's arguments); its exit status."""
+    from handoff import trace
+
+    trace.to_stderr()  # HANDOFF_DEBUG=1 set by the person (--verbose sets it later)
     color = None  # click's default: escape codes only to a terminal
     if _plain():
         from typer import rich_utils
@@ -551,11 +563,12 @@ def main() -> None:
         rich_utils.COLOR_SYSTEM = None
         color = False  # click strips codes from everything echoed, whatever made them
     try:
-        app(prog_name="handoff", color=color)
+        app(args=None if argv is None else list(argv), prog_name="handoff", color=color)
+    except SystemExit as done:  # how click ends every command, a successful one too
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except HandoffError as exc:
-        typer.echo(f"handoff: error: {exc.message}", err=True, color=color)
-        if exc.hint:
-            typer.echo(f"  hint: {exc.hint}", err=True, color=color)
-        sys.exit(exc.exit_code)
+        typer.echo(describe(exc), err=True, color=color)
+        return exc.exit_code
     except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    return 0

@@ -17,9 +17,10 @@ from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT, read_text
 from handoff.providers import REGISTRY, Provider, RoleSpec, allowed_anywhere, known
 from handoff.providers.command import MARKERS
+from handoff.role import ROLES
+from handoff.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
 
 REPO_CONFIG = ".handoff.yaml"
-ROLES = ("implementer", "reviewer")
 SHARE_MODES = ("symlink", "copy")
 NEVER_WHY = ("CLAUDE*, CODEX_* (but CODEX_HOME) and AI_AGENT mark a running coding CLI's session: "
              "a peer that saw them would act as its hidden child")
@@ -46,9 +47,10 @@ class Budget:
 
 @dataclass(frozen=True)
 class Config:
-    max_rounds: int = 3
-    max_gate_bounces: int = 3
-    max_relaunches: int = 2
+    # copied into each ticket's State when it is created (frozen there: handoff.ticket)
+    max_rounds: int = MAX_ROUNDS
+    max_gate_bounces: int = MAX_GATE_BOUNCES
+    max_relaunches: int = MAX_RELAUNCHES
     gate_timeout: float = 900.0
     #: seconds a freshly launched peer may take to show its input line or start working
     start_timeout: float = 120.0

@@ -7,6 +7,7 @@ run fails with a must-fix, round 2 fixes it and passes.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from handoff.store import atomic_write
 
 #: the temp folder of one demo; it holds the demo's repo and nothing else
 PREFIX = "handoff-demo-"
+SOCKET = "handoff-demo"
 REPO_NAME = "wordcount"
 
 WORDCOUNT = '''\
@@ -105,6 +107,12 @@ def make_repo(parent: Path) -> Path:
         subprocess.run(["git", "-C", str(repo), *argv], check=True, capture_output=True,
                        timeout=60)
     return repo
+
+
+def demo_socket() -> str:
+    """The demo's tmux socket: its own, unless the person named one (HANDOFF_TMUX_SOCKET), so a
+    demo never shares a server with real tickets by accident."""
+    return os.environ.get("HANDOFF_TMUX_SOCKET") or SOCKET
 
 
 def new_demo(root: Path | None = None) -> tuple[str, Path, str]:

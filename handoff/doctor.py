@@ -16,8 +16,7 @@ from handoff.config import Config
 from handoff.errors import HandoffError, MissingTool
 from handoff.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
-
-ROLES = ("implementer", "reviewer")
+from handoff.role import ROLES
 
 
 def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:

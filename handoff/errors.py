@@ -17,6 +17,7 @@ EXIT_WORK_AT_RISK = 5
 EXIT_MISSING_TOOL = 6
 EXIT_NEEDS_HUMAN = 10  # the run ended with the ticket waiting for a person (handoff answer)
 EXIT_ESCALATED = 11  # the review loop stopped at a bound: open findings in final-report.md
+EXIT_CRASH = 70  # handoff itself failed unexpectedly (a bug): see the crash log it names
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C or a signal, mid-run
 
 
@@ -29,6 +30,11 @@ class HandoffError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+def describe(exc: HandoffError) -> str:
+    """The one message a person sees for exc: what is wrong, then how to mend it."""
+    return f"handoff: error: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else "")
 
 
 class UsageError(HandoffError):

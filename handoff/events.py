@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from handoff import trace
 from handoff.store import PRIVATE_FILE, private_dir, write_failed
 
 
@@ -30,6 +31,7 @@ class EventLog:
         """
         event: dict[str, Any] = {"time": now(), "kind": kind, "round": round, "role": role}
         event.update(fields)
+        trace.event(event)
         line = (json.dumps(event, sort_keys=False, default=str) + "\n").encode()
         if not self.path.parent.is_dir():
             private_dir(self.path.parent)

@@ -20,7 +20,7 @@ from typing import Any
 
 from handoff import lifecycle
 from handoff.errors import ExternalFailure, UsageError, WorkAtRisk
-from handoff.repo import Repo, git, run
+from handoff.repo import Repo, git, run, short_sha
 from handoff.ticket import State
 from handoff.workspace import Workspace
 from handoff.worktrees import branch_name
@@ -55,14 +55,14 @@ def finish_ticket(home: Path, ticket: str, repo: Path | None,
     ws.worktrees.ensure_clean(("implementer",))  # what close would refuse, refused first
     notes = []
     if tip and tip != commit:
-        notes.append(f"{branch} is at {tip[:10]}, past the commit that passed review "
-                     f"({commit[:10]}): only the reviewed commit is merged")
+        notes.append(f"{branch} is at {short_sha(tip)}, past the commit that passed review "
+                     f"({short_sha(commit)}): only the reviewed commit is merged")
     tree = "" if ws.repo.is_ancestor(commit, base.head) else \
         merged_tree(ws.repo, base, commit, branch)
     if not tree or tree == git(ws.repo.top, "rev-parse", f"{base.head}^{{tree}}"):
         # merged before (a finish whose close failed, run again): never an empty commit
         new = ""
-        notes.append(f"{base.branch} already holds what {commit[:10]} changes: nothing to merge")
+        notes.append(f"{base.branch} already holds what {short_sha(commit)} changes: nothing to merge")
     else:
         parents = [base.head, commit] if mode == "merge" else [base.head]
         new = git(ws.repo.top, "commit-tree", tree, *(a for p in parents for a in ("-p", p)),
@@ -100,13 +100,13 @@ def base_branch(repo: Repo, state: State) -> Base:
     current = out.strip() if status == 0 else ""
     if not current:
         raise UsageError(f"{state.ticket} was started from {state.base} "
-                         f"({state.base_commit[:10]}), not a branch, and {main} has no branch "
+                         f"({short_sha(state.base_commit)}), not a branch, and {main} has no branch "
                          "checked out to merge into",
                          f"check out the branch to merge into in {main}, then run finish again")
     head = repo.branch_head(current)
     if not repo.is_ancestor(state.base_commit, head):
         raise UsageError(f"{state.ticket} was started from {state.base} "
-                         f"({state.base_commit[:10]}), and {current}, checked out in {main}, "
+                         f"({short_sha(state.base_commit)}), and {current}, checked out in {main}, "
                          "does not hold that commit",
                          f"check out the branch it was started from in {main}, or merge "
                          f"{state.branch or branch_name(state.ticket)} yourself")
@@ -153,10 +153,10 @@ def merged_tree(repo: Repo, base: Base, commit: str, branch: str) -> str:
         files = sorted(set(lines[1:]))
         listing = ", ".join(files[:8]) + (" …" if len(files) > 8 else "")
         raise UsageError(f"{branch} does not merge cleanly into {base.branch} "
-                         f"(at {base.head[:10]}): conflicts in {listing}",
+                         f"(at {short_sha(base.head)}): conflicts in {listing}",
                          f"nothing was changed; merge {base.branch} into {branch} and resolve "
                          "them, or merge by hand")
-    raise ExternalFailure(f"git merge-tree could not merge {commit[:10]} into {base.branch}: "
+    raise ExternalFailure(f"git merge-tree could not merge {short_sha(commit)} into {base.branch}: "
                           f"{out.strip()[-300:] or f'exit {status}'}",
                           "handoff finish needs git 2.38 or newer (merge-tree --write-tree)")
 
@@ -169,7 +169,7 @@ def message(ws: Workspace, state: State, base: str, branch: str, mode: str) -> s
         head = f"{state.ticket}: {title}" if title else state.ticket
     else:
         head = f"Merge {branch} into {base}" + (f" ({state.ticket}: {title})" if title else "")
-    body = [f"Ticket {state.ticket}, reviewed at {state.last_commit()[:10]} on {branch}."]
+    body = [f"Ticket {state.ticket}, reviewed at {short_sha(state.last_commit())} on {branch}."]
     if report:
         body.append(report)
     return head + "\n\n" + "\n".join(body) + "\n"

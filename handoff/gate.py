@@ -30,8 +30,8 @@ from handoff.inputs import clip, joined
 from handoff.processes import (
     GRACE,
     boot_id,
-    carries,
     end_group,
+    environ,
     has_proc,
     processes,
     start_time,
@@ -259,11 +259,10 @@ def ours(data: dict[str, Any]) -> set[int]:
         return set()  # nothing can be proven: leave it rather than kill a stranger's group
     if start and start_time(pgid) == start:
         return {pgid}
-    if isinstance(token, str) and token:
-        marker = f"{TOKEN}={token}".encode()
-        if any(group == pgid and state != "Z" and carries(pid, marker)
-               for pid, group, state in processes()):
-            return {pgid}
+    if isinstance(token, str) and token and any(
+            group == pgid and state != "Z" and environ(pid).get(TOKEN) == token
+            for pid, group, state in processes()):
+        return {pgid}
     return set()
 
 

@@ -40,14 +40,16 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff.errors import Busy, HandoffError, WorkAtRisk
-from handoff.lifecycle import recovered_state
 from handoff.lock import TicketLock, holder
 from handoff.peers import Peers
+from handoff.processes import environ
 from handoff.repo import Repo
+from handoff.role import ROLES
+from handoff.standing import recovered_state
 from handoff.store import validate_ticket_id
 from handoff.ticket import FINISHED, State, TicketDir
 from handoff.tmux import ServerGone, Tmux, TmuxFailure, failure_kind, socket_name
-from handoff.worktrees import ROLES, WORKTREES_DIR, TicketWorktrees
+from handoff.worktrees import WORKTREES_DIR, TicketWorktrees
 
 KINDS = ("session", "worktree", "folder", "socket", "record", "lock")
 #: the files that make a folder under HANDOFF_HOME/<repo-key>/ a ticket's record
@@ -255,22 +257,12 @@ def _panes(tmux: Tmux, session: str) -> list[PaneInfo]:
     return panes
 
 
-def _environ(pid: int) -> dict[str, str]:
-    """A live process's environment (Linux /proc); {} when it cannot be read."""
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if item)
-    return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
-
-
 def _ticket_dir_of(home: Path, panes: list[PaneInfo]) -> Path | None:
     """The ticket directory under home a session's panes were started for: a peer's tag (its
     brief, inbox/<role>/brief-N.md in the ticket directory) or its HANDOFF_TICKET_DIR."""
     home = home.resolve()
     for pane in panes:
-        env = {} if pane.dead else _environ(pane.pid)
+        env = {} if pane.dead else environ(pane.pid)
         for value in (pane.tag, env.get("HANDOFF_TICKET_DIR", "")):
             if not value or not os.path.isabs(value):
                 continue
@@ -283,7 +275,7 @@ def _ticket_dir_of(home: Path, panes: list[PaneInfo]) -> Path | None:
 def _others(home: Path, panes: list[PaneInfo]) -> bool:
     """The session's panes say it belongs to another HANDOFF_HOME."""
     for pane in panes:
-        env = {} if pane.dead else _environ(pane.pid)
+        env = {} if pane.dead else environ(pane.pid)
         if env.get("HANDOFF_HOME") and Path(env["HANDOFF_HOME"]).resolve() != home.resolve():
             return True
         if pane.tag and os.path.isabs(pane.tag) and not Path(pane.tag).is_relative_to(home):
@@ -410,7 +402,7 @@ def _failing(item: Leftover) -> Iterator[None]:
 # ---- stale sockets ----------------------------------------------------------------------------
 
 def tmux_dir() -> Path:
-    """Where tmux keeps its sockets for this user (as tmux.forget_if_empty finds it)."""
+    """Where tmux keeps its sockets for this user (as tmux.stop_if_empty finds it)."""
     return Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
 
 

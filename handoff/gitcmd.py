@@ -35,7 +35,7 @@ import git
 import git.cmd
 from git.exc import GitCommandNotFound
 
-from handoff import processes
+from handoff import processes, trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.proc import KILL_GRACE, REPO_LOCATING
 
@@ -88,6 +88,7 @@ class BoundedGit(git.Git):
         except GitCommandNotFound:
             raise MissingTool("git is not installed or not on PATH",
                               "install git and try again") from None
+        trace.command(command, status, started)
         if status != 0 and time.monotonic() - started >= timeout:
             raise ExternalFailure(
                 f"{_words(command)} … did not finish within {timeout:g}s; it was stopped together "

@@ -1,5 +1,6 @@
 """What a person does to a ticket, as plain functions: create, approve, answer, recycle, stop,
-close, and the status rows. The CLI only parses arguments and renders these results.
+close, carry on with more rounds. The CLI and the board call these and render their results;
+where a ticket stands (`status`) is read by handoff.standing.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from handoff import config as config_mod
+from handoff import notify, reports, tools
 from handoff import plan as plan_mod
-from handoff import reports, tools, usage
 from handoff.doctor import ready_to_start
-from handoff.errors import Busy, HandoffError, MissingTool, NotFound, UsageError
+from handoff.errors import Busy, MissingTool, UsageError
 from handoff.gate import end_left
 from handoff.inputs import need_folder
 from handoff.lock import TicketLock, holder
@@ -21,10 +22,12 @@ from handoff.orchestrator import Orchestrator, gate_note
 from handoff.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.repo import Repo
 from handoff.reports import Finding
-from handoff.store import atomic_write, keep_private, private_dir, repo_key, validate_ticket_id
-from handoff.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
+from handoff.role import check_role
+from handoff.standing import find_ticket, recovered_state
+from handoff.store import atomic_write, keep_private, private_dir, validate_ticket_id
+from handoff.ticket import FINISHED, State, TicketDir, ticket_dir
 from handoff.tmux import Tmux, socket_name
-from handoff.workspace import Workspace, check_role
+from handoff.workspace import Workspace
 from handoff.worktrees import WORKTREES_DIR, branch_name
 
 
@@ -69,7 +72,8 @@ def create(home: Path, new: NewTicket) -> Workspace:
     atomic_write(tdir.plan_md, plan.text)
     state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
                   base_commit=base_commit, socket=tmux.socket,
-                  session=session_name(ticket, repo.key), max_rounds=max_rounds)
+                  session=session_name(ticket, repo.key), max_rounds=max_rounds,
+                  max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches)
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
@@ -105,100 +109,21 @@ def approve(ws: Workspace) -> State:
     state = ws.state()
     if state.phase != "awaiting-approval":
         return state
-    state.phase, state.round = "implementing", 1
-    ws.tdir.save(state)
-    ws.tdir.events.append("phase", round=1, **{"from": "awaiting-approval", "to": "implementing"},
-                          reason="plan approved")
+    state.round = 1
+    ws.tdir.move(state, "implementing", "plan approved")
     return state
+
+
+def ask_for_approval(ws: Workspace) -> None:
+    """Nobody answered the approval prompt (no terminal): the person is told the plan waits."""
+    state = ws.state()
+    notify.approval_wanted(state, ws.config.notify, ws.repo.top, lambda kind, **fields: (
+        ws.tdir.events.append(kind, round=state.round, **fields)))
 
 
 def open_ticket(home: Path, ticket: str, repo: Path | None) -> Workspace:
     """Find a ticket: in the given or current repo first, else anywhere if the id is unique."""
     return Workspace.open(home, find_ticket(home, ticket, repo))
-
-
-def find_ticket(home: Path, ticket: str, repo: Path | None) -> TicketDir:
-    """A ticket's directory: in the given or current repo first, else anywhere if the id is
-    unique. Only the directory is looked at, so this works with an unreadable state.json and
-    with the repo gone (a deleted --repo is matched by the key it had)."""
-    validate_ticket_id(ticket)
-    key = _key_of(repo)
-    if key is not None:
-        tdir = ticket_dir(home, key, ticket)
-        if tdir.state_file.exists():
-            return tdir
-    return find(home, ticket)
-
-
-def _key_of(repo: Path | None) -> str | None:
-    """The repo key of --repo (or of the repo here); None when here is no repo."""
-    if repo is not None and not repo.exists():
-        top = repo.expanduser().resolve()
-        return repo_key(top / ".git", top)  # deleted: the key it had as a plain checkout
-    try:
-        return Repo.at(repo or Path.cwd()).key
-    except FileNotFoundError:  # the shell sits in a deleted folder (e.g. the deleted repo)
-        return None
-    except (UsageError, NotFound):
-        if repo is not None:
-            raise
-        return None
-
-
-@dataclass(frozen=True)
-class Recovered:
-    """A ticket's state as far as its directory still tells it, and where it came from."""
-
-    state: State
-    #: "state.json", "state.json.bak" or "events.jsonl"
-    source: str
-    #: why state.json could not be used
-    problem: str = ""
-
-    @property
-    def note(self) -> str:
-        if self.source == "state.json":
-            return ""
-        used = "the last state handoff wrote" if self.source == "state.json.bak" else \
-            "what the event log records: repo, session, phase, round"
-        return f"{self.problem}; using {self.source} ({used})"
-
-
-def recovered_state(tdir: TicketDir) -> Recovered:
-    """The state for the commands that must work whatever happened to state.json (stop, and
-    close after restore_state): state.json, else state.json.bak, else events.jsonl."""
-    try:
-        return Recovered(tdir.load(), "state.json")
-    except HandoffError as exc:
-        problem = exc.message
-    try:
-        return Recovered(tdir.load_backup(), "state.json.bak", problem)
-    except HandoffError:
-        return Recovered(state_from_events(tdir), "events.jsonl", problem)
-
-
-def state_from_events(tdir: TicketDir) -> State:
-    """What events.jsonl tells of a ticket: enough to find and stop its peers and to close it,
-    not to carry its loop on (accepted commits and verdicts are not rebuilt)."""
-    events, _ = tdir.events.read()
-
-    def last(kind: str) -> dict[str, Any]:
-        return next((e for e in reversed(events) if e.get("kind") == kind), {})
-
-    created, session, moved = last("created"), last("session"), last("phase")
-    key = tdir.path.parent.name
-    state = State(ticket=tdir.ticket, repo=str(created.get("repo") or ""), repo_key=key,
-                  base=str(created.get("base") or "HEAD"),
-                  base_commit=str(created.get("base_commit") or ""),
-                  socket=str(session.get("socket") or socket_name()),
-                  session=str(session.get("session") or session_name(tdir.ticket, key)),
-                  round=max((e["round"] for e in events if isinstance(e.get("round"), int)),
-                            default=0))
-    if moved.get("to") in PHASES:
-        state.phase = str(moved["to"])
-    if last("worktrees"):
-        state.branch = branch_name(tdir.ticket)
-    return state
 
 
 def restore_state(tdir: TicketDir, rebuild: bool) -> str:
@@ -263,6 +188,17 @@ def answer(ws: Workspace, text: str) -> Path:
     atomic_write(path, text.strip() + "\n")
     ws.tdir.events.append("answer", round=state.round, role="human", file=path.name)
     return path
+
+
+def answer_ticket(home: Path, ticket: str, repo: Path | None, text: str) -> tuple[Path, bool]:
+    """`handoff answer`: file the answer, and start the orchestrator again (in its tmux window)
+    when none runs to pass it on. (where it was filed, whether the orchestrator was started)"""
+    ws = open_ticket(home, ticket, repo)
+    path = answer(ws, text)
+    if orchestrator_running(ws) is not None:
+        return path, False
+    run_in_window(ws)
+    return path, True
 
 
 def orchestrator_running(ws: Workspace) -> int | None:
@@ -344,8 +280,7 @@ def bound_hit(ws: Workspace, state: State) -> Bound | None:
     """Which limit stopped the ticket, read from its state and its last round's record;
     None when it escalated for another reason (the same must-fix came back)."""
     n = str(state.round)
-    gate_limit = state.max_gate_bounces or ws.config.max_gate_bounces
-    if state.gates.get(n) == "fail" and state.gate_bounces >= gate_limit:
+    if state.gates.get(n) == "fail" and state.gate_bounces >= state.max_gate_bounces:
         return Bound("max-gate-bounces", [], [_last_gate_note(ws, state)])
     if state.verdicts.get(n) not in (None, "pass") and state.reviews >= state.max_rounds:
         earlier = {key for r, keys in state.findings.items() if r != n for key in keys}
@@ -383,8 +318,7 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
                 f"read {tdir.final_report}; start a new ticket from its branch "
                 f"{state.branch or branch_name(state.ticket)}, or 'handoff close "
                 f"{state.ticket}'")
-        before = {"max_rounds": state.max_rounds,
-                  "max_gate_bounces": state.max_gate_bounces or ws.config.max_gate_bounces}
+        before = {"max_rounds": state.max_rounds, "max_gate_bounces": state.max_gate_bounces}
         state.max_rounds = max(state.max_rounds, state.reviews + more)
         state.max_gate_bounces = max(before["max_gate_bounces"], state.gate_bounces + more)
         tdir.save(state)
@@ -499,85 +433,11 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     # what was not handoff's worktree stays where it is, and is named
     left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()
-    before = state.phase
-    state.phase = "closed"
-    ws.tdir.save(state)
-    ws.tdir.events.append("phase", round=state.round, **{"from": before, "to": "closed"},
-                          removed=removed, kept_worktrees=keep_worktrees, left=left,
-                          repo_gone=ws.repo_gone)
+    ws.tdir.move(state, "closed", removed=removed, kept_worktrees=keep_worktrees, left=left,
+                 repo_gone=ws.repo_gone)
     return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
             "stopped": stopped, "discarded_work": str(kept) if kept else None, "left": left,
             "repo_gone": ws.repo_gone}
-
-
-def status_row(tdir: TicketDir) -> dict[str, Any]:
-    state = tdir.load()
-    pid = holder(tdir.lock_file)
-    return {
-        "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
-        "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
-        "branch": state.branch, "commit": state.last_commit(), "reason": state.reason,
-        "orchestrator": pid, "session": state.session, "socket": state.socket,
-        "updated": state.updated, **last_run(tdir, state, pid),
-    }
-
-
-def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
-    """How the ticket's orchestrator stands, from its events: `run` is running, finished,
-    not started, crashed (its last error is shown), stopped or died (it left no word: a kill -9
-    or a lost machine); `hint` is what a person does next."""
-    events, bad = tdir.events.read()
-    starts = [i for i, e in enumerate(events) if e.get("kind") == "orchestrator"]
-    since = events[starts[-1] + 1:] if starts else []
-    error = next((e for e in reversed(since) if e.get("kind") == "error"), None)
-    if pid is not None:
-        run = "running"
-    elif state.phase in FINISHED:
-        run = "finished"
-    elif not starts:
-        run = "not started"
-    elif error is not None:
-        run = "crashed"
-    elif any(e.get("kind") == "stopped" for e in since):
-        run = "stopped"
-    else:
-        run = "died"
-    hint = ""
-    if run not in ("running", "finished"):
-        hint = {"awaiting-approval": f"handoff resume {state.ticket} --yes",
-                "needs-human": f"handoff answer {state.ticket} TEXT"}.get(
-                    state.phase, f"handoff resume {state.ticket}")
-    elif run == "finished":
-        hint = {"passed": f"handoff finish {state.ticket} (merges it) or handoff close "
-                          f"{state.ticket}",
-                "escalated": f"handoff resume {state.ticket} --more-rounds 1 (at a round or "
-                             f"gate limit) or handoff close {state.ticket}"}.get(state.phase, "")
-    spent = usage.totals(events)
-    return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
-            "events_skipped": len(bad), "usage": usage.status_fields(spent) if spent else None}
-
-
-def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
-    if ticket is not None:
-        return [_row_or_problem(find_ticket(home, ticket, repo))]
-    return [_row_or_problem(t) for t in all_tickets(home)]
-
-
-def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
-    """One broken ticket directory must not hide all the others from `status`."""
-    try:
-        return status_row(tdir)
-    except HandoffError as exc:
-        found = recovered_state(tdir)
-        return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
-                "round": found.state.round, "reviews": 0, "gate_bounces": 0,
-                "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
-                "orchestrator": holder(tdir.lock_file), "session": found.state.session,
-                "socket": found.state.socket, "updated": "", "run": "unknown",
-                "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,
-                "hint": f"{found.source} says phase {found.state.phase}, round "
-                        f"{found.state.round}: 'handoff resume {tdir.ticket}' or 'handoff close "
-                        f"{tdir.ticket}' restores it; 'handoff stop' and 'log' work as they are"}
 
 
 def attach_argv(ws: Workspace, role: str | None) -> list[str]:

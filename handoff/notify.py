@@ -10,9 +10,11 @@ shows the phase and round; a phase a person must act on or hear about (`TOLD`) i
 * given as one JSON object on the stdin of the `notify` command from the config.
 
 Nothing here may hold up or stop the ticket: every program runs through `proc.run` with a short
-bound, and what fails becomes a `notify-failed` event. Plan approval is not told: a ticket only
-waits for it at `handoff start` without --yes, where the person is at the prompt (or is told on
-stderr how to approve) and no session exists yet.
+bound, and what fails becomes a `notify-failed` event.
+
+A plan waiting for approval is told by `handoff start` (`approval_wanted`) when nobody was at a
+terminal to answer its prompt (a script, an agent, a scheduler started it): on the desktop and
+through the command only, since no session exists before the plan is approved.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from handoff.ticket import State
 from handoff.tmux import Tmux
 
 #: the phases a person is told about (a notice's `kind`): one needs them, two are the end
-TOLD = ("needs-human", "escalated", "passed")
+TOLD = ("awaiting-approval", "needs-human", "escalated", "passed")
 #: the longest the user's command may run: it can never hang the orchestrator
 COMMAND_TIMEOUT = 10.0
 DESKTOP_TIMEOUT = 5.0
@@ -44,7 +46,7 @@ DESKTOP = ("notify-send", "osascript")
 OSASCRIPT = ("-e", "on run argv", "-e",
              "display notification (item 2 of argv) with title (item 1 of argv)", "-e", "end run")
 
-Record = Callable[..., None]
+Record = Callable[..., object]
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,11 @@ def notice_for(state: State) -> Notice | None:
     """The notice for the state's phase; None when its phase is not told."""
     if state.phase not in TOLD:
         return None
-    message = state.reason or (f"the reviewer passed it; its branch {state.branch} is ready"
-                               if state.phase == "passed" else state.phase)
+    message = state.reason or {
+        "passed": f"the reviewer passed it; its branch {state.branch} is ready",
+        "awaiting-approval": f"its plan waits for approval: handoff resume {state.ticket} --yes "
+                             "approves it and starts the loop",
+    }.get(state.phase, state.phase)
     return Notice(ticket=state.ticket, repo=state.repo, phase=state.phase, round=state.round,
                   kind=state.phase, message=message, time=now())
 
@@ -93,6 +98,13 @@ def phase_changed(state: State, tmux: Tmux, command: Sequence[str], cwd: Path,
     if notice is None:
         return
     tell(notice, tmux if reached else None, state.session, command, cwd, record)
+
+
+def approval_wanted(state: State, command: Sequence[str], cwd: Path, record: Record) -> None:
+    """Tell the person the ticket's plan waits for their approval (no session to show it on)."""
+    notice = notice_for(state)
+    if notice is not None:
+        tell(notice, None, state.session, command, cwd, record)
 
 
 def tell(notice: Notice, tmux: Tmux | None, session: str, command: Sequence[str], cwd: Path,

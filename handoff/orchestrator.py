@@ -8,6 +8,7 @@ ticket with nothing lost and no round done twice.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -16,30 +17,36 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from handoff import briefs, notify, reports, seals, summary, usage
+from handoff import briefs, notify, reports, seals, submission, summary, trace, usage
 from handoff.errors import UsageError
 from handoff.gate import end_left_gate, excerpt, record_path, run_gate
-from handoff.inputs import REASON_LIMIT, REPORT_LIMIT, clip, read_text
+from handoff.inputs import REPORT_LIMIT, read_text
+from handoff.intake import Intake, Request, Verdict
 from handoff.lock import TicketLock
 from handoff.monitor import Decision, PeerMonitor
 from handoff.peers import Peers, self_argv
 from handoff.providers.base import first_message, shown
 from handoff.providers.signals import read_signals
+from handoff.repo import short_sha
 from handoff.reports import Finding, Report
+from handoff.role import ROLES, phase_of
 from handoff.seals import Seals
 from handoff.store import atomic_write
-from handoff.submission import provenance, set_aside, spend
+from handoff.submission import digest, provenance, set_aside, spend
 from handoff.ticket import FINISHED, State, brief_round
 from handoff.tmux import Patience, ServerGone, TmuxFailure
 from handoff.validators import check_implementer, check_reviewer
 from handoff.watch import Watcher
 from handoff.workspace import Workspace
 
+#: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
+FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TICK = 0.5
 SETTLE = 1.0
 MAX_REJECTIONS = 3
 
-Say = Callable[[dict[str, Any]], None]
+#: where each recorded event is shown as it happens (a foreground run prints them)
+EventSink = Callable[[dict[str, Any]], None]
 
 
 class Stopped(Exception):
@@ -71,7 +78,7 @@ def nudge_message(n: int, brief: Path) -> str:
 
 
 class Orchestrator:
-    def __init__(self, ws: Workspace, say: Say | None = None) -> None:
+    def __init__(self, ws: Workspace, say: EventSink | None = None) -> None:
         self.ws = ws
         self.tdir = ws.tdir
         self.say = say or (lambda event: None)
@@ -79,6 +86,10 @@ class Orchestrator:
         self.monitors: dict[str, Watching] = {}
         #: when this orchestrator launched each peer: its hooks' signals count from then
         self.launched_ns: dict[str, int] = {}
+        #: where `handoff submit` hands reports over while this orchestrator runs
+        self.intake = Intake(str(self.tdir.path))
+        #: the report files this orchestrator judged and filed itself → the digest of their text
+        self.judged: dict[str, str] = {}
 
     # ---- bookkeeping -------------------------------------------------------------------
     def event(self, kind: str, role: str = "", **fields: Any) -> None:
@@ -88,11 +99,7 @@ class Orchestrator:
         self.tdir.save(self.state)
 
     def transition(self, phase: str, reason: str = "") -> None:
-        before = self.state.phase
-        self.state.phase = phase
-        self.state.reason = clip(reason, REASON_LIMIT)
-        self.save()
-        self.event("phase", **{"from": before, "to": phase}, reason=reason)
+        self.say(self.tdir.move(self.state, phase, reason))
         if phase in FINISHED:
             self.finish()  # before the person is told: the final report is there to read
         notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
@@ -108,7 +115,8 @@ class Orchestrator:
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
-        with TicketLock(self.tdir.lock_file):
+        with TicketLock(self.tdir.lock_file), self.intake:
+            trace.to_file(self.tdir.debug_log)
             old_term = signal.signal(signal.SIGTERM, _stop)
             old_hup = signal.signal(signal.SIGHUP, _stop)  # its tmux window was closed
             try:
@@ -117,7 +125,8 @@ class Orchestrator:
                 carried, self.state.relaunches = self.state.relaunches, 0
                 if carried:
                     self.save()
-                self.event("orchestrator", pid=os.getpid(), relaunches_before=carried)
+                self.event("orchestrator", pid=os.getpid(), relaunches_before=carried,
+                           intake=self.intake.error or "listening")
                 while self.state.phase not in FINISHED:
                     step = {
                         "awaiting-approval": None,
@@ -254,11 +263,13 @@ class Orchestrator:
         peers = self.ws.peers(self.state)
         patience = Patience(self.state.ticket)
         look_at = 0.0  # now: every wait starts with a look
-        with Watcher([self.tdir.path, self.tdir.signals(role)]) as watcher:
+        with Watcher([self.tdir.path, self.tdir.signals(role)],
+                     also=[self.intake.fileno()]) as watcher:
             while True:
+                self.intake.serve(self.judge_handed)
                 if path.exists() and report_settled(path, role):
                     report = self.take_report(role, n, path)
-                    if report is not None or self.state.phase != _phase_of(role) \
+                    if report is not None or self.state.phase != phase_of(role) \
                             or self.state.round != n:
                         return report
                     continue
@@ -373,7 +384,7 @@ class Orchestrator:
         last = [line.rstrip() for line in screen.strip().splitlines()[-8:]]
         self.event("escalate", role, state=decision.state, evidence=decision.evidence,
                    fix=decision.fix, screen=shown.name, last_lines=last)
-        self.state.after_answer = _phase_of(role)
+        self.state.after_answer = phase_of(role)
         self.transition("needs-human", f"the {role} needs a person ({decision.state}): "
                         f"{decision.evidence}. Fix: {decision.fix} (its screen is in "
                         f"transcripts/{shown.name}); then 'handoff answer {self.state.ticket} "
@@ -393,10 +404,10 @@ class Orchestrator:
         else:
             self.event("death", role, exit_status=status, existed=existed,
                        relaunches=self.state.relaunches)
-        if self.state.relaunches > self.ws.config.max_relaunches:
+        if self.state.relaunches > self.state.max_relaunches:
             if existed:
                 self.ws.peers(self.state).capture(role, self.tdir.transcript(role, self.state.round))
-            self.state.after_answer = _phase_of(role)
+            self.state.after_answer = phase_of(role)
             self.transition("needs-human",
                             f"the {role} died {self.state.relaunches} times this round; see "
                             "transcripts/, then 'handoff answer' to carry on")
@@ -409,13 +420,28 @@ class Orchestrator:
         self.launch(role, brief, "tmux server gone" if lost else "relaunch")
         return True
 
+    def judge_handed(self, request: Request) -> Verdict:
+        """The verdict on a report `handoff submit` handed over: judged here, once."""
+        if request.role not in ROLES:
+            return Verdict(None, [f"unknown role {request.role!r}"])
+        filed, problems = submission.judge(self.ws, self.state, request.role, request.round,
+                                           request.report, request.seal)
+        if filed is None:
+            return Verdict(None, problems)
+        self.judged[filed.name] = digest(request.report)
+        self.event("submitted", request.role, report=filed.name, pid=request.pid)
+        return Verdict(str(filed), [])
+
     def take_report(self, role: str, n: int, path: Path) -> Report | None:
-        """Parse and check a filed report; a bad one is set aside and the peer told why."""
+        """Parse and check a filed report; a bad one is set aside and the peer told why. One
+        this orchestrator judged itself (`judge_handed`) and nobody changed since is not
+        checked again."""
         try:
             text = read_text(path, REPORT_LIMIT, "the report")
-            forged = provenance(self.tdir, path, text, role, n)
+            judged = self.judged.pop(path.name, None) == digest(text)
+            forged = "" if judged else provenance(self.tdir, path, text, role, n)
         except UsageError as exc:  # too large or not text: `handoff submit` never filed it
-            text, forged = "", exc.message
+            text, forged, judged = "", exc.message, False
         if forged:
             self.state.rejections += 1
             self.save()
@@ -429,7 +455,7 @@ class Orchestrator:
         spend(self.tdir, path)
         report, problems = reports.parse(text, role, {"role": role, "round": n,
                                                       "ticket": self.state.ticket})
-        if report is not None:
+        if report is not None and not judged:
             if role == "implementer":
                 # submit checked the worktree when it filed the report; only the history
                 # claims are re-checked here
@@ -462,11 +488,11 @@ class Orchestrator:
         """What the role's CLI spent on the round just reported, from its own session files
         (handoff.usage); nothing is recorded for a CLI that keeps none (the scripted agent)."""
         worktree = self.state.worktrees.get(role)
-        if not worktree:
-            return
+        provider = self.ws.config.providers[role]
+        if not worktree or not usage.keeps_usage(provider):
+            return  # before reading the whole event log: it is on the hand-over's path
         events, _ = self.tdir.events.read()
-        fields = usage.measure(self.ws.config.providers[role], role, Path(worktree), events,
-                               os.environ)
+        fields = usage.measure(provider, role, Path(worktree), events, os.environ)
         if fields is not None:
             self.event("usage", role, **fields)
 
@@ -493,7 +519,10 @@ class Orchestrator:
             question = report.sections.get("open questions", "").strip()
             self.transition("needs-human", f"the implementer is blocked: {question}")
             return
-        self.state.commits[str(n)] = self.ws.repo.resolve(report.commit)
+        # judged: the commit exists; a full sha is its own resolution (no git call)
+        commit = report.commit
+        self.state.commits[str(n)] = commit if FULL_SHA.fullmatch(commit) \
+            else self.ws.repo.resolve(commit)
         self.transition("gating")
 
     def gating(self) -> None:
@@ -528,7 +557,7 @@ class Orchestrator:
             self.transition("reviewing")
             return
         self.state.gate_bounces += 1
-        if self.state.gate_bounces >= gate_limit(self.state, self.ws.config.max_gate_bounces):
+        if self.state.gate_bounces >= self.state.max_gate_bounces:
             self.transition("escalated", f"the verification gate failed "
                             f"{self.state.gate_bounces} times: {result.summary()}")
             return
@@ -557,7 +586,6 @@ class Orchestrator:
 
     def judge(self, n: int, report: Report) -> None:
         self.state.verdicts[str(n)] = report.verdict
-        self.state.reviews = len(self.state.verdicts)
         self.state.findings[str(n)] = [f.key() for f in report.must_fix]
         self.save()
         self.event("verdict", "reviewer", verdict=report.verdict, commit=report.commit,
@@ -612,7 +640,7 @@ class Orchestrator:
                             f"(orchestrator)")
         if str(last) in state.verdicts:
             verified.append(f"reviewer ran {len(plan.review_commands)} test command(s), "
-                            f"verdict {state.verdicts[str(last)]} at {commit[:10]}")
+                            f"verdict {state.verdicts[str(last)]} at {short_sha(commit)}")
         open_findings: list[Finding] = []
         if state.phase == "escalated" and str(last) in state.verdicts:
             report, _ = reports.parse(self.tdir.report("reviewer", last).read_text(
@@ -627,22 +655,13 @@ class Orchestrator:
             usage=usage.per_round(self.tdir.events.read()[0]))
 
 
-def gate_limit(state: State, configured: int) -> int:
-    """Failed gates that escalate the ticket: its own limit once resume --more-rounds set one."""
-    return state.max_gate_bounces or configured
-
-
 def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, str]:
     """The feedback a failed gate sends the implementer (also when resume --more-rounds
     carries an escalated ticket on from its last failed gate)."""
     tail = excerpt(output)  # bytes, not lines: one line may be 50 MB
     return ("The verification gate failed",
-            f"{summary} at {commit[:10]}; the full output is in `{log}`. Its end:"
+            f"{summary} at {short_sha(commit)}; the full output is in `{log}`. Its end:"
             f"\n\n```\n{tail}\n```")
-
-
-def _phase_of(role: str) -> str:
-    return "implementing" if role == "implementer" else "reviewing"
 
 
 def report_settled(path: Path, role: str) -> bool:

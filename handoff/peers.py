@@ -93,15 +93,15 @@ class Peers:
         else:
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
-        self.tmux.tag(pane_id, str(launch.brief))
+        self.tmux.mark_pane(pane_id, str(launch.brief))
         if launch.session_id:
-            self.tmux.tag(pane_id, launch.session_id, SESSION_TAG)
+            self.tmux.mark_pane(pane_id, launch.session_id, SESSION_TAG)
         return pane_id
 
     def session_of(self, role: str) -> str:
         """The session id the role's CLI was started with ('' when none was given)."""
         pane = self.pane(role)
-        return self.tmux.tag_of(pane.id, SESSION_TAG) if pane is not None else ""
+        return self.tmux.pane_mark(pane.id, SESSION_TAG) if pane is not None else ""
 
     def exit_status(self, role: str, wait: float = 2.0) -> int | None:
         """A dead pane's exit status, or None when tmux never learns it.
@@ -121,7 +121,7 @@ class Peers:
     def working_on(self, role: str) -> str:
         """The brief the role's live process was last given ('' when none is running)."""
         pane = self.pane(role)
-        return self.tmux.tag_of(pane.id) if pane is not None and not pane.dead else ""
+        return self.tmux.pane_mark(pane.id) if pane is not None and not pane.dead else ""
 
     def leave(self, provider: Provider, role: str, wait: float = 3.0) -> bool:
         """Ask an idle CLI to exit by itself (its session saved, its resume line and usage on
@@ -193,7 +193,7 @@ class Peers:
         delivery = self.deliver(provider, role, first_message(brief))
         pane = self.pane(role)
         if delivery and pane is not None:
-            self.tmux.tag(pane.id, str(brief))
+            self.tmux.mark_pane(pane.id, str(brief))
         return delivery
 
     def keys(self, role: str, keys: Sequence[str], pause: float = 0.15) -> bool:

@@ -1,5 +1,12 @@
-"""Every subprocess handoff runs but git goes through here: argv only, never a shell, always a
-timeout. git runs through GitPython with the same three guarantees (handoff.gitcmd).
+"""Every subprocess handoff runs goes through here (argv only, never a shell, always a
+timeout), with these exceptions, each for its reason:
+
+* git, through GitPython with the same guarantees (handoff.gitcmd);
+* the gate's test commands (handoff.gate: their output is kept as it streams, to a bound);
+* what must work when this may not: the crash report's version probes (handoff.crash), the
+  providers' `--version`/`--help` probes (bounded there, run before any config exists);
+* the board's `attach` (a terminal handed to tmux), the demo's repository setup, and the
+  scripted agent, which is a peer program, not handoff.
 
 Three things hold for every child:
 
@@ -14,10 +21,11 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from handoff import processes
+from handoff import processes, trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound
 
 DEFAULT_TIMEOUT = 30.0
@@ -58,6 +66,7 @@ def run(
 
     env (default: this process's environment) is always `scrubbed`.
     """
+    started = time.monotonic()
     child = _start(argv, cwd, scrubbed(os.environ if env is None else env), input_text)
     try:
         stdout, stderr = child.communicate(input_text, timeout=timeout)
@@ -65,6 +74,7 @@ def run(
         finished = child.poll() is not None  # only something it started still holds our pipes
         end_group(child)
         stdout, stderr = _leftover_output(child)
+        trace.command(argv, child.returncode if finished else None, started)
         if not finished:
             raise ExternalFailure(
                 f"{' '.join(argv[:3])} … did not finish within {timeout:g}s; it was stopped "
@@ -75,6 +85,8 @@ def run(
     except BaseException:  # stopped or interrupted while it ran: it must not outlive us either
         end_group(child)
         raise
+    else:
+        trace.command(argv, child.returncode, started)
     result = subprocess.CompletedProcess(list(argv), child.returncode, stdout, stderr)
     if check and result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()

@@ -83,11 +83,15 @@ def processes() -> Iterator[tuple[str, int, str]]:
             yield entry.name, pgid, state
 
 
-def carries(pid: str, marker: bytes) -> bool:
+def environ(pid: int | str) -> dict[str, str]:
+    """A live process's environment (Linux /proc); {} when it cannot be read (another user's
+    process, one gone meanwhile, or no /proc)."""
     try:
-        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:  # another user's process, or gone
-        return False
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if item)
+    return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
 
 
 def group_alive(pgid: int) -> bool:

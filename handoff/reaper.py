@@ -15,6 +15,8 @@ import signal
 import time
 from pathlib import Path
 
+from handoff.processes import environ
+
 MARKER = "HANDOFF_PEER"
 
 
@@ -28,19 +30,19 @@ def marked(value: str) -> list[int]:
     proc = Path("/proc")
     if not (proc / "self" / "environ").exists():
         return []
-    wanted = f"{MARKER}={value}".encode()
     whole = not value.endswith("#")
     found = []
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
+        mark = environ(entry.name).get(MARKER)
+        if mark is None or not (mark == value if whole else mark.startswith(value)):
+            continue
         try:
-            environ = (entry / "environ").read_bytes()
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
-            continue  # gone meanwhile, or not ours to read
-        if state != "Z" and any(v == wanted if whole else v.startswith(wanted)
-                                for v in environ.split(b"\0")):
+            continue  # gone meanwhile
+        if state != "Z":
             found.append(int(entry.name))
     return found
 

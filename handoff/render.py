@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from handoff.repo import short_sha
 from handoff.usage import Usage, short
 
 
@@ -28,7 +29,7 @@ def _phase(event: dict[str, Any]) -> str:
 
 
 def _verdict(event: dict[str, Any]) -> str:
-    text = f"verdict {str(event.get('verdict', '?')).upper()} at {str(event.get('commit'))[:10]}"
+    text = f"verdict {str(event.get('verdict', '?')).upper()} at {short_sha(str(event.get('commit')))}"
     for finding in event.get("must_fix", [])[:3]:
         text += f"\n      must-fix {finding}"
     return text
@@ -37,7 +38,7 @@ def _verdict(event: dict[str, Any]) -> str:
 def _submission(event: dict[str, Any]) -> str:
     if event.get("accepted"):
         said = event.get("status") or event.get("verdict") or ""
-        commit = str(event.get("commit") or "")[:10]
+        commit = short_sha(str(event.get("commit") or ""))
         return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
     return f"report rejected: {event.get('report')}: " + "; ".join(event.get("problems", []))
 
@@ -71,7 +72,7 @@ def _worktree(event: dict[str, Any]) -> str:
 
 
 _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
-    "created": lambda e: f"ticket created at base {str(e.get('base_commit'))[:10]}",
+    "created": lambda e: f"ticket created at base {short_sha(str(e.get('base_commit')))}",
     "phase": _phase,
     "launch": lambda e: "launched"
     + (f" ({e['provider']})" if e.get("provider") else "")
@@ -112,7 +113,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "more-rounds": lambda e: f"{e.get('more')} more round(s) given by {e.get('user') or e.get('by')}"
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
-                        f"{str(e.get('before'))[:10]} → {str(e.get('after'))[:10]}",
+                        f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
     "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
     "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"

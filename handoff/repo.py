@@ -160,6 +160,7 @@ class Repo:
                 handle.write(f"{pattern}\n")
 
 
-def short(sha: str) -> str:
+def short_sha(sha: str) -> str:
+    """A commit as handoff shows it to people."""
     return sha[:10]
 

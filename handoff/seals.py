@@ -22,6 +22,8 @@ import os
 import secrets
 from pathlib import Path
 
+from handoff.processes import environ
+
 ENV = "HANDOFF_SEAL"
 
 
@@ -89,12 +91,4 @@ def of_process(pid: int) -> str:
 
     handoff reads its own peer's environment to brief it for a new round after a resume
     (the orchestrator that launched it, and knew its seal, may have died since)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return ""
-    prefix = f"{ENV}=".encode()
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix):].decode(errors="replace")
-    return ""
+    return environ(pid).get(ENV, "")

@@ -1,10 +1,11 @@
-"""`handoff submit`: a peer files its report; every problem is reported at once, in its turn."""
+"""Judging a peer's report: every problem reported at once, or the report filed with the receipt
+of its checks. The orchestrator judges what `handoff submit` hands it (handoff.intake); the
+submitting process judges only when no orchestrator runs (handoff.filing)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,41 +13,39 @@ from handoff import reports, seals
 from handoff.errors import UsageError
 from handoff.events import now
 from handoff.inputs import REPORT_LIMIT, read_text
+from handoff.intake import refusal
 from handoff.seals import Seals
 from handoff.store import atomic_write, atomic_write_json
-from handoff.ticket import TicketDir
+from handoff.ticket import State, TicketDir
 from handoff.validators import check_implementer, check_reviewer
-from handoff.workspace import Workspace, check_role
+from handoff.workspace import Workspace
 
 
-def context(directory: str | None, role: str | None, round_: int | None) -> tuple[Path, str]:
-    """The ticket directory and role from the flags, else from the peer's environment."""
-    folder = directory or os.environ.get("HANDOFF_TICKET_DIR")
-    who = role or os.environ.get("HANDOFF_ROLE")
-    if not folder or not who:
-        raise UsageError("submit needs the ticket directory and role",
-                         "run the exact submit command from your brief (it passes --dir and "
-                         "--role), or set HANDOFF_TICKET_DIR and HANDOFF_ROLE")
-    return Path(folder), check_role(who)
-
-
-def file_report(folder: Path, role: str, round_: int | None, report_file: Path,
+def file_report(folder: Path, role: str, round_: int | None, text: str,
                 seal: str = "") -> tuple[Path | None, list[str]]:
-    """Check the report (its sender, shape and claims) and file it atomically; or return the
-    problems. seal: the submitting process's own (from its environment)."""
+    """Judge and file the report text for role, opening the ticket from its directory (a
+    `handoff submit` with no orchestrator to hand it to). seal: the submitting process's own
+    (from its environment)."""
     tdir = TicketDir(folder.resolve())
     if not tdir.state_file.exists():
         return None, [f"{folder} is not a handoff ticket directory (no state.json)"]
     ws = Workspace.open(tdir.path.parent.parent, tdir)
     state = ws.state()
-    current = state.round
-    n = current if round_ is None else round_
-    if n != current:
-        return None, [f"this report is for round {n}, but the ticket is in round {current}; "
-                      "read your newest brief"]
-    expected_phase = "implementing" if role == "implementer" else "reviewing"
-    if state.phase != expected_phase:
-        return None, [f"the ticket is {state.phase}, not waiting for the {role}'s report"]
+    filed, problems = judge(ws, state, role, round_, text, seal)
+    if filed is not None:
+        tdir.events.append("submitted", round=state.round, role=role, report=filed.name)
+    return filed, problems
+
+
+def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
+          seal: str) -> tuple[Path | None, list[str]]:
+    """Check the report (its sender, shape and claims) and file it atomically with its receipt;
+    or return every problem. The caller records the `submitted` event."""
+    tdir = ws.tdir
+    n = state.round if round_ is None else round_
+    refused = refusal(state.phase, state.round, role, n)
+    if refused:
+        return None, [refused]
     refused = Seals(tdir.path).check(role, n, seals.stamp(seal, role, n) if seal else "")
     if refused:
         return None, [f"this `handoff submit` did not run in the {role}'s own session for round "
@@ -63,10 +62,6 @@ def file_report(folder: Path, role: str, round_: int | None, report_file: Path,
         if not why:
             return None, [f"round {n}'s {role} report is already filed ({target.name})"]
         set_aside(tdir, target, role, n, why)
-    try:
-        text = read_text(report_file, REPORT_LIMIT, "the report")
-    except UsageError as exc:
-        return None, [exc.message + (f" ({exc.hint})" if exc.hint else "")]
     report, problems = reports.parse(text, role, {"role": role, "round": n,
                                                   "ticket": state.ticket})
     if report is None:
@@ -80,7 +75,6 @@ def file_report(folder: Path, role: str, round_: int | None, report_file: Path,
     # the receipt first: a report that is there always has the receipt of its checks
     write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
     atomic_write(target, text)
-    tdir.events.append("submitted", round=n, role=role, report=target.name)
     return target, []
 
 

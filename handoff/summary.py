@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from handoff.repo import short_sha
 from handoff.reports import Finding
 from handoff.usage import Usage, cost_text, tokens_text
 
@@ -69,7 +70,7 @@ def _render(ticket: str, outcome: str, reason: str, branch: str, commit: str, ro
     if reason:
         head += f": {_clip(reason, cut or 30)}"
     lines.append(head)
-    lines.append(f"**Branch:** {branch}@{commit[:10] if commit else '(no commit)'}")
+    lines.append(f"**Branch:** {branch}@{short_sha(commit) if commit else '(no commit)'}")
     lines.append(f"**Rounds:** {rounds} implementer, {reviews} review, {bounces} gate bounce(s)")
     shown = files[:keep_files]
     more = f" and {len(files) - len(shown)} more" if len(files) > len(shown) else ""

@@ -7,7 +7,7 @@ state.json is rewritten atomically, and every save writes the same text a second
 state.json.bak, a file of its own (not a hard link, which an in-place edit would corrupt too).
 When state.json is unreadable, the backup holds the last state handoff wrote; the commands
 that must work without either (stop, log) fall back on what events.jsonl records
-(`handoff.lifecycle.recovered_state`).
+(`handoff.standing.recovered_state`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from handoff.errors import NotFound, UsageError
 from handoff.events import EventLog, now
+from handoff.inputs import REASON_LIMIT, clip
 from handoff.store import atomic_write, validate_ticket_id
 
 PHASES = (
@@ -34,6 +35,12 @@ PHASES = (
     "closed",
 )
 FINISHED = ("passed", "escalated", "closed")
+# The loop's limits, the config's defaults. Each ticket records its own when it is created
+# (State, from the config then, and --max-rounds): changing the config later does not move a
+# started ticket's limits; only `resume --more-rounds` does.
+MAX_ROUNDS = 3
+MAX_GATE_BOUNCES = 3
+MAX_RELAUNCHES = 2
 
 
 @dataclass
@@ -45,7 +52,6 @@ class State:
     repo_key: str
     phase: str = "awaiting-approval"
     round: int = 0
-    reviews: int = 0
     gate_bounces: int = 0
     rejections: int = 0
     relaunches: int = 0
@@ -54,10 +60,12 @@ class State:
     branch: str = ""
     socket: str = "handoff"
     session: str = ""
-    max_rounds: int = 3
-    #: failed gates before escalating; 0: the config's max_gate_bounces (resume --more-rounds
-    #: sets it when it gives an escalated ticket more rounds)
-    max_gate_bounces: int = 0
+    #: reviews before escalating
+    max_rounds: int = MAX_ROUNDS
+    #: failed gates before escalating
+    max_gate_bounces: int = MAX_GATE_BOUNCES
+    #: relaunches of a dying peer within a round before a person is asked
+    max_relaunches: int = MAX_RELAUNCHES
     commits: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
     findings: dict[str, list[str]] = field(default_factory=dict)
@@ -92,6 +100,11 @@ class State:
             raise ValueError(f"unknown phase {data['phase']!r}")
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    @property
+    def reviews(self) -> int:
+        """Reviews done: one verdict each (state.json carries the count for its readers)."""
+        return len(self.verdicts)
+
     def commit_of(self, round_: int) -> str:
         return self.commits.get(str(round_), "")
 
@@ -121,6 +134,11 @@ class TicketDir:
     @property
     def events(self) -> EventLog:
         return EventLog(self.path / "events.jsonl")
+
+    @property
+    def debug_log(self) -> Path:
+        """Where a run with HANDOFF_DEBUG=1 (`--verbose`) logs its subprocesses and events."""
+        return self.path / "handoff.log"
 
     @property
     def lock_file(self) -> Path:
@@ -200,9 +218,22 @@ class TicketDir:
         """state.json, then the same text as state.json.bak: a crash between the two leaves a
         good state.json and a backup one save older, never two bad files."""
         state.updated = now()
-        text = json.dumps(asdict(state), indent=2, sort_keys=True) + "\n"
+        text = json.dumps({**asdict(state), "reviews": state.reviews}, indent=2,
+                          sort_keys=True) + "\n"
         atomic_write(self.state_file, text)
         atomic_write(self.backup_file, text)
+
+    def move(self, state: State, phase: str, reason: str | None = None,
+             **fields: Any) -> dict[str, Any]:
+        """The one way a ticket changes phase: state saved, then its `phase` event (returned).
+        reason None keeps the state's reason as it was; fields go into the event."""
+        before, state.phase = state.phase, phase
+        if reason is not None:
+            state.reason = clip(reason, REASON_LIMIT)
+        self.save(state)
+        extra = {"reason": reason} if reason is not None else {}
+        return self.events.append("phase", round=state.round, **{"from": before, "to": phase},
+                                  **extra, **fields)
 
     def set_aside(self) -> Path:
         """Move an unreadable state.json out of the way, never deleting it: the evidence of

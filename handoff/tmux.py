@@ -115,7 +115,7 @@ def failure_kind(stderr: str) -> str:
     return "failed"
 
 
-def direct(argv: Sequence[str]) -> list[str]:
+def no_shell(argv: Sequence[str]) -> list[str]:
     """tmux runs a lone argument through `sh -c`; two or more it executes directly."""
     if len(argv) == 1:
         return [shutil.which("env") or "/usr/bin/env", argv[0]]
@@ -271,7 +271,7 @@ class Tmux:
     # call, and take the program as one shell string where we run argv directly
     def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
-        argv = direct(argv)
+        argv = no_shell(argv)
         pane = self.run("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
                         "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
                         "--", *argv)
@@ -279,7 +279,7 @@ class Tmux:
         return pane
 
     def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
-        argv = direct(argv)
+        argv = no_shell(argv)
         pane = self.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
                         "-n", window, "-c", str(cwd), "--", *argv)
         self.fix_size(pane)
@@ -300,7 +300,7 @@ class Tmux:
         The old history goes (the caller keeps it as a transcript first): what the pane shows
         is then only ever about the process now running in it.
         """
-        argv = direct(argv)
+        argv = no_shell(argv)
         target = self.pane(pane)
         with contextlib.suppress(LibTmuxException):  # a pane already gone fails just below
             target.clear_history()
@@ -341,12 +341,12 @@ class Tmux:
                                  int(ppid) if ppid.isdigit() else 0)
         return panes
 
-    def tag(self, pane: str, value: str, name: str = "@handoff") -> None:
+    def mark_pane(self, pane: str, value: str, name: str = "@handoff") -> None:
         """Remember on the pane itself what it was started for (survives our own crash)."""
         with self.checked("set-option"):
             self.pane(pane).set_option(name, value)
 
-    def tag_of(self, pane: str, name: str = "@handoff") -> str:
+    def pane_mark(self, pane: str, name: str = "@handoff") -> str:
         with contextlib.suppress(LibTmuxException):
             value = self.pane(pane).show_option(name)
             return "" if value is None else str(value).strip()
@@ -397,10 +397,10 @@ class Tmux:
             return False
         with contextlib.suppress(LibTmuxException):  # gone meanwhile: what was wanted
             self.server.kill_session(f"={session}:")  # `=name:`: exact, never libtmux's fnmatch
-        self.forget_if_empty()
+        self.stop_if_empty()
         return True
 
-    def forget_if_empty(self) -> None:
+    def stop_if_empty(self) -> None:
         """Stop the server when it has no sessions, and remove its socket file. A server that
         cannot be asked is left alone: its socket is how anyone reaches its sessions."""
         if self._binary is None:

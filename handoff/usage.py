@@ -352,6 +352,11 @@ def first_launch(events: Iterable[Mapping[str, Any]], role: str) -> float | None
     return None
 
 
+def keeps_usage(provider: str) -> bool:
+    """The provider's CLI records what it spends where handoff can read it."""
+    return provider in READERS
+
+
 def measure(provider: str, role: str, worktree: Path, events: Sequence[Mapping[str, Any]],
             env: Mapping[str, str]) -> dict[str, Any] | None:
     """The fields of a `usage` event for the role's round just reported: what each of its

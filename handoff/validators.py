@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handoff.repo import Repo, git_ok
+from handoff.repo import Repo, short_sha
 from handoff.reports import Report
 from handoff.worktrees import TicketWorktrees, branch_name
 
@@ -30,13 +30,13 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
         return []
     branch = branch_name(worktrees.ticket)
     problems = []
-    if not git_ok(repo.top, "merge-base", "--is-ancestor", sha, f"refs/heads/{branch}"):
-        problems.append(f"commit {sha[:10]} is not on the ticket branch {branch}")
+    if not repo.is_ancestor(sha, f"refs/heads/{branch}"):
+        problems.append(f"commit {short_sha(sha)} is not on the ticket branch {branch}")
     if sha == previous:
-        problems.append(f"commit {sha[:10]} is the same as before this round: nothing new was "
+        problems.append(f"commit {short_sha(sha)} is the same as before this round: nothing new was "
                         "committed (commit your changes, then report the new sha)")
     elif not repo.is_ancestor(previous, sha):
-        problems.append(f"commit {sha[:10]} does not build on {previous[:10]}: do not rewrite "
+        problems.append(f"commit {short_sha(sha)} does not build on {short_sha(previous)}: do not rewrite "
                         "the ticket branch's history")
     if not worktree_state:
         return problems
@@ -46,7 +46,7 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
         listing = ", ".join(e[3:] for e in dirty[:5])
         problems.append(f"the worktree {path} is not clean ({listing}): commit or remove it")
     elif path.is_dir() and worktrees.head("implementer") != sha:
-        problems.append(f"the worktree's HEAD is not {sha[:10]}: report the commit you "
+        problems.append(f"the worktree's HEAD is not {short_sha(sha)}: report the commit you "
                         "left checked out")
     return problems
 
@@ -54,6 +54,6 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
 def check_reviewer(report: Report, repo: Repo, reviewed: str) -> list[str]:
     sha = full_sha(repo, report.commit)
     if sha != reviewed:
-        return [f"commit {report.commit} is not the commit under review ({reviewed[:10]}): "
+        return [f"commit {report.commit} is not the commit under review ({short_sha(reviewed)}): "
                 "review that exact commit and name it"]
     return []

@@ -44,8 +44,11 @@ def _libc() -> ctypes.CDLL | None:
 class Watcher:
     """A context manager: `wait(timeout)` returns early when something changes in the folders."""
 
-    def __init__(self, folders: Iterable[Path]) -> None:
+    def __init__(self, folders: Iterable[Path], also: Iterable[int] = ()) -> None:
+        """also: more descriptors whose readiness wakes `wait` (e.g. a listening socket);
+        negative ones are ignored."""
         self.folders = [Path(f) for f in folders]
+        self.also = [fd for fd in also if fd >= 0]
         self._fd = -1
         self._pidfd = -1
         self.followed: int | None = None
@@ -85,10 +88,12 @@ class Watcher:
     def wait(self, timeout: float) -> bool:
         """Block up to timeout seconds; True when a change or the followed process's exit woke
         us (always False when polling)."""
-        if self._fd < 0 and self._pidfd < 0:
+        if self._fd < 0 and self._pidfd < 0 and not self.also:
             time.sleep(min(timeout, POLL_INTERVAL))
             return False
-        watched = [fd for fd in (self._fd, self._pidfd) if fd >= 0]
+        if self._fd < 0:  # no inotify: changes in the folders are seen by polling
+            timeout = min(timeout, POLL_INTERVAL)
+        watched = [fd for fd in (self._fd, self._pidfd, *self.also) if fd >= 0]
         ready, _, _ = select.select(watched, [], [], max(timeout, 0.0))
         if not ready:
             return False

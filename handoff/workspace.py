@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff import config as config_mod
-from handoff import contracts, seals
+from handoff import contracts, seals, trace
 from handoff import plan as plan_mod
 from handoff.briefs import BriefContext
 from handoff.config import Config
@@ -32,14 +32,6 @@ from handoff.store import keep_private, private_dir
 from handoff.ticket import State, TicketDir, brief_round
 from handoff.tmux import Tmux
 from handoff.worktrees import TicketWorktrees, branch_name
-
-ROLES = ("implementer", "reviewer")
-
-
-def check_role(role: str) -> str:
-    if role not in ROLES:
-        raise UsageError(f"unknown role {role!r}", f"roles are: {', '.join(ROLES)}")
-    return role
 
 
 @dataclass(frozen=True)
@@ -114,7 +106,7 @@ class Workspace:
         allow += [n for role in self.config.roles
                   for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
-        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE)
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
         return allowlisted_env(extra, [n for n in names if allowed_anywhere(n)])
 
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
@@ -158,7 +150,7 @@ class Workspace:
         (the brief its pane was tagged with), not the round in which it is retired."""
         peers = self.peers(state)
         pane = peers.pane(role)
-        worked_on = peers.tmux.tag_of(pane.id) if pane is not None else ""
+        worked_on = peers.tmux.pane_mark(pane.id) if pane is not None else ""
         return self.tdir.transcript(role, brief_round(worked_on) or state.round)
 
     def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:

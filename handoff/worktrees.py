@@ -38,6 +38,7 @@ from handoff import proc
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.repo import Repo, git, git_timeout
+from handoff.role import ROLES
 
 WORKTREES_DIR = ".worktrees"
 LOCK_FILE = "handoff-worktrees.lock"
@@ -52,7 +53,6 @@ def bytecode_root() -> Path:
     peers' allowlist, and the orchestrator that sets it and the `close` that drops from it
     must name the same folder."""
     return Path.home() / ".cache" / "handoff" / "pycache"
-ROLES = ("implementer", "reviewer")
 
 
 def branch_name(ticket: str) -> str:
@@ -389,7 +389,7 @@ class TicketWorktrees:
         (or the reviewer had touched) is dropped: a round can come within the second of the
         last, and `a - b` → `a + b` keeps the size. The rest stays; emptying the whole folder
         cost a recompile of the standard library and every package, about a second a round
-        (bench/floor.py). A reviewer folder that is no longer a worktree is made again at
+        (`python -m bench floor`). A reviewer folder that is no longer a worktree is made again at
         commit, and set up again.
         """
         made = self.ensure("reviewer", commit, recreate=True)

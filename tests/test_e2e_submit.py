@@ -4,8 +4,12 @@ report. A report changed after its checks does not count at all."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+from handoff.ticket import TicketDir
 from tests.conftest import commit_file, git
 from tests.harness import (
     ADD_ONLY,
@@ -13,9 +17,11 @@ from tests.harness import (
     as_peer,
     events,
     handoff,
+    paused_ticket,
     plan_text,
     spawn,
     state,
+    stop_runner,
     ticket_path,
     wait_event,
     write_plan,
@@ -79,3 +85,66 @@ def test_a_report_changed_after_submit_filed_it_does_not_count(
     assert "(edited later)" in kept.read_text(), "the set-aside report is kept as it was"
     assert not [e for e in events(handoff_home, "S-2") if e["kind"] == "submission"
                 and e.get("accepted")], "a changed report was never taken"
+
+
+def submit_as_implementer(home: Path, ticket: str, folder: Path, report: Path,
+                          role: str = "implementer") -> tuple[int, subprocess.CompletedProcess[str]]:
+    """`handoff submit` typed in the implementer's own terminal; its pid and result."""
+    process = subprocess.Popen([sys.executable, "-m", "handoff", "submit", str(report), "--dir",
+                                str(folder), "--role", role],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=as_peer(home, ticket, "implementer"))
+    out, err = process.communicate(timeout=90)
+    return process.pid, subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_a_running_orchestrator_judges_the_handed_over_report_once(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    runner, folder, _ = paused_ticket(repo, tmp_path, handoff_home, "S-3")
+    try:
+        worktree = repo / ".worktrees" / "S-3" / "implementer"
+        report = tmp_path / "report.md"
+        report.write_text(REPORT.format(sha="0" * 40))
+        _, bad = submit_as_implementer(handoff_home, "S-3", folder, report)
+        assert bad.returncode == 1
+        assert f"commit {'0' * 40} does not exist" in bad.stderr
+        assert not (folder / "impl-report-1.md").exists()
+
+        report.write_text(REPORT.format(sha=git(worktree, "rev-parse", "HEAD")))
+        pid, good = submit_as_implementer(handoff_home, "S-3", folder, report)
+        assert good.returncode == 0, good.stderr
+        assert f"filed as {folder / 'impl-report-1.md'}" in good.stdout
+        submitted = wait_event(handoff_home, "S-3", "submitted", role="implementer")
+        assert submitted["pid"] == pid, "the running orchestrator judged it, not the peer"
+        wait_event(handoff_home, "S-3", "submission", role="implementer", accepted=True)
+        assert state(handoff_home, "S-3")["rejections"] == 0, \
+            "a report refused at submit is mended by the peer, never counted"
+    finally:
+        stop_runner(runner)
+    assert not (folder / "intake.sock").exists() or runner.returncode != 0
+
+
+def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Judged once: the orchestrator that filed a report takes it as judged, with no git
+    command between the verdict and the acceptance (checked with git made unusable)."""
+    from handoff.intake import Request
+    from handoff.orchestrator import Orchestrator
+    from handoff.workspace import Workspace
+
+    runner, folder, _ = paused_ticket(repo, tmp_path, handoff_home, "S-4")
+    stop_runner(runner)  # this test's own orchestrator takes over the ticket
+    seal = as_peer(handoff_home, "S-4", "implementer")["HANDOFF_SEAL"]
+    sha = git(repo / ".worktrees" / "S-4" / "implementer", "rev-parse", "HEAD")
+    orchestrator = Orchestrator(Workspace.open(handoff_home, TicketDir(folder)))
+    verdict = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha), seal,
+                                                "report.md", os.getpid()))
+    assert verdict.problems == [] and verdict.filed == str(folder / "impl-report-1.md")
+    hidden = tmp_path / "no-git"
+    hidden.mkdir()
+    os.environ["PATH"], saved = str(hidden), os.environ["PATH"]
+    try:
+        taken = orchestrator.take_report("implementer", 1, folder / "impl-report-1.md")
+    finally:
+        os.environ["PATH"] = saved
+    assert taken is not None and taken.commit == sha

@@ -139,7 +139,8 @@ def test_more_rounds_refuses_what_is_at_no_bound(repo: Path, tmp_path: Path,
     assert "hint:" in out
     after = state(handoff_home, "R-1")
     assert after["phase"] == "escalated" and after["max_rounds"] == before["max_rounds"]
-    assert after["round"] == before["round"] and after["max_gate_bounces"] == 0
+    assert after["round"] == before["round"]
+    assert after["max_gate_bounces"] == before["max_gate_bounces"]
     assert (ticket_path(handoff_home, "R-1") / "final-report.md").is_file()
     assert not any(e["kind"] == "more-rounds" for e in events(handoff_home, "R-1"))
 
@@ -162,3 +163,27 @@ def test_more_rounds_refuses_a_running_ticket(repo: Path, tmp_path: Path,
         assert state(handoff_home, "P-1")["max_rounds"] == 3
     finally:
         stop_runner(runner)
+
+
+def test_a_tickets_limits_are_those_of_the_config_when_it_was_created(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Every limit is frozen at create: a config changed while the plan waits for approval
+    (or while the ticket runs) does not move its limits; only --more-rounds does."""
+    (repo / ".handoff.yaml").write_text("max_gate_bounces: 1\nmax_relaunches: 4\n",
+                                        encoding="utf-8")
+    git(repo, "add", ".handoff.yaml")
+    git(repo, "commit", "-q", "-m", "one failed gate escalates")
+    path = write_plan(tmp_path, plan_text({1: {"edits": [FIX_MUL]}, 2: {"edits": [FIX_ADD]}},
+                                          test=ADD_ONLY, review=[ADD_ONLY]), "L-1.md")
+    waiting = handoff("start", "L-1", "--plan", str(path), "--max-rounds", "4", cwd=repo)
+    assert waiting.returncode == 1, waiting.stdout + waiting.stderr  # no terminal: not approved
+    created = state(handoff_home, "L-1")
+    assert (created["max_rounds"], created["max_gate_bounces"], created["max_relaunches"]) == (
+        4, 1, 4)
+    (repo / ".handoff.yaml").write_text("max_gate_bounces: 7\nmax_relaunches: 0\n",
+                                        encoding="utf-8")
+    code, out = more(repo, "L-1", "--yes")
+    assert code == EXIT_ESCALATED, out
+    ended = state(handoff_home, "L-1")
+    assert ended["gate_bounces"] == 1 and "gate failed 1 times" in ended["reason"]
+    assert (ended["max_gate_bounces"], ended["max_relaunches"]) == (1, 4)

@@ -258,11 +258,36 @@ def test_a_failing_desktop_notifier_is_recorded(tmp_path: Path,
     assert record.of("notified")[0]["via"] == []
 
 
+def test_a_plan_nobody_approved_at_a_terminal_is_told(
+        repo: Path, tmp_path: Path, handoff_home: Path, fake_bin: Path) -> None:
+    """`handoff start` without --yes and without a terminal (a script or an agent started it):
+    the ticket waits for approval, and the person hears of it, on the desktop and through
+    their command (there is no session yet)."""
+    told = tmp_path / "told.jsonl"
+    use_notify(handoff_home, [sys.executable, str(script(tmp_path, "record.py", RECORDER)),
+                              str(told)])
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    started = handoff("start", "T-7", "--plan", str(plan), cwd=repo)
+    assert started.returncode == 1 and "waiting for approval" in started.stderr
+    [sent] = [json.loads(r["stdin"]) for r in records(told)]
+    assert (sent["ticket"], sent["kind"], sent["phase"]) == ("T-7", "awaiting-approval",
+                                                             "awaiting-approval")
+    assert "handoff resume T-7 --yes" in sent["message"]
+    [desktop] = [r["argv"] for r in records(fake_bin)]
+    assert desktop[1] == "handoff T-7: awaiting-approval"
+    [notified] = [e for e in events(handoff_home, "T-7") if e["kind"] == "notified"]
+    assert notified["via"] == ["notify-send", "command"]
+    approved = handoff("resume", "T-7", "--yes", "--foreground", cwd=repo)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    assert [json.loads(r["stdin"])["kind"] for r in records(told)] == [
+        "awaiting-approval", "passed"], "approved once: not told again"
+
+
 def test_only_needing_and_ending_phases_are_told() -> None:
     from handoff.ticket import PHASES, State
     told = {p for p in PHASES if notify.notice_for(State(ticket="T", repo="/r", repo_key="k",
                                                          phase=p)) is not None}
-    assert told == {"needs-human", "escalated", "passed"}
+    assert told == {"awaiting-approval", "needs-human", "escalated", "passed"}
 
 
 @pytest.mark.parametrize("value", ["notify-me --json", [], ["notify-me", ""], ["x", 3],

@@ -93,7 +93,7 @@ def test_wheel_declares_the_handoff_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         [entry_points] = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
         text = archive.read(entry_points).decode()
-    assert "handoff = handoff.cli:main" in [line.strip() for line in text.splitlines()]
+    assert "handoff = handoff.entry:main" in [line.strip() for line in text.splitlines()]
 
 
 def test_installed_wheel_finds_its_role_contracts_and_hook_script(unpacked: Path,

@@ -159,8 +159,8 @@ def test_launch_opens_a_window_per_role_and_tags_it(peers: Peers, tmp_path: Path
     panes = peers.tmux.panes(peers.session)
     assert set(panes) == {ORCHESTRATOR_WINDOW, "implementer", "reviewer"}
     assert panes["implementer"].id == pane_i and panes["reviewer"].id == pane_r
-    assert peers.tmux.tag_of(pane_i) == str(brief_i)
-    assert peers.tmux.tag_of(pane_r) == str(brief_r)
+    assert peers.tmux.pane_mark(pane_i) == str(brief_i)
+    assert peers.tmux.pane_mark(pane_r) == str(brief_r)
 
 
 # --- working_on --------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_working_on_follows_launches_and_is_empty_once_the_process_died(peers: P
     wait_until(lambda: peers.working_on("implementer") == "", what="working_on to drop the brief")
     dead = peers.pane("implementer")
     assert dead is not None and dead.dead
-    assert peers.tmux.tag_of(pane) == str(second)  # the tag stays; only a live process counts
+    assert peers.tmux.pane_mark(pane) == str(second)  # the tag stays; only a live process counts
 
 
 # --- retire ------------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ def test_deliver_of_a_brief_already_taken_never_sends_it_twice(
     wait_until(lambda: "waiting for the next message" in
                peers.tmux.capture(scripted_reviewer).split(took, 1)[-1],
                what="the agent to finish the brief and wait for input")
-    peers.tmux.tag(scripted_reviewer, "")  # as if we crashed before remembering the delivery
+    peers.tmux.mark_pane(scripted_reviewer, "")  # as if we crashed before remembering the delivery
 
     assert peers.deliver_brief(Scripted(), "reviewer", second).taken is True
     assert peers.working_on("reviewer") == str(second)

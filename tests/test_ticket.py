@@ -37,7 +37,7 @@ def test_a_new_state_awaits_approval_in_round_zero() -> None:
 def test_state_save_and_load_round_trip(handoff_home: Path) -> None:
     tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")
     state = make_state()
-    state.phase, state.round, state.reviews = "reviewing", 2, 1
+    state.phase, state.round = "reviewing", 2
     state.commits = {"1": "a" * 40, "2": "b" * 40}
     state.verdicts = {"1": "fail"}
     state.findings = {"1": ["calc.py::wrong sign"]}

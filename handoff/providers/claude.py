@@ -20,6 +20,8 @@ from handoff.providers.base import Check, Launch, Provider, is_root
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
 
+#: handoff's own Claude Code plugin, as `claude plugin install handoff --marketplace ./` names it
+PLUGIN = "handoff@handoff"
 CONFIRM = "Enter to confirm · Esc to cancel"
 
 TRUST = Dialog(
@@ -134,7 +136,10 @@ class Claude(Provider):
             # after a compaction the appended system prompt may be summarised away
             hooks["SessionStart"] = [{"matcher": "compact", "hooks": [
                 {"type": "command", "command": f"cat {shlex.quote(str(launch.contract))}"}]}]
-        settings: dict[str, Any] = {"skipDangerousModePermissionPrompt": True}
+        # handoff's own Claude Code plugin (the person's, for starting tickets) is no peer's
+        # business: its skill would offer a peer to start tickets of its own
+        settings: dict[str, Any] = {"skipDangerousModePermissionPrompt": True,
+                                    "enabledPlugins": {PLUGIN: False}}
         if hooks:
             settings["hooks"] = hooks
         return settings

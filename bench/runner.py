@@ -1,0 +1,111 @@
+"""`python -m bench [SCENARIO...] [--reps N] [--markdown]`: run the named scenarios (all but
+crowd by default) and print every figure with its target and verdict.
+
+Nothing here asserts a timing: a missed target is a verdict in the table, not a failure. The
+exit status is 0 when every scenario ran, 1 when one could not (its error is printed and the
+others still run), 2 for a usage error."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import FrameType
+
+from bench import machine
+from bench.figures import Figure, render_markdown, render_text
+from bench.sandbox import BenchError
+from bench.scenarios import SCENARIOS, Options, Scenario
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM/SIGHUP end the run like an error, so every sandbox cleans up."""
+    raise SystemExit(128 + signum)
+
+
+def parser() -> argparse.ArgumentParser:
+    listed = "\n".join(f"  {s.name:<8} {s.summary}" for s in SCENARIOS)
+    made = argparse.ArgumentParser(
+        prog="python -m bench", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="handoff against the raw git, tmux and Python work it stands on: for each "
+                    "figure handoff's and its baseline's min / median / max, their ratio, the "
+                    "target and the verdict (met, missed, info).",
+        epilog=f"scenarios (default: all but crowd):\n{listed}")
+    made.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                      help="scenarios to run, by name (default: all but crowd)")
+    made.add_argument("--reps", type=int, default=None,
+                      help="repetitions per scenario (default: each scenario's own)")
+    made.add_argument("--markdown", action="store_true",
+                      help="print a markdown table headed by the machine (for docs/performance.md)")
+    made.add_argument("--python", default=None, metavar="PATH",
+                      help="the interpreter running handoff's command line (default: a cached "
+                           "runtime-only venv for startup, this interpreter for the others)")
+    made.add_argument("--idle", type=float, default=Options.idle, metavar="SECONDS",
+                      help="each waiting-orchestrator window in ticket (default %(default)g)")
+    made.add_argument("--tickets", type=int, default=Options.tickets, metavar="N",
+                      help="tickets started at once in crowd (default %(default)d)")
+    return made
+
+
+def chosen(names: Sequence[str]) -> list[Scenario] | str:
+    """The scenarios named (in the table's order), or what is wrong with the names."""
+    known = {s.name: s for s in SCENARIOS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        return (f"unknown scenario {', '.join(unknown)}; choose from "
+                f"{', '.join(known)}")
+    return [s for s in SCENARIOS if s.name in names] if names else \
+        [s for s in SCENARIOS if s.default]
+
+
+def run_scenario(scenario: Scenario, options: Options) -> list[Figure]:
+    """Its figures; a scenario that could not run gives one figure saying why (missed)."""
+    module = importlib.import_module(scenario.module)
+    try:
+        figures: list[Figure] = module.run(options)
+    except (BenchError, OSError) as exc:
+        print(f"bench: {scenario.name} failed: {exc}", file=sys.stderr, flush=True)
+        return [Figure(f"{scenario.name}: could not run", "", [], error=str(exc)[:400])]
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    scenarios = chosen(args.scenarios)
+    if isinstance(scenarios, str):
+        print(f"bench: {scenarios}", file=sys.stderr)
+        return 2
+    for tool in ("git", "tmux"):
+        if shutil.which(tool) is None:
+            print(f"bench: {tool} is not installed", file=sys.stderr)
+            return 2
+    # absolute but not resolved: a venv's python is a symlink out of the venv
+    python = os.path.abspath(args.python) if args.python else None
+    options = Options(reps=args.reps, python=python, idle=args.idle, tickets=args.tickets)
+    previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
+    started = time.perf_counter()
+    figures: list[Figure] = []
+    try:
+        for scenario in scenarios:
+            print(f"bench: {scenario.name} …", file=sys.stderr, flush=True)
+            figures += run_scenario(scenario, options)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    took = time.perf_counter() - started
+    names = " ".join(s.name for s in scenarios)
+    if args.markdown:
+        title = (f"`python -m bench {names}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+                 f"{took:.0f} s")
+        print(render_markdown(figures, machine.describe(), title))
+    else:
+        print(f"handoff bench: {names}; {took:.0f} s; ratio = median / median\n")
+        print(render_text(figures))
+        print("\n" + "; ".join(machine.describe()))
+    return 1 if any(f.error for f in figures) else 0

@@ -1,0 +1,106 @@
+"""Many tickets at once (--tickets N, 20 by default): each `handoff start --yes` of the demo's
+two-round ticket in its own repo, all launched together in the background. It reports how long
+each `start` took to return (counted from the moment all were launched), whether every ticket
+passed, how long until the last one ended, and the hand-over latency under that load. Each
+repetition is one such crowd. It takes minutes: it runs only when named (`python -m bench
+crowd`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import handover
+from bench.figures import Figure, Target
+from bench.sandbox import BenchError, Sandbox
+from bench.scenarios import Options
+from handoff import demo
+
+DEFAULT_REPS = 1
+#: issue 9: `start` returns within a second, with every ticket running
+START_LIMIT = 1000.0
+ENDED = ("passed", "escalated", "needs-human")
+
+
+def phase(folder: Path) -> str:
+    try:
+        return str(json.loads((folder / "state.json").read_text(encoding="utf-8"))["phase"])
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+class Crowd:
+    def __init__(self, box: Sandbox, count: int) -> None:
+        self.box, self.count = box, count
+        self.plan = box.root / "plan.md"
+        self.plan.write_text(demo.plan_text(box.python), encoding="utf-8")
+        self.returned: list[float] = []
+        self.passed: list[float] = []
+        self.ended: list[float] = []
+        self.taken: list[float] = []
+        self.onward: list[float] = []
+        self.others: set[str] = set()
+
+    def once(self, k: int) -> None:
+        box, count = self.box, self.count
+        repos = []
+        for n in range(count):
+            folder = box.root / f"c{k}-{n}"
+            folder.mkdir()
+            repos.append(demo.make_repo(folder))
+        names = [f"C{k}-{n}" for n in range(count)]
+        started = time.perf_counter()
+        starts = [subprocess.Popen([box.python, "-m", "handoff", "start", name, "--plan",
+                                    str(self.plan), "--yes"], cwd=repo, env=box.env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                  for name, repo in zip(names, repos, strict=True)]
+        for child in starts:
+            _, err = child.communicate(timeout=300)
+            self.returned.append((time.perf_counter() - started) * 1000)
+            if child.returncode != 0:
+                raise BenchError(f"a start failed: {err.decode(errors='replace')[-400:]}")
+        folders = [next(box.home.glob(f"*/{name}")) for name in names]
+        deadline = time.monotonic() + 600
+        while not all(phase(f) in ENDED for f in folders):
+            if time.monotonic() > deadline:
+                raise BenchError(f"the crowd of {count} tickets did not end within 600 s")
+            time.sleep(0.2)  # the bench's own polling, outside what it measures per ticket
+        self.ended.append(time.perf_counter() - started)
+        phases = [phase(f) for f in folders]
+        self.passed.append(phases.count("passed"))
+        self.others |= {p for p in phases if p != "passed"}
+        for folder in folders:
+            more_taken, more_onward = handover.hand_overs(folder / "events.jsonl")
+            self.taken += more_taken
+            self.onward += more_onward
+        for name, repo in zip(names, repos, strict=True):
+            box.handoff("close", name, cwd=repo, check=False)
+
+    def figures(self) -> list[Figure]:
+        others = f"; others: {', '.join(sorted(self.others))}" if self.others else ""
+        n = self.count
+        return [
+            Figure(f"{n} at once: start returned", "ms", self.returned,
+                   targets=(Target("each", at_most=START_LIMIT),),
+                   note="from the launch of all the starts to each one's return"),
+            Figure(f"{n} at once: tickets passed", "tickets", self.passed,
+                   targets=(Target("each", at_least=n),), note=f"of {n}{others}"),
+            Figure(f"{n} at once: the last ticket ended", "s", self.ended,
+                   note="from the launch of all the starts"),
+            *handover.figures(f"{n} at once", self.taken, self.onward, 2.0),
+        ]
+
+
+def run(options: Options) -> list[Figure]:
+    reps = options.reps_or(DEFAULT_REPS)
+    with Sandbox("crowd", options.python) as box:
+        crowd = Crowd(box, max(options.tickets, 1))
+        for k in range(reps):
+            print(f"bench: crowd: {crowd.count} tickets at once, {k + 1}/{reps} …",
+                  file=sys.stderr, flush=True)
+            crowd.once(k)
+        return crowd.figures()

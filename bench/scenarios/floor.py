@@ -1,0 +1,140 @@
+"""A whole scripted ticket against the raw floor of the same work; the hand-over latency read
+from the tickets' own event logs; how often post_create runs.
+
+Each pair runs, in alternating order:
+
+* handoff: `handoff start T --plan demo-plan --yes --foreground` on a fresh copy of the demo's
+  repo (two rounds: the review fails round 1, round 2 passes), then `handoff close T`;
+* the raw floor: the git, tmux and test work that ticket needs, typed by hand: two worktrees
+  (each set up by the same post_create command), a tmux session with three windows, two
+  edit-commit rounds, each round's gate and review test run at the commit in the reviewer's
+  checkout, then the session killed and the worktrees and branch removed.
+
+Both sides set up each worktree with the same cheap post_create (`sh -c 'pwd >> LOG'`, in
+HANDOFF_HOME/config.yaml for handoff): the log says how often it ran in each ticket's
+worktrees, which must be once per worktree (2 for the 2-round ticket).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench import handover
+from bench.figures import Figure, Target
+from bench.sandbox import Sandbox
+from bench.scenarios import Options
+from handoff import demo
+
+DEFAULT_REPS = 5
+#: issue 9: the whole ticket at most 1.5 times its raw floor
+TARGET = 1.5
+
+
+class Floor:
+    def __init__(self, box: Sandbox) -> None:
+        self.box = box
+        self.plan = box.root / "plan.md"
+        self.plan.write_text(demo.plan_text(box.python), encoding="utf-8")
+        self.setup_log = box.root / "post-create.log"
+        self.setup = ["sh", "-c", 'pwd >> "$0"', str(self.setup_log)]
+        box.home.mkdir(parents=True, exist_ok=True)
+        (box.home / "config.yaml").write_text(  # JSON is YAML
+            json.dumps({"post_create": [self.setup]}) + "\n", encoding="utf-8")
+
+    def repo(self, n: int) -> Path:
+        folder = self.box.root / f"r{n}"
+        folder.mkdir()
+        return demo.make_repo(folder)
+
+    def setups_in(self, repo: Path) -> int:
+        """How often post_create ran in a worktree of repo."""
+        lines = self.setup_log.read_text(encoding="utf-8").splitlines() \
+            if self.setup_log.exists() else []
+        return sum(Path(line).is_relative_to(repo) for line in lines)
+
+    def handoff_ticket(self, n: int) -> tuple[float, Path, int]:
+        """(ms, its events.jsonl, post_create runs) of one ticket."""
+        repo, ticket = self.repo(n), f"F-{n}"
+        started = time.perf_counter()
+        self.box.handoff("start", ticket, "--plan", str(self.plan), "--yes", "--foreground",
+                         cwd=repo)
+        self.box.handoff("close", ticket, cwd=repo)
+        took = (time.perf_counter() - started) * 1000
+        events = next(self.box.home.glob(f"*/{ticket}/events.jsonl"))
+        return took, events, self.setups_in(repo)
+
+    def raw_ticket(self, n: int) -> tuple[float, int]:
+        box, repo = self.box, self.repo(n + 1000)
+        python = box.python
+        gate = [python, "-m", "unittest", "-q", "tests.test_basic"]
+        review = [python, "-m", "unittest", "discover", "-q", "-s", "tests", "-t", "."]
+        impl, rev = repo / ".worktrees" / "R" / "implementer", repo / ".worktrees" / "R" / "reviewer"
+        session, sleeper = f"raw-{n}", ["sleep", "600"]
+        rounds = [('return len(text.split(" "))', 'return len(text.split(" ")) if text else 0'),
+                  ('return len(text.split(" ")) if text else 0', "return len(text.split())")]
+
+        def git(*args: str, where: Path = repo) -> None:
+            box.run(["git", "-C", str(where), *args], repo)
+
+        started = time.perf_counter()
+        git("worktree", "add", "-q", "-b", "handoff/R", str(impl), "HEAD")
+        box.run(self.setup, impl)
+        git("worktree", "add", "-q", "--detach", str(rev), "HEAD")
+        box.run(self.setup, rev)
+        box.tmux("new-session", "-d", "-s", session, "-n", "orchestrator", "--", *sleeper)
+        for role, path in (("implementer", impl), ("reviewer", rev)):
+            box.tmux("new-window", "-d", "-t", f"={session}:", "-n", role, "-c", str(path), "--",
+                     *sleeper)
+        for old, new in rounds:
+            source = impl / "wordcount.py"
+            source.write_text(source.read_text(encoding="utf-8").replace(old, new),
+                              encoding="utf-8")
+            git("commit", "-q", "-am", "round", where=impl)
+            box.run(gate, impl)
+            git("checkout", "-q", "--detach", "handoff/R", where=rev)
+            box.run(review, rev, check=False)
+        box.tmux("kill-session", "-t", f"={session}")
+        git("worktree", "remove", "--force", str(impl))
+        git("worktree", "remove", "--force", str(rev))
+        git("branch", "-D", "-q", "handoff/R")
+        return (time.perf_counter() - started) * 1000, self.setups_in(repo)
+
+
+def run(options: Options) -> list[Figure]:
+    reps = options.reps_or(DEFAULT_REPS)
+    ours: list[float] = []
+    floor: list[float] = []
+    taken: list[float] = []
+    onward: list[float] = []
+    setups: list[float] = []
+    raw_setups: list[float] = []
+    with Sandbox("floor", options.python) as box:
+        bench = Floor(box)
+        for n in range(reps):
+            print(f"bench: floor: pair {n + 1}/{reps} …", file=sys.stderr, flush=True)
+            order = ("raw", "handoff") if n % 2 else ("handoff", "raw")
+            for side in order:
+                if side == "raw":
+                    took, count = bench.raw_ticket(n)
+                    floor.append(took)
+                    raw_setups.append(count)
+                    continue
+                took, events, count = bench.handoff_ticket(n)
+                ours.append(took)
+                setups.append(count)
+                more_taken, more_onward = handover.hand_overs(events)
+                taken += more_taken
+                onward += more_onward
+    return [
+        Figure("whole scripted ticket, 2 rounds", "ms", ours, floor,
+               "the same git, tmux, setup and test work typed by hand",
+               targets=(Target("ratio", at_most=TARGET),),
+               note="handoff: start --foreground, then close"),
+        *handover.figures("alone", taken, onward, 1.0),
+        Figure("post_create runs per 2-round ticket", "runs", setups, raw_setups,
+               "one run per worktree made", targets=(Target("each", at_most=2, at_least=2),),
+               note="one per worktree: implementer and reviewer"),
+    ]

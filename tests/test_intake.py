@@ -1,0 +1,185 @@
+"""The orchestrator's intake: `handoff submit` hands a report over a Unix socket and reads the
+verdict. Real sockets, real processes; the judge here is a recording function."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from handoff import filing, intake
+from handoff.errors import HandoffError
+from handoff.intake import Intake, Request, Verdict
+from tests.conftest import wait_until
+
+
+class Recorder:
+    """A judge that keeps what it was asked and answers with a set verdict."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        self.requests: list[Request] = []
+
+    def __call__(self, request: Request) -> Verdict:
+        self.requests.append(request)
+        return self.verdict
+
+
+def ticket_folder(tmp_path: Path, name: str = "T-1") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "state.json").write_text(json.dumps({"phase": "implementing", "round": 1}))
+    return folder
+
+
+def submit_process(folder: Path, report: Path, *flags: str,
+                   env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "handoff", "submit", str(report), "--dir",
+                             str(folder), "--role", "implementer", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def serve_until_done(gate: Intake, judge: Recorder,
+                     process: subprocess.Popen[str]) -> tuple[str, str]:
+    """Serve the intake until the submitting process has its verdict and ends (bounded)."""
+    wait_until(lambda: gate.serve(judge) or process.poll() is not None, timeout=30,
+               what="the submit process to connect")
+    return process.communicate(timeout=30)
+
+
+def test_a_report_handed_over_gets_the_orchestrators_verdict(tmp_path: Path) -> None:
+    folder = ticket_folder(tmp_path)
+    report = tmp_path / "report.md"
+    report.write_text("the report's text\n")
+    judge = Recorder(Verdict(str(folder / "impl-report-1.md"), []))
+    with Intake(str(folder)) as gate:
+        assert (folder / intake.SOCKET).is_socket()
+        assert (folder / intake.SOCKET).stat().st_mode & 0o777 == 0o600
+        process = submit_process(folder, report, "--round", "1", env={"HANDOFF_SEAL": "s3cret"})
+        out, err = serve_until_done(gate, judge, process)
+    assert process.returncode == 0, err
+    assert f"filed as {folder / 'impl-report-1.md'}" in out
+    [request] = judge.requests
+    assert (request.role, request.round, request.report, request.seal, request.file) == (
+        "implementer", 1, "the report's text\n", "s3cret", str(report))
+    assert request.pid == process.pid, "the kernel's word on who connected"
+    assert not (folder / intake.SOCKET).exists(), "closing the intake removes its socket"
+
+
+def test_every_problem_of_the_verdict_is_printed_and_the_exit_status_is_1(
+        tmp_path: Path) -> None:
+    folder = ticket_folder(tmp_path)
+    report = tmp_path / "report.md"
+    report.write_text("x\n")
+    judge = Recorder(Verdict(None, ["first problem", "second problem"]))
+    with Intake(str(folder)) as gate:
+        process = submit_process(folder, report)
+        _, err = serve_until_done(gate, judge, process)
+    assert process.returncode == 1
+    assert "NOT accepted (2 problem(s))" in err
+    assert "  - first problem" in err and "  - second problem" in err
+    assert judge.requests[0].round is None, "no --round: the ticket's current round is meant"
+
+
+def test_a_report_out_of_turn_is_refused_without_waiting_for_the_orchestrator(
+        tmp_path: Path) -> None:
+    """The orchestrator answers only while it waits for a report: a reviewer's report while
+    the ticket is implementing is refused from state.json, with nobody serving."""
+    folder = ticket_folder(tmp_path)
+    report = tmp_path / "report.md"
+    report.write_text("x\n")
+    with Intake(str(folder)):
+        done = subprocess.run([sys.executable, "-m", "handoff", "submit", str(report), "--dir",
+                               str(folder), "--role", "reviewer"], capture_output=True,
+                              text=True, timeout=30)
+        stale = subprocess.run([sys.executable, "-m", "handoff", "submit", str(report), "--dir",
+                                str(folder), "--role", "implementer", "--round", "3"],
+                               capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert "the ticket is implementing, not waiting for the reviewer's report" in done.stderr
+    assert stale.returncode == 1
+    assert "this report is for round 3, but the ticket is in round 1" in stale.stderr
+
+
+def test_a_long_ticket_path_is_reached_through_its_folders_descriptor(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    folder = ticket_folder(deep)
+    assert len(str(folder / intake.SOCKET)) > 108, "longer than any sun_path"
+    judge = Recorder(Verdict("filed.md", []))
+    with Intake(str(folder)) as gate:
+        assert not gate.error, gate.error
+        assert (folder / intake.SOCKET).is_socket(), "bound at its real place"
+        answer: list[tuple[str | None, list[str]] | None] = []
+        client = threading.Thread(target=lambda: answer.append(filing.hand_over(folder, {
+            "role": "implementer", "round": 1, "report": "r", "seal": "", "file": "f"})))
+        client.start()
+        wait_until(lambda: gate.serve(judge), timeout=30, what="the client to connect")
+        client.join(timeout=30)
+    assert answer == [("filed.md", [])]
+
+
+def test_no_listener_or_a_dead_ones_socket_means_judging_alone(tmp_path: Path) -> None:
+    folder = ticket_folder(tmp_path)
+    request = {"role": "implementer", "round": 1, "report": "r", "seal": "", "file": "f"}
+    assert filing.hand_over(folder, request) is None, "no socket file at all"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(folder / intake.SOCKET))
+    dead.close()  # what a kill -9 leaves: the file, nobody listening
+    assert filing.hand_over(folder, request) is None
+    with Intake(str(folder)) as gate:  # the next orchestrator replaces the stale file
+        assert not gate.error and gate.fileno() >= 0
+
+
+def test_an_orchestrator_that_does_not_answer_in_time_is_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = ticket_folder(tmp_path)
+    monkeypatch.setattr(filing, "VERDICT_WAIT", 0.3)
+    with Intake(str(folder)), pytest.raises(HandoffError) as raised:  # listening, never serving
+        filing.hand_over(folder, {"role": "implementer", "round": 1, "report": "r", "seal": "",
+                                  "file": "f"})
+    assert "did not answer within" in raised.value.message
+    assert "nothing was filed" in raised.value.message
+
+
+def test_a_peer_that_hung_up_before_its_verdict_has_nothing_judged(tmp_path: Path) -> None:
+    folder = ticket_folder(tmp_path)
+    judge = Recorder(Verdict("filed.md", []))
+    with Intake(str(folder)) as gate:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+            peer.connect(str(folder / intake.SOCKET))
+            peer.sendall(json.dumps({"role": "implementer", "round": 1, "report": "r",
+                                     "seal": "", "file": "f"}).encode() + b"\n")
+        assert gate.serve(judge) == []
+    assert judge.requests == [], "it said nothing was filed: so it is"
+
+
+@pytest.mark.parametrize("line", [b"not json\n", b"[1, 2]\n",
+                                  b'{"role": "implementer", "round": "1", "report": "r"}\n',
+                                  b'{"role": "implementer", "round": true, "report": "r"}\n'])
+def test_a_malformed_request_gets_a_problem_not_a_judgement(tmp_path: Path, line: bytes) -> None:
+    folder = ticket_folder(tmp_path)
+    judge = Recorder(Verdict("filed.md", []))
+    with Intake(str(folder)) as gate, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+        peer.connect(str(folder / intake.SOCKET))
+        peer.sendall(line)
+        [verdict] = gate.serve(judge)
+        reply = json.loads(peer.recv(65536))
+    assert verdict.filed is None and "malformed" in verdict.problems[0]
+    assert reply == {"filed": None, "problems": verdict.problems}
+    assert judge.requests == []
+
+
+def test_only_a_plain_submit_takes_the_lean_path() -> None:
+    assert filing.parse(["r.md", "--dir", "/t", "--role=reviewer", "--round", "2"]) == (
+        Path("r.md"), {"dir": "/t", "role": "reviewer", "round": "2"})
+    for argv in (["--help"], ["r.md", "--bogus"], ["r.md", "--dir"], ["a.md", "b.md"], [],
+                 ["r.md", "--round", "two"], ["r.md", "--role", "a", "--role", "b"]):
+        assert filing.parse(argv) is None, argv
