@@ -1,3 +1,3 @@
-from handoff.entry import main
+from handoff.cli.entry import main
 
 main()

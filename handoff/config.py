@@ -17,8 +17,8 @@ from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT, read_text
 from handoff.providers import REGISTRY, Provider, RoleSpec, allowed_anywhere, known
 from handoff.providers.command import MARKERS
+from handoff.record.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
 from handoff.role import ROLES
-from handoff.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
 
 REPO_CONFIG = ".handoff.yaml"
 SHARE_MODES = ("symlink", "copy")
@@ -38,7 +38,7 @@ class Share:
 
 @dataclass(frozen=True)
 class Budget:
-    """What a ticket may spend before a person is asked whether it goes on (handoff.usage):
+    """What a ticket may spend before a person is asked whether it goes on (handoff.loop.usage):
     all tokens of both peers, and/or dollars as the CLIs themselves record them."""
 
     tokens: int | None = None
@@ -47,7 +47,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class Config:
-    # copied into each ticket's State when it is created (frozen there: handoff.ticket)
+    # copied into each ticket's State when it is created (frozen there: handoff.record.ticket)
     max_rounds: int = MAX_ROUNDS
     max_gate_bounces: int = MAX_GATE_BOUNCES
     max_relaunches: int = MAX_RELAUNCHES

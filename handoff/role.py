@@ -1,6 +1,6 @@
 """The two roles of a ticket: their names, and the phase in which each one's report is awaited.
 
-Stdlib only: `handoff submit` (handoff.filing) imports it in every peer's short process.
+Stdlib only: `handoff submit` (handoff.cli.filing) imports it in every peer's short process.
 """
 
 from __future__ import annotations

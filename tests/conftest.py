@@ -19,8 +19,8 @@ from typing import TypeVar
 
 import pytest
 
-from handoff.peers import Peers, session_name
-from handoff.tmux import Tmux
+from handoff.machinery.peers import Peers, session_name
+from handoff.machinery.tmux import Tmux
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The rows of `handoff watch` (handoff/board.py), from ticket directories the real commands
+"""The rows of `handoff watch` (handoff/operations/board.py), from ticket directories the real commands
 made with the scripted agents: phases, the marks on what needs a person, each peer's state
 with the evidence the orchestrator recorded, and reading only the tickets that changed."""
 
@@ -12,8 +12,8 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from handoff.board import Board, Fold, Row
-from handoff.events import EventLog
+from handoff.operations.board import Board, Fold, Row
+from handoff.record.events import EventLog
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -177,9 +177,9 @@ def test_only_the_watch_command_loads_textual() -> None:
     assert timed.returncode == 0, timed.stderr
     loaded = {line.rsplit("|", 1)[-1].strip() for line in timed.stderr.splitlines()
               if line.startswith("import time:")}
-    assert "handoff.cli" in loaded
+    assert "handoff.cli.app" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "textual"
-                or m in ("handoff.board", "handoff.board_app")}, "--help must stay light"
+                or m in ("handoff.operations.board", "handoff.cli.board_app")}, "--help must stay light"
 
 
 def test_time_in_phase_reads_at_a_glance() -> None:

@@ -1,4 +1,4 @@
-"""handoff.briefs: what each peer is told each round, and what the reviewer is never told."""
+"""handoff.protocol.briefs: what each peer is told each round, and what the reviewer is never told."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from handoff import briefs, contracts
-from handoff.briefs import BriefContext
-from handoff.frontmatter import split
-from handoff.plan import parse
-from handoff.reports import Finding
+from handoff.protocol import briefs, contracts
+from handoff.protocol.briefs import BriefContext
+from handoff.protocol.frontmatter import split
+from handoff.protocol.plan import parse
+from handoff.protocol.reports import Finding
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 PLAN = """---

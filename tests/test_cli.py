@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.events import EventLog
+from handoff.record.events import EventLog
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (

@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from handoff import errors
-from handoff.cli import app
+from handoff.cli.app import app
 from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
@@ -73,10 +73,10 @@ def test_version_prints_the_distribution_version_and_loads_nothing_heavy() -> No
     assert timed.returncode == 0 and timed.stdout == expected
     loaded = {line.rsplit("|", 1)[-1].strip() for line in timed.stderr.splitlines()
               if line.startswith("import time:")}
-    assert "handoff.cli" in loaded
+    assert "handoff.cli.app" in loaded
     heavy = {m for m in loaded if m.split(".")[0] in ("libtmux", "git", "yaml")
-             or m in ("handoff.config", "handoff.doctor", "handoff.lifecycle",
-                      "handoff.orchestrator", "handoff.tmux")}
+             or m in ("handoff.config", "handoff.operations.doctor", "handoff.operations.lifecycle",
+                      "handoff.loop.orchestrator", "handoff.machinery.tmux")}
     assert heavy == set(), "--version must not load the machinery behind the commands"
 
 

@@ -1,4 +1,4 @@
-"""handoff.contracts: the role contract each peer works under, and the repo's own additions."""
+"""handoff.protocol.contracts: the role contract each peer works under, and the repo's own additions."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from handoff import contracts
 from handoff.errors import UsageError
+from handoff.protocol import contracts
 
 
 @pytest.mark.parametrize("role", ["implementer", "reviewer"])

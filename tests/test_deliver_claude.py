@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.peers import Peers, allowlisted_env
+from handoff.machinery.peers import Peers, allowlisted_env
 from handoff.providers import RoleSpec, get
 from handoff.providers.base import Launch, Provider
 from handoff.providers.screen import DIALOG, READY

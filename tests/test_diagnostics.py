@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from handoff import cli, entry
+from handoff.cli import app as cli
+from handoff.cli import entry
 from handoff.errors import EXIT_CRASH
 from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, ticket_path, write_plan
 

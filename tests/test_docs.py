@@ -35,11 +35,12 @@ import pytest
 import yaml
 
 from handoff import config as config_mod
-from handoff import gate, intake, reports
+from handoff.loop import gate
+from handoff.protocol import intake, reports
 from handoff.providers import REGISTRY
 from handoff.providers.base import RoleSpec
 from handoff.providers.command import MARKERS
-from handoff.ticket import State, TicketDir
+from handoff.record.ticket import State, TicketDir
 from tests.realcli import stand_in_errors
 from tests.standins.anthropic import AnthropicStandIn
 from tests.standins.homes import claude_home
@@ -281,13 +282,13 @@ def test_protocol_names_every_report_field() -> None:
 
 
 def reports_plan_class() -> type:
-    from handoff.plan import Plan
+    from handoff.protocol.plan import Plan
 
     return Plan
 
 
 #: the calls that write an event: EventLog.append (as `….events.append`), the orchestrator's
-#: `self.event`, and the `record` callback handoff.notify is given
+#: `self.event`, and the `record` callback handoff.loop.notify is given
 EMITTERS = ("append", "event", "record")
 
 
@@ -335,7 +336,7 @@ def test_protocol_names_every_event_kind_and_its_fields() -> None:
 
 
 def test_protocol_names_every_phase_the_notify_command_hears_of() -> None:
-    from handoff import notify
+    from handoff.loop import notify
 
     rows = table_rows(section(doc("protocol.md"), "The notify command's input"))
     missing = [phase for phase in notify.TOLD if f"`{phase}`" not in rows["phase"]]
@@ -584,7 +585,7 @@ def test_troubleshooting_commands_run(tmp_path: Path) -> None:
 def subcommand_help() -> dict[str, str]:
     from typer.main import get_command
 
-    from handoff.cli import app
+    from handoff.cli.app import app
 
     group = get_command(app)
     found = {}
@@ -649,9 +650,9 @@ def test_links_lead_somewhere(name: str) -> None:
 
 
 def brief_fields() -> set[str]:
-    """The frontmatter keys of a brief: handoff/briefs.py's `_fields` mapping and the keyword
+    """The frontmatter keys of a brief: handoff/protocol/briefs.py's `_fields` mapping and the keyword
     arguments each role's brief adds to it."""
-    tree = ast.parse((SOURCE / "briefs.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SOURCE / "protocol" / "briefs.py").read_text(encoding="utf-8"))
     keys: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "_fields":

@@ -12,11 +12,11 @@ import json
 import socket
 from pathlib import Path
 
-from handoff.peers import Peers, allowlisted_env
+from handoff.machinery.peers import Peers, allowlisted_env
+from handoff.machinery.reaper import marked, marker
 from handoff.providers import RoleSpec, get
 from handoff.providers.base import Launch, Provider
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG
-from handoff.reaper import marked, marker
 from tests.conftest import wait_until
 from tests.standins import install
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from handoff.ticket import TicketDir
+from handoff.record.ticket import TicketDir
 from tests.conftest import commit_file, git
 from tests.harness import (
     ADD_ONLY,
@@ -128,9 +128,9 @@ def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     """Judged once: the orchestrator that filed a report takes it as judged, with no git
     command between the verdict and the acceptance (checked with git made unusable)."""
-    from handoff.intake import Request
-    from handoff.orchestrator import Orchestrator
-    from handoff.workspace import Workspace
+    from handoff.loop.orchestrator import Orchestrator
+    from handoff.loop.workspace import Workspace
+    from handoff.protocol.intake import Request
 
     runner, folder, _ = paused_ticket(repo, tmp_path, handoff_home, "S-4")
     stop_runner(runner)  # this test's own orchestrator takes over the ticket

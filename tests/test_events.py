@@ -1,4 +1,4 @@
-"""handoff.events: the append-only audit trail, torn lines, and concurrent writers."""
+"""handoff.record.events: the append-only audit trail, torn lines, and concurrent writers."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import ExternalFailure
-from handoff.events import EventLog
+from handoff.record.events import EventLog
 from tests.conftest import PYTHON
 from tests.faults.test_record_faults import fill, small_disk
 
@@ -108,7 +108,7 @@ def test_an_event_appended_after_a_torn_line_is_kept(log: EventLog) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from handoff.events import EventLog
+from handoff.record.events import EventLog
 log = EventLog(Path(sys.argv[1]))
 writer, count = sys.argv[2], int(sys.argv[3])
 sys.stdin.readline()  # start together

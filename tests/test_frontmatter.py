@@ -1,4 +1,4 @@
-"""handoff.frontmatter: YAML fields above, Markdown below, and exact errors."""
+"""handoff.protocol.frontmatter: YAML fields above, Markdown below, and exact errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from handoff.frontmatter import FrontmatterError, join, split
+from handoff.protocol.frontmatter import FrontmatterError, join, split
 
 
 def test_split_gives_fields_and_body() -> None:

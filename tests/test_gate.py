@@ -1,4 +1,4 @@
-"""handoff.gate.run_gate: the orchestrator's own test run — argv only, timeout, capped log."""
+"""handoff.loop.gate.run_gate: the orchestrator's own test run — argv only, timeout, capped log."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from handoff import gate
-from handoff.gate import CAP, EXCERPT, TOKEN, cap, end_left_gate, excerpt, record_path, run_gate
+from handoff.loop import gate
+from handoff.loop.gate import CAP, EXCERPT, TOKEN, cap, end_left_gate, excerpt, record_path, run_gate
 from tests.conftest import PYTHON, read_json, wait_until
 
 
@@ -193,7 +193,7 @@ def test_a_flood_never_sits_whole_in_the_orchestrators_memory(tmp_path: Path) ->
     script = (
         "import resource, sys\n"
         "from pathlib import Path\n"
-        "from handoff.gate import run_gate\n"
+        "from handoff.loop.gate import run_gate\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "flood = [sys.executable, '-c', \"import sys; sys.stdout.write('y' * 50_000_000)\"]\n"
         "result = run_gate(flood, Path(sys.argv[1]), {'PATH': '/usr/bin:/bin'}, 60,\n"
@@ -303,11 +303,11 @@ def test_a_gate_that_ignores_term_is_killed(tmp_path: Path, monkeypatch: pytest.
 
 
 # An orchestrator in a process of its own: run_gate with a record, SIGTERM raising as in
-# handoff.orchestrator, so a test can stop it or kill -9 it mid-gate.
+# handoff.loop.orchestrator, so a test can stop it or kill -9 it mid-gate.
 ORCHESTRATOR = (
     "import signal, sys\n"
     "from pathlib import Path\n"
-    "from handoff.gate import record_path, run_gate\n"
+    "from handoff.loop.gate import record_path, run_gate\n"
     "def stop(signum, frame): raise SystemExit('stopped')\n"
     "signal.signal(signal.SIGTERM, stop)\n"
     "folder = Path(sys.argv[1])\n"

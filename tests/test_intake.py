@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from handoff import filing, intake
+from handoff.cli import filing
 from handoff.errors import HandoffError
-from handoff.intake import Intake, Request, Verdict
+from handoff.protocol import intake
+from handoff.protocol.intake import Intake, Request, Verdict
 from tests.conftest import wait_until
 
 

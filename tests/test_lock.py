@@ -1,4 +1,4 @@
-"""handoff.lock: one orchestrator per ticket, and a dead owner never blocks the next one."""
+"""handoff.record.lock: one orchestrator per ticket, and a dead owner never blocks the next one."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import handoff.lock as lock_module
+import handoff.record.lock as lock_module
 from handoff.errors import Busy
-from handoff.lock import TicketLock, holder
+from handoff.record.lock import TicketLock, holder
 from tests.conftest import PYTHON
 from tests.faults.catalog import fault
 
@@ -21,7 +21,7 @@ from tests.faults.catalog import fault
 HOLD = """
 import sys
 from pathlib import Path
-from handoff.lock import TicketLock
+from handoff.record.lock import TicketLock
 lock = TicketLock(Path(sys.argv[1]))
 lock.acquire()
 print("locked", flush=True)
@@ -34,7 +34,7 @@ TRY = """
 import sys
 from pathlib import Path
 from handoff.errors import Busy
-from handoff.lock import TicketLock
+from handoff.record.lock import TicketLock
 try:
     with TicketLock(Path(sys.argv[1])):
         pass
@@ -182,7 +182,7 @@ def test_a_second_process_is_refused_while_we_hold_it(lock_path: Path) -> None:
 PROBE = """
 import sys
 from pathlib import Path
-import handoff.lock as lock
+import handoff.record.lock as lock
 lock.OFD = sys.argv[3] == "ofd"
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 held = free = 0

@@ -1,10 +1,10 @@
-"""handoff.monitor: judging a peer from its hooks and its screen, each judgement with evidence."""
+"""handoff.loop.monitor: judging a peer from its hooks and its screen, each judgement with evidence."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.monitor import (
+from handoff.loop.monitor import (
     HOOKED_LOOK,
     STARTING_LOOK,
     WORKING_LOOK,

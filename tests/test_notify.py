@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from handoff import config as config_mod
-from handoff import notify, proc
 from handoff.errors import UsageError
+from handoff.loop import notify
+from handoff.machinery import proc
 from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
@@ -284,7 +285,7 @@ def test_a_plan_nobody_approved_at_a_terminal_is_told(
 
 
 def test_only_needing_and_ending_phases_are_told() -> None:
-    from handoff.ticket import PHASES, State
+    from handoff.record.ticket import PHASES, State
     told = {p for p in PHASES if notify.notice_for(State(ticket="T", repo="/r", repo_key="k",
                                                          phase=p)) is not None}
     assert told == {"awaiting-approval", "needs-human", "escalated", "passed"}
@@ -315,9 +316,9 @@ def test_the_init_template_offers_notify(tmp_path: Path, handoff_home: Path) -> 
 def test_a_stopped_tmux_server_is_asked_once_and_the_rest_is_told(
         socket: str, handoff_home: Path, tmp_path: Path, fake_bin: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from handoff import tmux as tmux_module
-    from handoff.ticket import State
-    from handoff.tmux import Tmux
+    from handoff.machinery import tmux as tmux_module
+    from handoff.machinery.tmux import Tmux
+    from handoff.record.ticket import State
 
     server = Tmux(socket, handoff_home)
     server.new_session("s", "main", [sys.executable, "-c", "import time; time.sleep(600)"],

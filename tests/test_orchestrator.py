@@ -1,4 +1,4 @@
-"""handoff.orchestrator pieces that stand alone; the loop itself is in the test_e2e_* files."""
+"""handoff.loop.orchestrator pieces that stand alone; the loop itself is in the test_e2e_* files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from handoff.orchestrator import SETTLE, report_settled
+from handoff.loop.orchestrator import SETTLE, report_settled
 
 WHOLE = ("---\nstatus: done\ncommit: 'abcdef1'\n---\n## Changes\nx\n## Verification\nx\n"
          "## Deviations\nNone\n## Open questions\nNone\n")

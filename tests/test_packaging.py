@@ -93,7 +93,7 @@ def test_wheel_declares_the_handoff_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         [entry_points] = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
         text = archive.read(entry_points).decode()
-    assert "handoff = handoff.entry:main" in [line.strip() for line in text.splitlines()]
+    assert "handoff = handoff.cli.entry:main" in [line.strip() for line in text.splitlines()]
 
 
 def test_installed_wheel_finds_its_role_contracts_and_hook_script(unpacked: Path,
@@ -101,7 +101,7 @@ def test_installed_wheel_finds_its_role_contracts_and_hook_script(unpacked: Path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import json, handoff, handoff.contracts as c, handoff.providers.signals as s\n"
+        "import json, handoff, handoff.protocol.contracts as c, handoff.providers.signals as s\n"
         "print(json.dumps({'file': handoff.__file__,\n"
         "                  'implementer': c.shipped('implementer'),\n"
         "                  'reviewer': c.shipped('reviewer'),\n"
@@ -134,7 +134,7 @@ def test_wheel_ships_every_module_of_the_package(wheel: Path) -> None:
 
 
 def test_installed_wheel_imports_its_command(unpacked: Path, tmp_path: Path) -> None:
-    done = run_from_wheel(unpacked, "import handoff.cli, handoff.peers\n"
-                                    "assert callable(handoff.cli.main)\n", tmp_path)
+    done = run_from_wheel(unpacked, "import handoff.cli.app, handoff.machinery.peers\n"
+                                    "assert callable(handoff.cli.app.main)\n", tmp_path)
 
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""handoff.peers: allowlisted environments, and peers in real tmux windows on the private socket."""
+"""handoff.machinery.peers: allowlisted environments, and peers in real tmux windows on the private socket."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from handoff import reaper
-from handoff.frontmatter import join
-from handoff.peers import ORCHESTRATOR_WINDOW, Peers, allowlisted_env, session_name
+from handoff.machinery import reaper
+from handoff.machinery.peers import ORCHESTRATOR_WINDOW, Peers, allowlisted_env, session_name
+from handoff.machinery.tmux import TERM, ServerGone, Tmux
+from handoff.protocol.frontmatter import join
 from handoff.providers.base import Launch, Provider, first_message
 from handoff.providers.scripted import TOOK, Scripted
-from handoff.store import repo_key, validate_ticket_id
-from handoff.tmux import TERM, ServerGone, Tmux
+from handoff.record.store import repo_key, validate_ticket_id
 from tests.conftest import git, read_json, wait_until
 
 PY = sys.executable
@@ -116,7 +116,7 @@ def test_allowlisted_env_extra_wins_and_missing_names_are_skipped(
 def test_launched_peer_sees_exactly_the_allowlisted_env(secrets: dict[str, str], peers: Peers,
                                                         tmp_path: Path) -> None:
     # The secrets were set (fixture order) before the tmux server started: the server never
-    # took them (handoff.tmux.client_env), and a pane would not inherit what a server holds
+    # took them (handoff.machinery.tmux.client_env), and a pane would not inherit what a server holds
     # either. Put one there by hand to prove the second.
     assert "ANTHROPIC_API_KEY" not in peers.tmux.run("show-environment", "-g")
     peers.tmux.run("set-environment", "-g", "OPENAI_API_KEY", secrets["OPENAI_API_KEY"])
@@ -140,7 +140,7 @@ def test_launched_peer_sees_exactly_the_allowlisted_env(secrets: dict[str, str],
     assert peer_env["HANDOFF_NOTE"] == "a b $HOME `id`"
     assert peer_env["TERM"] == TERM
     # Python itself may add LC_CTYPE (PEP 538 locale coercion) when the locale is plain C.
-    # and the marker that lets handoff end what the peer leaves running (handoff.reaper)
+    # and the marker that lets handoff end what the peer leaves running (handoff.machinery.reaper)
     expected = {**env, "HANDOFF_PEER": f"{peers.ticket_dir}#implementer"}
     assert {k: v for k, v in peer_env.items() if k != "LC_CTYPE"} == \
         {k: v for k, v in expected.items() if k != "LC_CTYPE"}

@@ -1,4 +1,4 @@
-"""handoff.plan: the verification command, the reviewer's commands and handoff-script blocks."""
+"""handoff.protocol.plan: the verification command, the reviewer's commands and handoff-script blocks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from handoff.errors import UsageError
 from handoff.inputs import PLAN_LIMIT
-from handoff.plan import parse
+from handoff.protocol.plan import parse
 
 PROSE = "# Fix the calculator\n\nMake add() add.\n"
 

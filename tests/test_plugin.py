@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from handoff.frontmatter import split
+from handoff.protocol.frontmatter import split
 from handoff.providers import RoleSpec, get
 from handoff.providers.base import Launch
 from handoff.providers.claude import Claude

@@ -1,4 +1,4 @@
-"""handoff.proc.run: argv only, always a timeout, failures as readable HandoffErrors."""
+"""handoff.machinery.proc.run: argv only, always a timeout, failures as readable HandoffErrors."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from handoff import proc
 from handoff.errors import ExternalFailure, HandoffError, MissingTool
+from handoff.machinery import proc
 from tests.conftest import PYTHON, wait_until
 
 
@@ -170,7 +170,7 @@ def test_the_child_leads_its_own_session() -> None:
 def test_stdin_is_dev_null_unless_input_is_given() -> None:
     """Run from a process whose stdin holds text (a terminal, a pipe): the child sees none."""
     child = "import os, sys; print(os.path.realpath('/proc/self/fd/0'), repr(sys.stdin.read()))"
-    outer = f"from handoff import proc; print(proc.run([{PYTHON!r}, '-c', {child!r}]).stdout)"
+    outer = f"from handoff.machinery import proc; print(proc.run([{PYTHON!r}, '-c', {child!r}]).stdout)"
     seen = subprocess.run([PYTHON, "-c", outer], input="typed by a person\n", text=True,
                           capture_output=True, timeout=60, check=True).stdout
     assert seen.split() == ["/dev/null", "''"]

@@ -1,4 +1,4 @@
-"""handoff.reaper: what a peer left running past its pane is ended, and nothing else is."""
+"""handoff.machinery.reaper: what a peer left running past its pane is ended, and nothing else is."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from handoff import reaper
-from handoff.peers import Peers, allowlisted_env, session_name
+from handoff.machinery import reaper
+from handoff.machinery.peers import Peers, allowlisted_env, session_name
+from handoff.machinery.tmux import Tmux
 from handoff.providers.base import Launch, Provider
-from handoff.tmux import Tmux
 from tests.conftest import wait_until
 
 # ignores SIGTERM and SIGHUP, like Gemini CLI's node processes do

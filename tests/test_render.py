@@ -1,4 +1,4 @@
-"""handoff.render.describe: one readable line (or a few) per event, for every kind."""
+"""handoff.operations.render.describe: one readable line (or a few) per event, for every kind."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from handoff.events import EventLog
-from handoff.render import describe
+from handoff.operations.render import describe
+from handoff.record.events import EventLog
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 TIME = "2024-05-01T12:34:56.789+00:00"

@@ -1,4 +1,4 @@
-"""handoff.repo: finding the repository, resolving revisions, diffs and info/exclude."""
+"""handoff.machinery.repo: finding the repository, resolving revisions, diffs and info/exclude."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from handoff import gitcmd
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
-from handoff.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
-from handoff.repo import git as repo_git
-from handoff.worktrees import TicketWorktrees
+from handoff.machinery import gitcmd
+from handoff.machinery.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
+from handoff.machinery.repo import git as repo_git
+from handoff.machinery.worktrees import TicketWorktrees
 from tests.conftest import commit_file, git, wait_until
 
 
@@ -334,13 +334,13 @@ def test_a_hanging_hook_s_orphan_is_ended_with_git_s_group(
 
 
 def test_gitpython_watchdog_seam_is_the_one_we_wrap() -> None:
-    """handoff.gitcmd replaces the one function GitPython's watchdog calls to kill git: an
+    """handoff.machinery.gitcmd replaces the one function GitPython's watchdog calls to kill git: an
     upgrade that kills another way (or from a second place) must fail here."""
     import inspect
 
     import git.cmd
 
-    from handoff import gitcmd
+    from handoff.machinery import gitcmd
 
     source = inspect.getsource(git.cmd.Git.execute)
     assert source.count("_kill_process(") == 1 and "threading.Timer(" in source

@@ -1,4 +1,4 @@
-"""handoff.reports: the shape of the reports peers hand back, every rule, every problem at once."""
+"""handoff.protocol.reports: the shape of the reports peers hand back, every rule, every problem at once."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from handoff.frontmatter import join
-from handoff.reports import IMPL_SECTIONS, Finding, Report, parse, template
+from handoff.protocol.frontmatter import join
+from handoff.protocol.reports import IMPL_SECTIONS, Finding, Report, parse, template
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 IMPL_BODY = (

@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from handoff import seals
-from handoff.seals import Seals
+from handoff.machinery.processes import environ
+from handoff.record import seals
+from handoff.record.seals import Seals
 from tests.conftest import wait_until
 
 
@@ -45,10 +46,10 @@ def test_the_seal_of_a_live_process_is_read_from_its_environment() -> None:
                              stdin=subprocess.PIPE, env={**os.environ, seals.ENV: "abc123"})
     try:
         # until the child has exec'd, /proc shows the parent's environment
-        assert wait_until(lambda: seals.of_process(child.pid) == "abc123", 10, "the child's exec")
-        assert seals.of_process(os.getpid()) == os.environ.get(seals.ENV, "")
+        assert wait_until(lambda: environ(child.pid).get(seals.ENV) == "abc123", 10, "the child's exec")
+        assert environ(os.getpid()).get(seals.ENV, "") == os.environ.get(seals.ENV, "")
     finally:
         assert child.stdin is not None
         child.stdin.close()
         child.wait(timeout=10)
-    assert seals.of_process(child.pid) == ""
+    assert environ(child.pid) == {}

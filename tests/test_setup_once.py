@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from handoff.repo import Repo
-from handoff.worktrees import TicketWorktrees
+from handoff.machinery.repo import Repo
+from handoff.machinery.worktrees import TicketWorktrees
 from tests.conftest import PYTHON, commit_file, git, wait_until
 from tests.harness import (
     ADD_ONLY,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from handoff.frontmatter import split
+from handoff.protocol.frontmatter import split
 from tests.conftest import git, unittest_argv, wait_until
 from tests.harness import FIX_ADD, plan_text, write_plan
 from tests.standins.brain import Say

@@ -1,4 +1,4 @@
-"""handoff.store: ticket ids, where state lives, repository keys and atomic writes."""
+"""handoff.record.store: ticket ids, where state lives, repository keys and atomic writes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import ExternalFailure, UsageError
-from handoff.store import (
+from handoff.record.store import (
     atomic_write,
     atomic_write_json,
     keep_private,

@@ -1,4 +1,4 @@
-"""handoff.summary: the final report, 150 words or fewer, never without outcome and branch@commit."""
+"""handoff.loop.summary: the final report, 150 words or fewer, never without outcome and branch@commit."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from handoff.reports import Finding
-from handoff.summary import WORD_LIMIT, final_report, words
+from handoff.loop.summary import WORD_LIMIT, final_report, words
+from handoff.protocol.reports import Finding
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 BRANCH = "handoff/PROJ-7"

@@ -1,4 +1,4 @@
-"""handoff.ticket: the per-ticket directory layout, state.json, and finding tickets."""
+"""handoff.record.ticket: the per-ticket directory layout, state.json, and finding tickets."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import NotFound, UsageError
-from handoff.events import EventLog
-from handoff.ticket import PHASES, State, TicketDir, all_tickets, find, ticket_dir
+from handoff.record.events import EventLog
+from handoff.record.ticket import PHASES, State, TicketDir, all_tickets, find, ticket_dir
 
 
 def make_state(ticket: str = "PROJ-1", key: str = "repo-0123456789") -> State:

@@ -1,4 +1,4 @@
-"""handoff.tmux.Tmux against a real tmux server on the test's private socket."""
+"""handoff.machinery.tmux.Tmux against a real tmux server on the test's private socket."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from handoff import tmux as tmux_module
-from handoff.tmux import (
+from handoff.machinery import tmux as tmux_module
+from handoff.machinery.tmux import (
     BASE_ENV,
     HEIGHT,
     Pane,

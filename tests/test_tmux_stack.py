@@ -19,8 +19,8 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from handoff import tmux as tmux_module
-from handoff.tmux import BASE_ENV, SEAMS, BoundedCmd, ServerGone, Tmux, TmuxFailure
+from handoff.machinery import tmux as tmux_module
+from handoff.machinery.tmux import BASE_ENV, SEAMS, BoundedCmd, ServerGone, Tmux, TmuxFailure
 from tests import test_tmux
 from tests.conftest import read_json
 from tests.test_tmux import BLOCK, SECRET_ENV, environ_of

@@ -1,4 +1,4 @@
-"""handoff.tools: the installed git and tmux are found and judged against the minimum versions."""
+"""handoff.machinery.tools: the installed git and tmux are found and judged against the minimum versions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff import tools
+from handoff.machinery import tools
 
 
 def test_this_machines_git_and_tmux_are_recent_enough() -> None:

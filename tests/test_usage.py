@@ -1,4 +1,4 @@
-"""handoff.usage: tokens (and cost) per peer per round, read from the coding CLIs' own session
+"""handoff.loop.usage: tokens (and cost) per peer per round, read from the coding CLIs' own session
 files; shown by `status`, `log` and the final report; a `budget` stops the ticket for a person.
 
 The session files here are shaped as the real CLIs write them: Claude Code 2.1.328 (assistant
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from handoff import config as config_mod
-from handoff import usage
 from handoff.errors import UsageError
-from handoff.render import describe
-from handoff.summary import WORD_LIMIT, final_report, words
-from handoff.usage import Usage
+from handoff.loop import usage
+from handoff.loop.summary import WORD_LIMIT, final_report, words
+from handoff.loop.usage import Usage
+from handoff.operations.render import describe
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,

@@ -1,4 +1,4 @@
-"""handoff.validators: a report's claims checked against real git state."""
+"""handoff.loop.validators: a report's claims checked against real git state."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from handoff.repo import Repo
-from handoff.reports import Report
-from handoff.validators import check_implementer, check_reviewer, full_sha
-from handoff.worktrees import TicketWorktrees
+from handoff.loop.validators import check_implementer, check_reviewer, full_sha
+from handoff.machinery.repo import Repo
+from handoff.machinery.worktrees import TicketWorktrees
+from handoff.protocol.reports import Report
 from tests.conftest import commit_file, git
 
 

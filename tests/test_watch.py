@@ -1,4 +1,4 @@
-"""handoff.watch: wake up on file changes (inotify on Linux), rescan on every wake-up."""
+"""handoff.machinery.watch: wake up on file changes (inotify on Linux), rescan on every wake-up."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.watch import Watcher, wait_for
+from handoff.machinery.watch import Watcher, wait_for
 from tests.conftest import PYTHON
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),

@@ -1,4 +1,4 @@
-"""handoff.worktrees: per-ticket implementer and reviewer worktrees, never losing work."""
+"""handoff.machinery.worktrees: per-ticket implementer and reviewer worktrees, never losing work."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
-from handoff.repo import Repo
-from handoff.worktrees import TicketWorktrees, branch_name, registered, repo_lock
+from handoff.machinery.repo import Repo
+from handoff.machinery.worktrees import TicketWorktrees, branch_name, registered, repo_lock
 from tests.conftest import PYTHON, commit_file, git, wait_until
 
 TICKET = "T-1"
@@ -376,7 +376,7 @@ def test_point_reviewer_resets_the_checkout_but_keeps_shares_and_setup_output(
 HOLD = """
 import sys, time
 from pathlib import Path
-from handoff.worktrees import repo_lock
+from handoff.machinery.worktrees import repo_lock
 with repo_lock(Path(sys.argv[1])):
     Path(sys.argv[2]).write_text("held")
     while not Path(sys.argv[3]).exists():
@@ -386,7 +386,7 @@ with repo_lock(Path(sys.argv[1])):
 TAKE_TURNS = """
 import os, sys
 from pathlib import Path
-from handoff.worktrees import repo_lock
+from handoff.machinery.worktrees import repo_lock
 for _ in range(int(sys.argv[3])):
     with repo_lock(Path(sys.argv[1])):
         with open(sys.argv[2], "a") as log:
@@ -449,7 +449,7 @@ def test_the_lock_is_reentrant_in_one_thread(repo: Path) -> None:
 HALF_ADD = """
 import sys, time
 from pathlib import Path
-from handoff.worktrees import repo_lock
+from handoff.machinery.worktrees import repo_lock
 common, held, release = (Path(a) for a in sys.argv[1:4])
 with repo_lock(common):
     # what another handoff's `git worktree add` leaves for an instant, in git's own order:

@@ -18,7 +18,7 @@ from bench import handover
 from bench.figures import Figure, Target
 from bench.sandbox import BenchError, Sandbox
 from bench.scenarios import Options
-from handoff import demo
+from handoff.operations import demo
 
 DEFAULT_REPS = 1
 #: issue 9: `start` returns within a second, with every ticket running

@@ -26,7 +26,7 @@ from bench import handover
 from bench.figures import Figure, Target
 from bench.sandbox import Sandbox
 from bench.scenarios import Options
-from handoff import demo
+from handoff.operations import demo
 
 DEFAULT_REPS = 5
 #: issue 9: the whole ticket at most 1.5 times its raw floor

@@ -3,8 +3,8 @@
 Everything runs in this process, in one sandbox (HANDOFF_HOME, HOME, TMPDIR, TMUX_TMPDIR and the
 git repo in its temp dir, a private tmux socket). Each figure holds one value per repetition,
 handoff and raw interleaved (alternating which goes first); its note counts the subprocesses
-one repetition runs (handoff's through `handoff.proc.run` and, for git,
-`handoff.gitcmd.BoundedGit`, against the raw commands typed). What each raw baseline does:
+one repetition runs (handoff's through `handoff.machinery.proc.run` and, for git,
+`handoff.machinery.gitcmd.BoundedGit`, against the raw commands typed). What each raw baseline does:
 
 * worktrees: `git worktree add` twice (a branch for the implementer, a detached reviewer) and
   `git worktree remove` twice, in a 500-file repo;
@@ -39,17 +39,17 @@ from bench.figures import Figure
 from bench.sandbox import BenchError, Sandbox, wait_until
 from bench.scenarios import Options
 from bench.stats import median
-from handoff import proc
-from handoff.events import EventLog
-from handoff.gitcmd import BoundedGit
-from handoff.peers import Peers, allowlisted_env
+from handoff.machinery import proc
+from handoff.machinery.gitcmd import BoundedGit
+from handoff.machinery.peers import Peers, allowlisted_env
+from handoff.machinery.repo import Repo
+from handoff.machinery.tmux import HEIGHT, WIDTH, Tmux
+from handoff.machinery.watch import POLL_INTERVAL, Watcher
+from handoff.machinery.worktrees import TicketWorktrees
 from handoff.providers import Launch, Provider
 from handoff.providers.scripted import TOOK, Scripted
-from handoff.repo import Repo
-from handoff.ticket import State, TicketDir, ticket_dir
-from handoff.tmux import HEIGHT, WIDTH, Tmux
-from handoff.watch import POLL_INTERVAL, Watcher
-from handoff.worktrees import TicketWorktrees
+from handoff.record.events import EventLog
+from handoff.record.ticket import State, TicketDir, ticket_dir
 
 DEFAULT_REPS = 9
 SLEEP_ARGV = ("sleep", "600")
@@ -60,7 +60,7 @@ WAITING = "scripted: waiting for the next message"
 
 
 class CallCounter:
-    """Counts handoff's subprocesses by wrapping `handoff.proc.run` (looked up at call time)
+    """Counts handoff's subprocesses by wrapping `handoff.machinery.proc.run` (looked up at call time)
     and GitPython's `BoundedGit.execute`."""
 
     def __init__(self) -> None:
@@ -425,7 +425,7 @@ def bench_files(ops: Ops, reps: int) -> None:
 def bench_status(ops: Ops, reps: int) -> None:
     """`handoff status`'s work per ticket (standing.status over TICKETS tickets, in process)
     against reading each ticket's state.json and events.jsonl with json.loads."""
-    from handoff import standing
+    from handoff.operations import standing
 
     home = ops.box.root / "status-home"
     for n in range(TICKETS):

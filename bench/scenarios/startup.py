@@ -10,7 +10,7 @@ longer sys.path cost every start.
 
 * submit: `python -m handoff submit REPORT --dir D --role implementer` to a real ticket
   directory whose state (reviewing) refuses the implementer's report: the lean path
-  (handoff.filing) reads the report and the state and answers, as it does for every report;
+  (handoff.cli.filing) reads the report and the state and answers, as it does for every report;
 * status: `python -m handoff status` with STATUS_TICKETS tickets on disk;
 * --help: `python -m handoff --help`.
 """
@@ -26,7 +26,7 @@ from bench.figures import Figure, Target
 from bench.runtime_venv import runtime_python
 from bench.sandbox import BenchError, Sandbox
 from bench.scenarios import Options
-from handoff.ticket import State, ticket_dir
+from handoff.record.ticket import State, ticket_dir
 
 DEFAULT_REPS = 20
 STATUS_TICKETS = 5

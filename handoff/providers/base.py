@@ -53,7 +53,7 @@ class Launch:
     session_id: str = ""
     #: the folder the CLI's hooks drop their signal files into
     signals: Path | None = None
-    #: the secret only this process holds: it proves the reports it files (handoff.seals)
+    #: the secret only this process holds: it proves the reports it files (handoff.record.seals)
     seal: str = ""
 
     @property

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import UsageError
-from handoff.store import TICKET_ID, ref_problem, validate_ticket_id
+from handoff.record.store import TICKET_ID, ref_problem, validate_ticket_id
 from tests.conftest import git
 from tests.faults.catalog import fault
 from tests.harness import handoff, plan_text, tmux_alive, write_plan

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from handoff.events import EventLog
+from handoff.record.events import EventLog
 from tests.conftest import git
 from tests.faults.catalog import fault
 from tests.harness import (

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from handoff.monitor import HOOKED_LOOK
-from handoff.tmux import PATIENCE, TMUX_TIMEOUT
+from handoff.loop.monitor import HOOKED_LOOK
+from handoff.machinery.tmux import PATIENCE, TMUX_TIMEOUT
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (

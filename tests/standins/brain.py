@@ -30,9 +30,9 @@ from typing import Any
 
 import yaml
 
-from handoff.frontmatter import split
-from handoff.plan import parse as parse_plan
-from handoff.scripted_agent import failing_location, failure_reason, first_failure
+from handoff.protocol.frontmatter import split
+from handoff.protocol.plan import parse as parse_plan
+from handoff.providers.scripted_agent import failing_location, failure_reason, first_failure
 
 BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
 EXIT = re.compile(r"handoff-exit=(\d+)")

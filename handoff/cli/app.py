@@ -1,0 +1,575 @@
+"""The `handoff` command line: each command parses its options, calls the core (lifecycle,
+standing, finish, gc, ...) and renders what it returns; what to do is decided in the core.
+Besides that it holds only the conversation at a terminal (the approval prompt) and how a
+foreground run's events are printed.
+
+Exit codes (defined in handoff/errors.py, listed in docs/cli.md): 0 ok (for a run: passed),
+1 failed, 2 usage, 3 not found, 4 busy (another orchestrator), 5 refused to protect work,
+6 missing tool, 10 the run ended with the ticket needing a person, 11 escalated, 70 internal
+error (a crash log is written), 130 stopped by Ctrl-C or a signal.
+
+Each command imports the modules it needs when it runs: `handoff --version`, `--help` and a
+shell-completion request (one per TAB) load typer alone, not libtmux, yaml or GitPython.
+NO_COLOR (any non-empty value) means no escape codes in any output (https://no-color.org).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from handoff.errors import (
+    EXIT_ESCALATED,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_HUMAN,
+    EXIT_OK,
+    HandoffError,
+    UsageError,
+    describe,
+)
+from handoff.machinery.repo import short_sha
+
+if TYPE_CHECKING:
+    from handoff.loop.workspace import Workspace
+
+#: the name handoff is published under (pyproject.toml), whose metadata holds its version
+DISTRIBUTION = "tmux-handoff"
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
+                       "tmux, git worktrees per role, a bounded review loop.",
+                  epilog="Exit codes: 0 ok (a run: passed), 1 failed, 2 usage, 3 not found, "
+                         "4 busy, 5 refused to protect work, 6 missing tool, 10 needs-human, "
+                         "11 escalated, 70 internal error (crash log), 130 interrupted "
+                         "(docs/cli.md).")
+
+
+def _ticket_ids(incomplete: str) -> list[str]:
+    """Shell completion of TICKET: the ids of the tickets handoff keeps (their folders only:
+    a TAB must be quick and work whatever state a ticket is in)."""
+    from handoff.record.store import state_home
+    from handoff.record.ticket import all_tickets
+
+    return sorted({t.ticket for t in all_tickets(state_home()) if t.ticket.startswith(incomplete)})
+
+
+def _roles(incomplete: str) -> list[str]:
+    return [r for r in ("implementer", "reviewer") if r.startswith(incomplete)]
+
+
+def _windows(incomplete: str) -> list[str]:
+    return [w for w in ("orchestrator", "implementer", "reviewer") if w.startswith(incomplete)]
+
+
+RepoOpt = Annotated[Path | None, typer.Option("--repo", help="The repository (default: here).")]
+TicketArg = Annotated[str, typer.Argument(autocompletion=_ticket_ids, show_default=False)]
+RoleArg = Annotated[str, typer.Argument(autocompletion=_roles, show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (docs/cli.md).")]
+#: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
+#: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
+OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALATED,
+                 "needs-human": EXIT_NEEDS_HUMAN}
+
+
+def version() -> str:
+    """The installed distribution's version; the source tree's when run uninstalled."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        from handoff import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"handoff {version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_print_version,
+        help="Print handoff's version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log every subprocess (argv, exit status, ms) and every event, "
+        "to stderr, or to the ticket's handoff.log while an orchestrator runs (also: "
+        "HANDOFF_DEBUG=1).")] = False,
+) -> None:
+    # no docstring: the app's help above stays the help of `handoff --help`
+    if verbose:
+        from handoff import trace
+
+        trace.enable()  # for the orchestrator this starts, too
+        trace.to_stderr()
+
+
+def _run(ws: Workspace) -> int:
+    from handoff.loop.orchestrator import Orchestrator
+    from handoff.operations.render import describe
+
+    state = Orchestrator(ws, lambda event: typer.echo(describe(event))).run()
+    if state.phase in ("passed", "escalated"):
+        typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
+    return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
+
+
+def _approve(ws: Workspace, yes: bool) -> bool:
+    from handoff.operations import lifecycle
+
+    if yes:
+        lifecycle.approve(ws)
+        return True
+    if sys.stdin is None or not sys.stdin.isatty():
+        lifecycle.ask_for_approval(ws)
+        return False
+    typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
+    if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
+        lifecycle.approve(ws)
+        return True
+    return False
+
+
+def _notes(notes: list[str]) -> None:
+    """What handoff mended or worked around, said out loud (stderr: the output stays clean)."""
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+def _launch(ws: Workspace, foreground: bool) -> int:
+    from handoff.operations import lifecycle
+
+    if foreground:
+        return _run(ws)
+    session = lifecycle.run_in_window(ws)
+    typer.echo(f"{ws.tdir.ticket}: the orchestrator runs in tmux session {session}.\n"
+               f"  watch:  handoff attach {ws.tdir.ticket}\n"
+               f"  state:  handoff status {ws.tdir.ticket}\n"
+               f"  record: {ws.tdir.path}")
+    return 0
+
+
+@app.command()
+def init(repo: RepoOpt = None) -> None:
+    """Write a commented .handoff.yaml into the repo (never overwriting one)."""
+    from handoff.config import REPO_CONFIG, config_template
+    from handoff.machinery import tools
+    from handoff.machinery.repo import Repo
+    from handoff.operations import doctor
+
+    for problem in tools.problems():
+        typer.echo(f"warning: {problem}", err=True)
+    implementer, reviewer, installed = doctor.pick()
+    path = config_template(Repo.at(repo or Path.cwd()).top, implementer, reviewer)
+    if path is None:
+        typer.echo(f"{REPO_CONFIG} exists; leaving it alone")
+        return
+    found = ", ".join(installed) if installed else "no coding CLI (claude, codex, gemini, opencode)"
+    typer.echo(f"found on PATH: {found}\nchose: implementer {implementer}, reviewer {reviewer}"
+               + (" (the built-in scripted agent: install a CLI and edit the file)"
+                  if not installed else ""))
+    typer.echo(f"wrote {path}\nnext: handoff doctor, then handoff start TICKET --plan plan.md")
+
+
+def _repo_top(repo: Path | None) -> Path | None:
+    """The repo named, else the one here; None when here is no repo (a named one must be)."""
+    from handoff.machinery.repo import Repo
+
+    try:
+        return Repo.at(repo or Path.cwd()).top
+    except HandoffError:
+        if repo is not None:
+            raise
+        return None
+
+
+@app.command(name="doctor")
+def doctor_command(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """Check tmux, git, the configured CLIs and their set-up: OK, WARN or FAIL with the fix."""
+    from handoff.operations import doctor
+    from handoff.record.store import state_home
+
+    top = _repo_top(repo)
+    found = doctor.run(state_home(), top)
+    if top is None:
+        typer.echo("(not in a git repository: repo checks skipped; pass --repo PATH)",
+                   err=as_json)  # the JSON on stdout stays one document
+    if as_json:
+        typer.echo(json.dumps([{"level": c.level, "what": c.what, "detail": c.detail,
+                                "fix": c.fix} for c in found], indent=2))
+        raise typer.Exit(doctor.exit_code(found))
+    for check in found:
+        typer.echo(f"{check.level:<4}  {check.what}: {check.detail}")
+        if check.fix and check.level != "OK":
+            typer.echo(f"      fix: {check.fix}")
+    raise typer.Exit(doctor.exit_code(found))
+
+
+@app.command()
+def providers(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """The coding CLIs handoff can run, what is installed, and which roles use them."""
+    from handoff.config import load as load_config
+    from handoff.operations import doctor
+    from handoff.record.store import state_home
+
+    rows = doctor.provider_rows(load_config(state_home(), _repo_top(repo)))
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'PROVIDER':<10} {'VERSION':<10} {'ROLES':<22} {'PATH':<40} SUPPORT")
+    for row in rows:
+        roles = ",".join(row["roles"]) if isinstance(row["roles"], list) else ""
+        typer.echo(f"{row['provider']!s:<10} {row['version'] or '-'!s:<10} {roles or '-':<22} "
+                   f"{row['path'] or 'not installed'!s:<40} {row['support']}")
+
+
+@app.command()
+def start(
+    ticket: str,
+    plan: Annotated[Path, typer.Option("--plan", help="The plan (Markdown).", exists=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve the plan without asking.")]
+    = False,
+    foreground: Annotated[bool, typer.Option("--foreground", help="Run the orchestrator in this "
+                                             "terminal instead of its tmux window.")] = False,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
+    base: Annotated[str, typer.Option("--base", help="Branch or commit to start from.")]
+    = "HEAD",
+    summary: Annotated[str, typer.Option("--summary", help="What was asked (ticket.md).")] = "",
+    repo: RepoOpt = None,
+) -> None:
+    """Create a ticket from a plan, approve it, and start the loop."""
+    from handoff.inputs import PLAN_LIMIT, read_text
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    plan_text = read_text(plan, PLAN_LIMIT, "the plan")  # /dev/zero or a binary: a clear error
+    ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+        ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
+        base=base, max_rounds=max_rounds))
+    changes = ws.repo.uncommitted()
+    if changes:
+        typer.echo(f"note: {changes} uncommitted change(s) in {ws.repo.top} are not part of "
+                   f"{ticket}: it starts from {base} ({short_sha(ws.state().base_commit)})", err=True)
+    if not _approve(ws, yes):
+        typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
+                   "approves it and starts the loop", err=True)
+        raise typer.Exit(1)
+    raise typer.Exit(_launch(ws, foreground))
+
+
+@app.command()
+def resume(
+    ticket: TicketArg,
+    foreground: Annotated[bool, typer.Option("--foreground")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
+    more_rounds: Annotated[int | None, typer.Option(
+        "--more-rounds", metavar="N", help="Carry an escalated ticket on for N more rounds "
+        "(its open findings go to the next round).", show_default=False)] = None,
+    repo: RepoOpt = None,
+) -> None:
+    """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
+    _notes(notes)
+    if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
+        raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
+    raise typer.Exit(_launch(ws, foreground))
+
+
+@app.command()
+def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_ids)] = None,
+           repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """Where every ticket stands (or one)."""
+    from handoff.loop.usage import usage_line
+    from handoff.operations import standing
+    from handoff.record.store import state_home
+
+    rows = standing.status(state_home(), ticket, repo)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)")
+        return
+    typer.echo(f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO")
+    for row in rows:
+        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
+            {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
+        typer.echo(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
+                   f"{Path(row['repo']).name}")
+        if ticket is not None or row["reason"]:
+            typer.echo(f"    {row['reason']}" if row["reason"] else "", nl=bool(row["reason"]))
+        if row["error"]:
+            typer.echo(f"    error: {row['error']}")
+        if row["hint"]:
+            typer.echo(f"    next: {row['hint']}")
+        if row["events_skipped"]:
+            typer.echo(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
+        if row.get("usage"):
+            typer.echo(f"    usage: {usage_line(row['usage'])}")
+        if ticket is not None:
+            typer.echo(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n    dir {row['dir']}")
+
+
+@app.command()
+def watch(repo: Annotated[Path | None, typer.Option(
+    "--repo", help="Only this repository's tickets (default: all of them).")] = None) -> None:
+    """A live board of every ticket; keys to attach, answer, approve, recycle, stop."""
+    from handoff.cli import board_app  # Textual: loaded by this command alone
+    from handoff.machinery.repo import Repo
+    from handoff.record.store import state_home
+
+    board_app.run(state_home(), Repo.at(repo).key if repo is not None else None, _plain())
+
+
+@app.command()
+def log(
+    ticket: TicketArg,
+    as_json: JsonOpt = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events.")]
+    = False,
+    repo: RepoOpt = None,
+) -> None:
+    """The handoff chain of a ticket: every event, in order (from the ticket directory alone:
+    it works with state.json unreadable and with the repo gone)."""
+    from handoff.operations import standing
+    from handoff.operations.render import describe
+    from handoff.record.store import state_home
+
+    def show(event: dict[str, Any]) -> None:
+        # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
+        typer.echo(json.dumps(event) if as_json else describe(event))
+
+    tdir = standing.find_ticket(state_home(), ticket, repo)
+    events, bad = tdir.events.read()
+    if as_json and not follow:
+        typer.echo(json.dumps(events, indent=2))
+    else:
+        for event in events:
+            show(event)
+    if bad:
+        typer.echo(f"(skipped {len(bad)} unreadable line(s) of events.jsonl: {bad[:5]})", err=True)
+    if follow:
+        for event in standing.follow(tdir, len(events)):
+            show(event)
+
+
+@app.command()
+def attach(ticket: TicketArg,
+           role: Annotated[str | None, typer.Option("--role", autocompletion=_windows)] = None,
+           repo: RepoOpt = None) -> None:
+    """Attach to the ticket's tmux session (Ctrl-b d detaches)."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    argv = lifecycle.attach_argv(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    os.execvpe(argv[0], argv, env)
+
+
+@app.command()
+def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
+    """Kill a peer and start it fresh on its current brief."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    typer.echo(f"{role} of {ticket} restarted on {brief}")
+
+
+@app.command()
+def submit(
+    report: Path,
+    directory: Annotated[str | None, typer.Option("--dir", help="The ticket directory.")] = None,
+    role: Annotated[str | None, typer.Option("--role")] = None,
+    round_: Annotated[int | None, typer.Option("--round")] = None,
+) -> None:
+    """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
+    from handoff.cli import filing
+
+    raise typer.Exit(filing.submit(report, directory, role, round_))
+
+
+@app.command()
+def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
+    """Answer a blocked ticket; the implementer carries on with the answer."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    path, restarted = lifecycle.answer_ticket(state_home(), ticket, repo, text)
+    typer.echo(f"answer filed as {path}")
+    if restarted:
+        typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
+
+
+@app.command()
+def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
+    """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    result = lifecycle.stop_ticket(state_home(), ticket, repo)
+    _notes(result["notes"])
+    typer.echo(f"{ticket} stopped (orchestrator: {result['orchestrator'] or 'not running'}, "
+               f"peers: {'stopped' if result['session'] else 'not running'})")
+
+
+@app.command()
+def close(
+    ticket: TicketArg,
+    keep_worktrees: Annotated[bool, typer.Option("--keep-worktrees")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Discard uncommitted work in the "
+                                        "worktrees.")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    ws, result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    _notes(result["notes"])
+    removed = ", ".join(result["removed"]) or "none"
+    if result["repo_gone"]:
+        typer.echo(f"{ticket} closed; its repository is gone, with its worktrees and branch; "
+                   f"record in {ws.tdir.path}")
+    else:
+        typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} "
+                   f"kept; record in {ws.tdir.path}")
+    if result["discarded_work"]:
+        typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
+                   "(git apply it to get it back)")
+
+
+@app.command()
+def finish(
+    ticket: TicketArg,
+    squash: Annotated[bool, typer.Option("--squash/--merge", help="One commit (--squash) or a "
+                                         "merge commit (--merge, the default).")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Merge a passed ticket's branch into its base branch, locally (never pushed); close it."""
+    from handoff.operations.finish import finish_ticket
+    from handoff.record.store import state_home
+
+    ws, result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
+    _notes(result["notes"])
+    if result["after"]:
+        typer.echo(f"{ticket} merged into {result['base']} ({result['mode']}): "
+                   f"{short_sha(result['before'])} -> {short_sha(result['after'])} (not pushed)")
+    typer.echo(f"{ticket} closed; worktrees removed: {', '.join(result['removed']) or 'none'}; "
+               f"branch {result['branch']} kept; record in {ws.tdir.path}")
+
+
+@app.command(name="gc")
+def gc_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; "
+                                          "remove nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Remove dirty worktrees too, their "
+                                        "changes first saved as a patch.")] = False,
+    prune_records: Annotated[bool, typer.Option("--prune-records", help="Delete the records "
+                                                "of tickets whose repository is gone.")] = False,
+    repo: RepoOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove what handoff left behind that no live ticket owns: sessions, worktrees, sockets."""
+    from handoff.operations import gc as gc_mod
+    from handoff.record.store import state_home
+
+    found = gc_mod.collect(state_home(), gc_mod.Options(
+        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo)))
+    if as_json:
+        typer.echo(json.dumps([item.fields() for item in found], indent=2))
+        return
+    for item in found:
+        done = "removed" if item.removed else "would remove" if item.removable and dry_run \
+            else "not removed" if item.removable else "kept"
+        typer.echo(f"{done:<12} {item.kind} {item.path}: {item.why}"
+                   + (f" (changes saved as {item.saved})" if item.saved else ""))
+    removed = sum(item.removed for item in found)
+    kept = sum(not item.removable for item in found)
+    if not found:
+        typer.echo("gc: nothing to clean up")
+    elif dry_run:
+        typer.echo(f"gc (dry run): would remove {sum(i.removable for i in found)}, keep {kept}")
+    else:
+        typer.echo(f"gc: removed {removed}, kept {kept}")
+
+
+@app.command()
+def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session and worktrees "
+                                            "for 'handoff attach'.")] = False) -> None:
+    """Run the whole loop on a throwaway repo with the scripted agents (no AI needed)."""
+    import time
+
+    from handoff.operations import lifecycle
+    from handoff.operations.demo import demo_socket, new_demo, remove_demo
+    from handoff.record.store import state_home
+
+    started = time.monotonic()
+    ticket, repo, plan_text = new_demo()
+    typer.echo(f"demo repo: {repo} (word_count has a bug; its tests fail)")
+    try:
+        ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+            ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count.",
+            socket=demo_socket()))
+    except HandoffError:
+        remove_demo(repo)  # nothing was started in it
+        raise
+    lifecycle.approve(ws)
+    code = _run(ws)
+    state = ws.state()
+    verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
+    if not keep:
+        lifecycle.close(ws)
+    removed = not keep and remove_demo(repo)
+    typer.echo(f"\ndemo {state.phase} in {time.monotonic() - started:.1f}s: {verdicts}\n"
+               f"  record: {ws.tdir.path}")
+    if removed:
+        typer.echo("  the demo repo is removed ('handoff demo --keep' keeps it)")
+    else:
+        typer.echo(f"  branch: {state.branch} in {repo}")
+    if keep:
+        typer.echo(f"  watch:  handoff attach {ticket}\n  finish: handoff close {ticket}, "
+                   f"then rm -r {repo.parent}")
+    raise typer.Exit(code)
+
+
+def _plain() -> bool:
+    """NO_COLOR set to anything but empty: no escape codes at all (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line on argv (default: this process's arguments); its exit status."""
+    from handoff import trace
+
+    trace.to_stderr()  # HANDOFF_DEBUG=1 set by the person (--verbose sets it later)
+    color = None  # click's default: escape codes only to a terminal
+    if _plain():
+        from typer import rich_utils
+
+        # rich's own NO_COLOR keeps bold and dim; no colour system at all means no codes
+        rich_utils.COLOR_SYSTEM = None
+        color = False  # click strips codes from everything echoed, whatever made them
+    try:
+        app(args=None if argv is None else list(argv), prog_name="handoff", color=color)
+    except SystemExit as done:  # how click ends every command, a successful one too
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except HandoffError as exc:
+        typer.echo(describe(exc), err=True, color=color)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return 0

@@ -1,0 +1,371 @@
+"""`handoff watch`: the live board, a Textual app over `handoff.operations.board`.
+
+Only this module imports Textual, and only `handoff watch` imports this module: every other
+command starts without it. The rows come from `Board`, refreshed in a thread that sleeps in the
+ticket directories' watcher (handoff/machinery/watch.py) and wakes when a file there changes, with a slow
+rescan as a safety net (a killed orchestrator drops its lock without touching a file).
+
+Every key calls the same core function the matching command does (handoff/operations/lifecycle.py); a
+HandoffError shows as one line at the bottom of the board, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from handoff.errors import HandoffError
+from handoff.machinery.watch import Watcher
+
+# lifecycle (and libtmux with it) is imported now, not when a key is pressed: libtmux reads
+# sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
+from handoff.operations import lifecycle
+from handoff.operations.board import ROLES, Board, Row
+
+#: seconds between the safety-net rescans (stats only; a ticket is read when it changed)
+RESCAN = 10.0
+COLUMNS = (("needs", "NEEDS YOU"), ("ticket", "TICKET"), ("repo", "REPO"), ("phase", "PHASE"),
+           ("round", "ROUND"), ("implementer", "IMPLEMENTER"), ("reviewer", "REVIEWER"),
+           ("in_phase", "IN PHASE"), ("last", "LAST EVENT"))
+PEER_WIDTH = 34
+
+
+def _peer_cell(row: Row, role: str) -> str:
+    peer = row.peers[role]
+    text = peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}"
+    return text if len(text) <= PEER_WIDTH else text[:PEER_WIDTH - 1] + "…"
+
+
+def cells(row: Row, now: datetime) -> dict[str, str | Text]:
+    needs = Text(f"► {row.needs.upper()}", style="bold reverse") if row.needs else Text("")
+    return {"needs": needs, "ticket": row.ticket, "repo": row.repo_name, "phase": row.phase,
+            "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
+            "implementer": _peer_cell(row, "implementer"),
+            "reviewer": _peer_cell(row, "reviewer"), "in_phase": row.in_phase(now),
+            "last": row.last_event[10:] if row.last_event[:2].isdigit() else row.last_event}
+
+
+def details(row: Row) -> str:
+    """The selected ticket in full: each peer's state with its evidence, the reason."""
+    orch = f"orchestrator pid {row.orchestrator}" if row.orchestrator else \
+        "no orchestrator running"
+    lines = [f"{row.ticket} in {row.repo or '?'}: {row.phase}, round {row.round}, {orch}"]
+    for role in ROLES:
+        peer = row.peers[role]
+        when = f" (at {peer.time[11:19]})" if peer.time else ""
+        lines.append(f"  {role}: {peer.state}{when}" + (f" — {peer.evidence}"
+                                                        if peer.evidence else ""))
+    if row.reason:
+        lines.append(f"  why: {row.reason}")
+    lines.append(f"  last: {row.last_event}")
+    return "\n".join(lines)
+
+
+class AnswerScreen(ModalScreen[str | None]):
+    """Asks for the text of an answer; Escape cancels."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, ticket: str) -> None:
+        super().__init__()
+        self.ticket = ticket
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(f"Answer for {self.ticket} (Enter sends, Escape cancels):")
+            yield Input(id="answer")
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        self.dismiss(message.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """One key picks one of a few choices; any other key cancels."""
+
+    def __init__(self, question: str, choices: dict[str, str]) -> None:
+        super().__init__()
+        self.question, self.choices = question, choices
+
+    def compose(self) -> ComposeResult:
+        keys = ", ".join(f"{key}: {what}" for key, what in self.choices.items())
+        with Vertical(id="dialog"):
+            yield Static(f"{self.question} ({keys}; any other key cancels)")
+
+    def on_key(self, event: events.Key) -> None:
+        event.stop()
+        self.dismiss(self.choices.get(event.key))
+
+
+class BoardApp(App[None]):
+    ENABLE_COMMAND_PALETTE = False  # the footer names every key the board has
+    CSS = """
+    #title { height: 1; text-style: bold; }
+    DataTable { height: 1fr; }
+    #details { height: auto; max-height: 7; border-top: solid $secondary; }
+    #message { height: 1; }
+    #dialog { width: 80%; height: auto; border: round $accent; padding: 0 1; }
+    AnswerScreen, ChoiceScreen { align: center middle; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "attach", "attach"), Binding("n", "answer", "answer"),
+        Binding("y", "approve", "approve"), Binding("r", "recycle", "recycle"),
+        Binding("s", "stop", "stop"), Binding("q", "quit", "quit")]
+
+    def __init__(self, home: Path, repo_key: str | None = None, plain: bool = False) -> None:
+        # NO_COLOR: Textual's own filter that drops every colour (ansi_color=True picks it
+        # over the grey-scale one, which still writes colours)
+        super().__init__(ansi_color=True if plain else None)
+        self.home = home
+        self.board = Board(home, repo_key)
+        self.rows: dict[str, Row] = {}
+        #: the IN PHASE text each row shows
+        self._in_phase: dict[str, str] = {}
+        self._done = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Static("handoff watch", id="title")
+        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=False)
+        yield table
+        yield Static("", id="details")
+        yield Static("", id="message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        self.board.refresh()
+        self.show(self.board.rows())
+        table.focus()
+        self.set_interval(1.0, self.tick)
+        threading.Thread(target=self.follow_tickets, name="board-watch", daemon=True).start()
+
+    def on_unmount(self) -> None:
+        self._done.set()
+
+    # ---- keeping the rows up to date ----------------------------------------------------
+    def follow_tickets(self) -> None:
+        """Sleep in the watcher; on a change, refresh the board and hand the rows over."""
+        while not self._done.is_set():
+            folders = self.board.folders()
+            with Watcher(folders) as watcher:
+                woke = True  # a change before this watcher began is looked for at once
+                while not self._done.is_set():
+                    changed = self.board.refresh()
+                    if not woke:
+                        changed = self.board.recheck_orchestrators() or changed
+                    if changed:
+                        self._from_thread(self.show, self.board.rows())
+                    if self.board.folders() != folders:
+                        break  # a ticket came or went: watch the new set of folders
+                    woke = watcher.wait(RESCAN)
+
+    def _from_thread(self, call: Callable[..., Any], *args: Any) -> None:
+        try:
+            self.call_from_thread(call, *args)
+        except RuntimeError:  # the app has ended meanwhile
+            self._done.set()
+
+    def show(self, rows: list[Row]) -> None:
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        now = datetime.now(UTC)
+        fresh = {row.key: row for row in rows}
+        for key in set(self.rows) - set(fresh):
+            table.remove_row(key)
+        for key, row in fresh.items():
+            shown = cells(row, now)
+            if key not in self.rows:
+                table.add_row(*(shown[c] for c, _ in COLUMNS), key=key)
+            elif row != self.rows[key]:
+                for column, value in shown.items():
+                    table.update_cell(key, column, value)
+        self.rows = fresh
+        self._in_phase = {key: row.in_phase(now) for key, row in fresh.items()}
+        waiting = sum(1 for row in rows if row.needs)
+        self.query_one("#title", Static).update(
+            f"handoff watch — {len(rows)} ticket(s)" + (f", {waiting} need you" if waiting
+                                                        else ""))
+        self.show_details()
+
+    def tick(self) -> None:
+        """Time in phase moves on with no file changing: only that column is redrawn."""
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        now = datetime.now(UTC)
+        for key, row in self.rows.items():
+            text = row.in_phase(now)
+            if self._in_phase.get(key) != text:  # asking the table each second costs 5% CPU
+                self._in_phase[key] = text
+                table.update_cell(key, "in_phase", text)
+
+    def selected(self) -> Row | None:
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.rows.get(str(key))
+
+    def show_details(self) -> None:
+        row = self.selected()
+        text = details(row) if row else \
+            "no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)"
+        self.query_one("#details", Static).update(Text(text))
+
+    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self.show_details()
+
+    def say(self, text: str) -> None:
+        self.query_one("#message", Static).update(Text(text))
+
+    # ---- the keys -----------------------------------------------------------------------
+    def in_background(self, what: str, action: Callable[[], str]) -> None:
+        """action in a thread (stopping peers takes seconds): its result or its error in one
+        line on the board."""
+        self.say(f"{what}…")
+
+        def work() -> None:
+            try:
+                text = action()
+            except HandoffError as exc:
+                text = f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
+            except Exception as exc:  # the board stays up: one line, not a traceback
+                text = f"error: {what} failed: {exc!r}"
+            self._from_thread(self.say, " ".join(text.split()))
+
+        self.run_worker(work, thread=True, group="actions")
+
+    def _ticket(self) -> Row | None:
+        row = self.selected()
+        if row is None:
+            self.say("no ticket selected")
+        return row
+
+    def action_attach(self) -> None:
+        row = self._ticket()
+        if row is None:
+            return
+        try:
+            ws = lifecycle.open_ticket(self.home, row.ticket, _repo(row))
+            argv = lifecycle.attach_argv(ws, None)
+        except HandoffError as exc:
+            self.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
+            return
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # as `handoff attach`
+        with self.suspend():
+            # the person's own session: as long as they stay attached (Ctrl-b d comes back)
+            subprocess.run(argv, env=env, check=False)
+        self.say(f"back from {row.ticket}")
+
+    def action_answer(self) -> None:
+        row = self._ticket()
+        if row is None:
+            return
+        if row.phase != "needs-human":
+            self.say(f"{row.ticket} is not waiting for an answer (phase {row.phase})")
+            return
+
+        def answered(text: str | None) -> None:
+            if text:
+                self.in_background(f"answering {row.ticket}", lambda: answer(self.home, row, text))
+
+        self.push_screen(AnswerScreen(row.ticket), answered)
+
+    def action_approve(self) -> None:
+        row = self._ticket()
+        if row is None:
+            return
+        if row.phase != "awaiting-approval":
+            self.say(f"{row.ticket} has no plan waiting for approval (phase {row.phase})")
+            return
+        self.in_background(f"approving {row.ticket}", lambda: approve(self.home, row))
+
+    def action_recycle(self) -> None:
+        row = self._ticket()
+        if row is None:
+            return
+
+        def chosen(role: str | None) -> None:
+            if role:
+                self.in_background(f"recycling the {role} of {row.ticket}",
+                                lambda: recycle(self.home, row, role))
+
+        self.push_screen(ChoiceScreen(f"Recycle which peer of {row.ticket}?",
+                                      {"i": "implementer", "r": "reviewer"}), chosen)
+
+    def action_stop(self) -> None:
+        row = self._ticket()
+        if row is None:
+            return
+
+        def confirmed(yes: str | None) -> None:
+            if yes:
+                self.in_background(f"stopping {row.ticket}", lambda: stop(self.home, row))
+
+        self.push_screen(ChoiceScreen(f"Stop {row.ticket}? ('handoff resume' carries it on)",
+                                      {"y": "stop it"}), confirmed)
+
+    async def action_quit(self) -> None:
+        self._done.set()
+        self.exit()
+
+
+# ---- what the keys do: the core functions, as the matching commands call them ------------
+
+def _repo(row: Row) -> Path | None:
+    return Path(row.repo) if row.repo else None
+
+
+def answer(home: Path, row: Row, text: str) -> str:
+    """As `handoff answer`: file it, and start the orchestrator again if none runs."""
+    path, restarted = lifecycle.answer_ticket(home, row.ticket, _repo(row), text)
+    return f"answer filed as {path.name}" + ("; orchestrator restarted in tmux" if restarted
+                                              else "")
+
+
+def approve(home: Path, row: Row) -> str:
+    """As `handoff resume TICKET --yes`."""
+    ws, notes = lifecycle.open_to_resume(home, row.ticket, _repo(row))
+    if ws.state().phase == "awaiting-approval":
+        lifecycle.approve(ws)
+    session = lifecycle.run_in_window(ws)
+    return "; ".join([f"{row.ticket} approved: the orchestrator runs in tmux session "
+                      f"{session}", *notes])
+
+
+def recycle(home: Path, row: Row, role: str) -> str:
+    brief = lifecycle.recycle(lifecycle.open_ticket(home, row.ticket, _repo(row)), role)
+    return f"{role} of {row.ticket} restarted on {brief.name}"
+
+
+def stop(home: Path, row: Row) -> str:
+    result = lifecycle.stop_ticket(home, row.ticket, _repo(row))
+    return "; ".join([f"{row.ticket} stopped (orchestrator: "
+                      f"{result['orchestrator'] or 'not running'}, peers: "
+                      f"{'stopped' if result['session'] else 'not running'})",
+                      *result["notes"]])
+
+
+def run(home: Path, repo_key: str | None, plain: bool) -> None:
+    if not plain:
+        # Textual greys out on NO_COLOR set to anything; handoff's convention is "non-empty"
+        os.environ.pop("NO_COLOR", None)
+    # COLUMNS and LINES, when exported, tell the size of the terminal they were set in, and
+    # Textual would take them over this one's (and keep them through every resize)
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+    BoardApp(home, repo_key, plain).run()

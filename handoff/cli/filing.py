@@ -1,0 +1,172 @@
+"""`handoff submit`, as a peer runs it for every report: a short process that hands the report
+to the running orchestrator (handoff.protocol.intake) and prints its verdict.
+
+It imports only the standard library and handoff's stdlib-only modules: the orchestrator has the
+repository, the validators and git loaded already, so the peer's process needs none of them.
+Only when no orchestrator listens (the ticket is stopped) does it load them and judge the report
+itself (handoff.loop.submission), which the orchestrator checks again when it resumes.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from handoff.errors import EXIT_INTERRUPTED, HandoffError, UsageError, describe
+from handoff.inputs import REPORT_LIMIT, read_text
+from handoff.protocol import intake
+from handoff.role import check_role
+
+SEAL_ENV = "HANDOFF_SEAL"  # handoff.record.seals.ENV, without importing hashing for the peer
+#: how long a peer waits for the orchestrator's verdict; it answers between two looks at the
+#: peers (milliseconds, or a tmux call's bound when tmux is slow)
+VERDICT_WAIT = 60.0
+_NO_LISTENER = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK)
+_FLAGS = {"--dir": "dir", "--role": "role", "--round": "round"}
+
+
+def context(directory: str | None, role: str | None) -> tuple[Path, str]:
+    """The ticket directory and role from the flags, else from the peer's environment."""
+    folder = directory or os.environ.get("HANDOFF_TICKET_DIR")
+    who = role or os.environ.get("HANDOFF_ROLE")
+    if not folder or not who:
+        raise UsageError("submit needs the ticket directory and role",
+                         "run the exact submit command from your brief (it passes --dir and "
+                         "--role), or set HANDOFF_TICKET_DIR and HANDOFF_ROLE")
+    return Path(folder), check_role(who)
+
+
+def submit(report: Path, directory: str | None, role: str | None, round_: int | None) -> int:
+    """File report; print the verdict; the exit status (0 accepted, 1 not)."""
+    folder, who = context(directory, role)
+    try:
+        text = read_text(report, REPORT_LIMIT, "the report")
+    except UsageError as exc:
+        return _print_verdict(None, [exc.message + (f" ({exc.hint})" if exc.hint else "")])
+    problems = _not_awaited(folder, who, round_)
+    if problems:
+        return _print_verdict(None, problems)
+    request: dict[str, object] = {"role": who, "round": round_, "report": text,
+                                  "seal": os.environ.get(SEAL_ENV, ""), "file": str(report)}
+    verdict = hand_over(folder, request)
+    if verdict is None:  # nobody listens: the ticket is stopped, judge it here
+        from handoff.loop.submission import file_report
+
+        path, problems = file_report(folder, who, round_, text, os.environ.get(SEAL_ENV, ""))
+        verdict = (str(path) if path else None, problems)
+    return _print_verdict(*verdict)
+
+
+def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
+    """What the ticket's state already says against the report, read without the orchestrator
+    (which answers only while it waits for a report: a report out of turn would wait on it)."""
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        phase, current = str(state["phase"]), int(state["round"])
+    except FileNotFoundError:
+        return [f"{folder} is not a handoff ticket directory (no state.json)"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # unreadable now: whoever judges the report reads it properly
+    refused = intake.refusal(phase, current, role, current if round_ is None else round_)
+    return [refused] if refused else []
+
+
+def hand_over(folder: Path, request: dict[str, object]) -> tuple[str | None, list[str]] | None:
+    """The orchestrator's verdict on request (where it filed the report, or the problems);
+    None when no orchestrator listens."""
+    with intake.Address(str(folder)) as address, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(VERDICT_WAIT)
+        try:
+            sock.connect(address.path)
+        except OSError as exc:
+            if exc.errno in _NO_LISTENER:
+                return None
+            raise HandoffError(f"cannot reach the ticket's orchestrator at {folder / intake.SOCKET}: "
+                               f"{exc.strerror or exc}", "submit again; `handoff status` shows "
+                               "whether the ticket runs") from None
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            reply = _read_reply(sock)
+        except TimeoutError:
+            raise HandoffError(
+                f"the ticket's orchestrator did not answer within {VERDICT_WAIT:.0f} s; "
+                "nothing was filed", "submit again; `handoff status` shows what the ticket "
+                "is doing") from None
+        except OSError:
+            reply = b""
+    if not reply:
+        # it ended before its verdict: whatever it filed, judging here sees (already filed,
+        # or filed now)
+        return None
+    try:
+        data = json.loads(reply)
+        filed, problems = data["filed"], data["problems"]
+    except (ValueError, TypeError, KeyError):
+        filed, problems = None, None
+    if not (filed is None or isinstance(filed, str)) or not isinstance(problems, list):
+        raise HandoffError("the ticket's orchestrator answered something that is not a verdict",
+                           "submit again; if it repeats, `handoff log` shows what happened")
+    return filed, [str(p) for p in problems]
+
+
+def _read_reply(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks).strip()
+
+
+def _print_verdict(filed: str | None, problems: list[str]) -> int:
+    if problems or filed is None:
+        problems = problems or ["nothing was filed"]
+        print(f"handoff: report NOT accepted ({len(problems)} problem(s)); mend it and submit "
+              "again:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    print(f"handoff: report accepted, filed as {filed}")
+    return 0
+
+
+def parse(argv: list[str]) -> tuple[Path, dict[str, str]] | None:
+    """`submit REPORT [--dir D] [--role R] [--round N]` (flag=value too); None for anything
+    else (help, a typo, a missing value), which the full command line reports."""
+    report: str | None = None
+    flags: dict[str, str] = {}
+    args = iter(argv)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in _FLAGS:
+            value = value if eq else next(args, "")
+            if not value or _FLAGS[name] in flags:
+                return None
+            flags[_FLAGS[name]] = value
+        elif arg.startswith("-") or report is not None:
+            return None
+        else:
+            report = arg
+    if report is None or not flags.get("round", "0").isdigit():
+        return None
+    return Path(report), flags
+
+
+def main(argv: list[str]) -> int | None:
+    """Run `handoff submit` from argv (after "submit"); None: not a plain submit, the full
+    command line takes it."""
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    report, flags = parsed
+    try:
+        return submit(report, flags.get("dir"), flags.get("role"),
+                      int(flags["round"]) if "round" in flags else None)
+    except HandoffError as exc:
+        print(describe(exc), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

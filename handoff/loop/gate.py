@@ -1,0 +1,268 @@
+"""The verification gate: the orchestrator runs the test command itself.
+
+A report saying "tests pass" is a claim; this is the evidence. argv without a shell, an
+allowlisted environment, a timeout, output kept up to a number of bytes (head and tail) while
+it streams, never all of it in memory.
+
+The gate runs in a process group of its own, and nothing of it outlives the gate: when the
+command exits, times out or the orchestrator is stopped, the whole group is ended (TERM, then
+KILL). While it runs, a record in the ticket directory names the group and proves whose it is
+(the leader's start time, the boot, a token in the gate's environment), so `stop`, `close` and
+a resumed orchestrator can end a gate that a killed orchestrator left behind, and only that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff.inputs import clip, joined
+from handoff.machinery.processes import (
+    GRACE,
+    boot_id,
+    end_group,
+    environ,
+    has_proc,
+    processes,
+    start_time,
+)
+from handoff.record.events import now
+from handoff.record.store import atomic_write, atomic_write_json
+from handoff.record.ticket import TicketDir
+
+#: bytes of a gate's output kept in its log (half head, half tail)
+CAP = 64 * 1024
+#: bytes of the output's end shown in the implementer's next brief
+EXCERPT = 4 * 1024
+#: the variable that marks every process of one gate run
+TOKEN = "HANDOFF_GATE_TOKEN"
+RECORD = "gate-running.json"
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class GateResult:
+    argv: tuple[str, ...]
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    #: what the command printed (stdout and stderr), capped at CAP bytes
+    output: str
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def summary(self) -> str:
+        command = clip(" ".join(self.argv), 300)
+        if self.timed_out:
+            return f"`{command}` timed out after {self.seconds:.0f}s"
+        state = "passed" if self.passed else f"failed (exit {self.exit_code})"
+        return f"`{command}` {state} in {self.seconds:.1f}s"
+
+
+def cap(text: str, limit: int = CAP) -> str:
+    """Keep the head and the tail, limit bytes in all: the first error and the final summary
+    both matter."""
+    return clip(text, limit)
+
+
+def excerpt(output: str, lines: int = 15, limit: int = EXCERPT) -> str:
+    """The last lines of output, at most limit bytes of them, for a brief."""
+    tail = "\n".join(output.strip().splitlines()[-lines:])
+    data = tail.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return tail
+    return joined(b"", data[len(data) - limit:], len(data) - limit).lstrip("\n")
+
+
+class Kept:
+    """The head and the tail of a stream, at most limit bytes in memory however long it runs."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[:max(0, len(self.tail) - self.half)]
+
+    def text(self) -> str:
+        return joined(bytes(self.head), bytes(self.tail),
+                      self.total - len(self.head) - len(self.tail))
+
+
+def record_path(ticket_dir: Path) -> Path:
+    """Where a running gate is recorded, in its ticket's directory."""
+    return ticket_dir / RECORD
+
+
+def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
+             log: Path, record: Path | None = None) -> GateResult:
+    """Run argv in its own process group and wait for it, at most timeout seconds; record:
+    where to note the running gate (see end_left_gate)."""
+    started = time.monotonic()
+    token = uuid.uuid4().hex
+    if record is not None:  # before it starts: a crash right after the fork still leaves a trace
+        atomic_write_json(record, _record(argv, token, None))
+    try:
+        child = subprocess.Popen(
+            list(argv), cwd=cwd, env={**env, TOKEN: token}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:  # not found, not executable, not a program (ENOEXEC), bad cwd
+        if record is not None:
+            record.unlink(missing_ok=True)
+        result = GateResult(tuple(argv), 127, 0.0, False, f"cannot run {argv[0]}: {exc}\n")
+    else:
+        try:
+            if record is not None:
+                atomic_write_json(record, _record(argv, token, child.pid))
+            kept, exit_code = _collect(child, started + timeout)
+        finally:  # however we leave (a timeout, SIGTERM from `handoff stop`): the group ends
+            _end_own(child)
+            if record is not None:
+                record.unlink(missing_ok=True)
+        result = GateResult(tuple(argv), exit_code, time.monotonic() - started,
+                            exit_code is None, kept.text())
+    atomic_write(log, f"$ {' '.join(result.argv)}\n# cwd: {cwd}\n{result.output}\n"
+                      f"# {result.summary()}\n")
+    return result
+
+
+def _collect(child: subprocess.Popen[bytes], deadline: float) -> tuple[Kept, int | None]:
+    """Keep the child's output until it exits (its exit code) or the deadline (None).
+
+    The leader's exit ends the gate even when a process it left behind still holds the pipe;
+    the leader is not reaped here, so its pid (the group's id) cannot be reused meanwhile."""
+    assert child.stdout is not None
+    kept = Kept(CAP)
+    fd = child.stdout.fileno()
+    open_ = True
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            code = _exited(child)
+            if code is not None:
+                if open_:
+                    _drain(fd, kept, selector, min(deadline, time.monotonic() + 1.0))
+                return kept, code
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return kept, None
+            if not open_:
+                time.sleep(min(left, 0.05))  # the pipe is closed: only the exit is awaited
+            elif selector.select(min(left, 0.2)):
+                chunk = os.read(fd, CHUNK)
+                kept.add(chunk)
+                if not chunk:
+                    open_ = False
+                    selector.unregister(fd)
+
+
+def _drain(fd: int, kept: Kept, selector: selectors.BaseSelector, until: float) -> None:
+    """What the leader wrote before it exited; a straggler that holds the pipe open (or keeps
+    writing) is not waited for beyond until."""
+    while (left := until - time.monotonic()) > 0 and selector.select(min(left, 0.2)):
+        chunk = os.read(fd, CHUNK)
+        if not chunk:
+            return
+        kept.add(chunk)
+
+
+def _exited(child: subprocess.Popen[bytes]) -> int | None:
+    """The exit code once the child has exited (a signal n: -n), leaving it unreaped; else
+    None."""
+    if not hasattr(os, "waitid"):  # macOS before Python 3.13: poll() reaps it
+        return child.poll()
+    info = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def _end_own(child: subprocess.Popen[bytes]) -> None:
+    """End the gate's whole group, then reap its leader. The leader is our unreaped child
+    until then, so the group id is still ours: no other group can have it."""
+    try:
+        end_group(child.pid)
+    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=GRACE)  # a leader stuck in the kernel is left, not awaited
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+# ---- the record of a running gate, and ending one a dead orchestrator left ----------------------
+
+
+def _record(argv: Sequence[str], token: str, pid: int | None) -> dict[str, Any]:
+    data: dict[str, Any] = {"argv": [clip(a, 300) for a in argv[:50]], "token": token,
+                            "orchestrator": os.getpid(), "started": now(), "boot": boot_id()}
+    if pid is not None:
+        data.update(pid=pid, pgid=pid, start=start_time(pid))
+    return data
+
+
+def end_left(tdir: TicketDir, round_: int, by: str) -> dict[str, Any] | None:
+    """end_left_gate for a command a person runs (stop, close), which records the event."""
+    left = end_left_gate(record_path(tdir.path))
+    if left is not None:
+        tdir.events.append("gate", round=round_, result="ended", reason=f"ended by {by}", **left)
+    return left
+
+
+def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | None:
+    """End a gate that an orchestrator left running (it was killed, or stopped without its
+    cleanup) and remove its record. None when no gate was recorded; else what was found and
+    done, for an event. A group is ended only when it is provably this gate's."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    groups = sorted(ours(data))
+    ended = {str(pgid): end_group(pgid, GRACE if grace is None else grace) for pgid in groups}
+    record.unlink(missing_ok=True)
+    return {"pid": data.get("pid"), "command": data.get("argv", []),
+            "left_by": data.get("orchestrator"), "started": data.get("started"),
+            "ended": {g: s for g, s in ended.items() if s}, "proc": has_proc()}
+
+
+def ours(data: dict[str, Any]) -> set[int]:
+    """The recorded gate's process group, when it still runs and is provably this gate's: its
+    leader is the very process recorded (same pid, start time and boot), or, the leader gone,
+    a process of that group carries the run's token in its environment. Else nothing."""
+    pgid, start, token = data.get("pgid"), data.get("start"), data.get("token")
+    if not has_proc() or data.get("boot") != boot_id() or not isinstance(pgid, int) \
+            or pgid <= 1 or pgid == os.getpgrp():
+        return set()  # nothing can be proven: leave it rather than kill a stranger's group
+    if start and start_time(pgid) == start:
+        return {pgid}
+    if isinstance(token, str) and token and any(
+            group == pgid and state != "Z" and environ(pid).get(TOKEN) == token
+            for pid, group, state in processes()):
+        return {pgid}
+    return set()
+
+

@@ -1,0 +1,136 @@
+"""Judging a peer's report: every problem reported at once, or the report filed with the receipt
+of its checks. The orchestrator judges what `handoff submit` hands it (handoff.protocol.intake); the
+submitting process judges only when no orchestrator runs (handoff.cli.filing)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import UsageError
+from handoff.inputs import REPORT_LIMIT, read_text
+from handoff.loop.validators import check_implementer, check_reviewer
+from handoff.loop.workspace import Workspace
+from handoff.protocol import reports
+from handoff.protocol.intake import refusal
+from handoff.record import seals
+from handoff.record.events import now
+from handoff.record.seals import Seals
+from handoff.record.store import atomic_write, atomic_write_json
+from handoff.record.ticket import State, TicketDir
+
+
+def file_report(folder: Path, role: str, round_: int | None, text: str,
+                seal: str = "") -> tuple[Path | None, list[str]]:
+    """Judge and file the report text for role, opening the ticket from its directory (a
+    `handoff submit` with no orchestrator to hand it to). seal: the submitting process's own
+    (from its environment)."""
+    tdir = TicketDir(folder.resolve())
+    if not tdir.state_file.exists():
+        return None, [f"{folder} is not a handoff ticket directory (no state.json)"]
+    ws = Workspace.open(tdir.path.parent.parent, tdir)
+    state = ws.state()
+    filed, problems = judge(ws, state, role, round_, text, seal)
+    if filed is not None:
+        tdir.events.append("submitted", round=state.round, role=role, report=filed.name)
+    return filed, problems
+
+
+def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
+          seal: str) -> tuple[Path | None, list[str]]:
+    """Check the report (its sender, shape and claims) and file it atomically with its receipt;
+    or return every problem. The caller records the `submitted` event."""
+    tdir = ws.tdir
+    n = state.round if round_ is None else round_
+    refused = refusal(state.phase, state.round, role, n)
+    if refused:
+        return None, [refused]
+    refused = Seals(tdir.path).check(role, n, seals.stamp(seal, role, n) if seal else "")
+    if refused:
+        return None, [f"this `handoff submit` did not run in the {role}'s own session for round "
+                      f"{n} ({refused}): only the {role} handoff started and briefed for round "
+                      f"{n} can file its report; run the submit command from your brief in "
+                      "your own terminal"]
+    target = tdir.report(role, n)
+    if target.exists():
+        try:
+            why = provenance(tdir, target, read_text(target, REPORT_LIMIT, "the filed report"),
+                             role, n)
+        except UsageError as exc:
+            why = exc.message
+        if not why:
+            return None, [f"round {n}'s {role} report is already filed ({target.name})"]
+        set_aside(tdir, target, role, n, why)
+    report, problems = reports.parse(text, role, {"role": role, "round": n,
+                                                  "ticket": state.ticket})
+    if report is None:
+        return None, problems
+    if role == "implementer":
+        problems = check_implementer(report, ws.repo, ws.worktrees, state.last_commit())
+    else:
+        problems = check_reviewer(report, ws.repo, state.commit_of(n))
+    if problems:
+        return None, problems
+    # the receipt first: a report that is there always has the receipt of its checks
+    write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
+    atomic_write(target, text)
+    return target, []
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: str, round_: int,
+                  stamp: str) -> None:
+    """What was checked, for whom, and when, for the exact text filed."""
+    atomic_write_json(tdir.receipt(report), {
+        "report": report.name, "sha256": digest(text), "commit": commit, "checked": now(),
+        "worktree_clean": True, "role": role, "round": round_, "stamp": stamp})
+
+
+def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int) -> str:
+    """'' when report is exactly what `handoff submit` filed for role's round_, from the
+    session handoff started for it; else why it does not count."""
+    try:
+        data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "it has no receipt from `handoff submit`"
+    except (OSError, ValueError):
+        return "its receipt is unreadable"
+    if not isinstance(data, dict):
+        return "its receipt is unreadable"
+    if data.get("sha256") != digest(text):
+        return "it was changed after `handoff submit` filed it"
+    if data.get("role") != role or data.get("round") != round_:
+        return f"its receipt is for the {data.get('role')}'s round {data.get('round')}"
+    return Seals(tdir.path).check(role, round_, str(data.get("stamp") or ""))
+
+
+def set_aside(tdir: TicketDir, report: Path, role: str, round_: int,
+              why: str) -> dict[str, Any] | None:
+    """A report that does not count is kept beside the record, never taken, never deleted;
+    returns the `forgery` event (None: another process set it aside first)."""
+    n = 1
+    while (kept := report.with_name(f"{report.stem}.forged-{n}.md")).exists():
+        n += 1
+    try:
+        report.replace(kept)
+    except FileNotFoundError:
+        return None
+    receipt = tdir.receipt(report)
+    if receipt.exists():
+        receipt.replace(receipt.with_name(f"{kept.stem}.json"))
+    return tdir.events.append("forgery", round=round_, role=role, report=kept.name, why=why)
+
+
+def spend(tdir: TicketDir, report: Path) -> None:
+    """The report was judged: its stamp never files another."""
+    try:
+        data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and data.get("stamp"):
+        Seals(tdir.path).spend(str(data["stamp"]))

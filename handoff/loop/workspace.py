@@ -1,0 +1,215 @@
+"""One ticket's working parts put together: its directory, repo, worktrees, peers, providers.
+
+The orchestrator drives these through the loop; the CLI's one-off commands (recycle, stop,
+close, attach) use the same pieces, so both act on a ticket in exactly the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff import config as config_mod
+from handoff import trace
+from handoff.config import Config
+from handoff.errors import NotFound, UsageError
+from handoff.loop.monitor import Timing
+from handoff.machinery.peers import Peers, allowlisted_env, self_argv
+from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
+from handoff.machinery.tmux import Tmux
+from handoff.machinery.worktrees import TicketWorktrees, branch_name
+from handoff.protocol import contracts
+from handoff.protocol import plan as plan_mod
+from handoff.protocol.briefs import BriefContext
+from handoff.providers import REGISTRY, Launch, Provider, allowed_anywhere, get
+from handoff.record import seals
+from handoff.record.lock import holder
+from handoff.record.seals import Seals
+from handoff.record.store import keep_private, private_dir
+from handoff.record.ticket import State, TicketDir, brief_round
+
+
+@dataclass(frozen=True)
+class Workspace:
+    home: Path
+    tdir: TicketDir
+    repo: Repo
+    config: Config
+    #: the repository was deleted: `repo` is only its remembered path, no git call works on
+    #: it, and its worktrees (and the ticket branch) went with it
+    repo_gone: bool = False
+
+    @classmethod
+    def open(cls, home: Path, tdir: TicketDir, state: State | None = None,
+             repo_may_be_gone: bool = False) -> Workspace:
+        """The ticket's workspace, from its directory. state: when the caller recovered it
+        (state.json unreadable). repo_may_be_gone: for the commands that must work from the
+        ticket directory alone (stop, close); elsewhere a missing repo is a clear error."""
+        keep_private()
+        if tdir.path.is_dir():  # a ticket made by an older handoff may be open to others
+            private_dir(tdir.path)
+        state = state or tdir.load()
+        try:
+            if not state.repo:
+                raise NotFound(f"the record of {tdir.ticket} names no repository")
+            repo = Repo.at(Path(state.repo))
+        except (NotFound, UsageError) as exc:
+            if not repo_may_be_gone:
+                raise NotFound(f"the repository of {tdir.ticket} is gone: {exc.message}",
+                               f"'handoff stop {tdir.ticket}' and 'handoff close {tdir.ticket}' "
+                               f"still work from its record in {tdir.path}") from None
+            top = Path(state.repo or tdir.path)
+            return cls(home=home, tdir=tdir, repo=Repo(top=top, common_dir=top / ".git"),
+                       config=config_mod.load(home, None), repo_gone=True)
+        return cls(home=home, tdir=tdir, repo=repo, config=config_mod.load(home, repo.top))
+
+    def state(self) -> State:
+        return self.tdir.load()
+
+    @property
+    def worktrees(self) -> TicketWorktrees:
+        return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
+                               self.config.post_create, self.config.setup_timeout)
+
+    def peers(self, state: State) -> Peers:
+        return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)
+
+    def plan(self) -> plan_mod.Plan:
+        return plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
+
+    def timing(self) -> Timing:
+        return Timing(start=self.config.start_timeout, stall=self.config.stall_timeout,
+                      grace=self.config.turn_grace, patience=self.config.api_patience)
+
+    def provider(self, role: str) -> Provider:
+        return get(self.config.roles[role])
+
+    def env(self, role: str) -> dict[str, str]:
+        """A peer's allowlisted environment: base variables, its provider's, the config's."""
+        provider = self.provider(role)
+        extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
+                 "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role,
+                 # bytecode outside the checkout: the reviewer's ignored files stay between
+                 # rounds, a stale .pyc must not be among them (TicketWorktrees.point_reviewer)
+                 **self.worktrees.bytecode_env(role)}
+        names = (*provider.passthrough(dict(os.environ)), *self.config.env_allow)
+        return allowlisted_env(extra, [n for n in names if provider.allowed(n)])
+
+    def orchestrator_env(self) -> dict[str, str]:
+        """The orchestrator passes provider variables on to peers, so it is given all of them."""
+        allow = [name for cls in REGISTRY.values() for name in cls.env_allow]
+        allow += [n for role in self.config.roles
+                  for n in self.provider(role).passthrough(dict(os.environ))]
+        extra = {"HANDOFF_HOME": str(self.home)}
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
+        return allowlisted_env(extra, [n for n in names if allowed_anywhere(n)])
+
+    def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
+        provider = self.provider(role)
+        contract = contracts.write(self.tdir.path, self.repo.top, role)
+        return BriefContext(
+            contract=contract, contract_inline=not provider.takes_contract,
+            ticket=state.ticket, round=round_,
+            ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"), plan=self.plan(),
+            plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
+            submit=tuple(self_argv("submit", "--dir", str(self.tdir.path), "--role", role,
+                                   "--round", str(round_))),
+            draft=self.tdir.path / "drafts" / f"{role}-{round_}.md",
+        )
+
+    def ensure_worktree(self, state: State, role: str) -> dict[str, Any] | None:
+        """Before a peer starts: its folder is a live worktree, made again from the branch (or
+        the commit under review) when it was deleted by hand; the `worktree` event's fields when
+        anything had to be done."""
+        rev = state.base_commit if role == "implementer" else state.last_commit()
+        made = self.worktrees.ensure(role, rev, recreate=True)
+        return made.fields() if made.changed else None
+
+    def launch(self, state: State, role: str, brief: Path) -> Launch:
+        """Start the role fresh on brief; the old process's screen is kept as a transcript."""
+        peers = self.peers(state)
+        if peers.pane(role) is not None:
+            transcript = self.transcript_for(state, role)
+            peers.capture(role, transcript)
+            self.keep_session(state, role, transcript)
+        launch = self.launch_of(role, brief)
+        # the fresh process alone holds its seal: only it can file this round's report
+        round_ = brief_round(brief)
+        if round_ is not None:
+            Seals(self.tdir.path).grant(role, round_, launch.seal)
+        peers.launch(self.provider(role), launch, {**self.env(role), seals.ENV: launch.seal})
+        return launch
+
+    def transcript_for(self, state: State, role: str) -> Path:
+        """Where the role's pane history is kept: named after the round its process worked on
+        (the brief its pane was tagged with), not the round in which it is retired."""
+        peers = self.peers(state)
+        pane = peers.pane(role)
+        worked_on = peers.tmux.pane_mark(pane.id) if pane is not None else ""
+        return self.tdir.transcript(role, brief_round(worked_on) or state.round)
+
+    def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:
+        """Copy the CLI's own log of the role's live session next to its pane transcript."""
+        log = self.provider(role).session_log(self.worktrees.path(role),
+                                              self.peers(state).session_of(role))
+        if log is None or not log.is_file():
+            return None
+        kept = transcript.with_name(f"{transcript.stem}.session.jsonl")
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, kept)
+        return kept
+
+    def launch_of(self, role: str, brief: Path) -> Launch:
+        provider = self.provider(role)
+        contract = contracts.write(self.tdir.path, self.repo.top, role) \
+            if provider.takes_contract else None
+        return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
+                      brief=brief, ticket_dir=self.tdir.path, contract=contract,
+                      session_id=str(uuid.uuid4()), seal=seals.new(),
+                      signals=self.tdir.signals(role) if provider.signals else None)
+
+    def latest_brief(self, role: str) -> Path | None:
+        briefs = sorted((self.tdir.path / "inbox" / role).glob("brief-*.md"),
+                        key=lambda p: int(p.stem.split("-")[1]))
+        return briefs[-1] if briefs else None
+
+    def branch(self) -> str:
+        return branch_name(self.tdir.ticket)
+
+    def stop_orchestrator(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM the live orchestrator of this ticket (found by its lock) and wait for it."""
+        pid = holder(self.tdir.lock_file)
+        if pid is None or pid <= 0:
+            return None
+        if not _is_handoff(pid):
+            raise UsageError(f"the lock of {self.tdir.ticket} names pid {pid}, which is not a "
+                             "handoff process; refusing to signal it")
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while holder(self.tdir.lock_file) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if holder(self.tdir.lock_file) is not None:
+            _signal(pid, signal.SIGKILL)
+        return pid
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it ended by itself meanwhile
+        os.kill(pid, signum)
+
+
+def _is_handoff(pid: int) -> bool:
+    """Only ever signal our own orchestrator, never whatever reused a pid."""
+    if not Path("/proc/self").is_dir():
+        return True  # no /proc (macOS): the flock holder is ours by construction
+    try:
+        return b"handoff" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False

@@ -1,0 +1,255 @@
+"""The peers of one ticket: a tmux session with a window per role, on our private server.
+
+A peer starts with its brief as the CLI's own argument; later messages are pasted and checked.
+Each peer gets an allowlisted environment, never the orchestrator's whole one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from handoff.machinery import reaper
+from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
+from handoff.providers import Launch, Provider, first_message
+from handoff.providers.screen import DIALOG, READY, holds
+from handoff.record.store import atomic_write
+
+ORCHESTRATOR_WINDOW = "orchestrator"
+SESSION_TAG = "@handoff-session"
+
+
+def session_name(ticket: str, repo_key: str) -> str:
+    """Unique per repo (two repos may share a ticket id). tmux forbids '.' in names; '+' is
+    not allowed in ticket ids, so REL.1 and REL_1 stay apart."""
+    return f"{ticket}-{repo_key.rsplit('-', 1)[-1][:6]}".replace(".", "+")
+
+
+def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """Only the variables a peer needs: no tokens it was not explicitly given."""
+    names = (*BASE_ENV, *allow)
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.update(extra)
+    env["TERM"] = TERM
+    return env
+
+
+def with_env(env: dict[str, str], argv: Sequence[str]) -> list[str]:
+    """argv run under exactly env: tmux would otherwise add its server's whole environment."""
+    env_bin = shutil.which("env") or "/usr/bin/env"
+    return [env_bin, "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    taken: bool
+    why: str
+
+    def __bool__(self) -> bool:
+        return self.taken
+
+
+@dataclass(frozen=True)
+class Peers:
+    tmux: Tmux
+    session: str
+    ticket_dir: Path
+
+    def ensure_session(self, cwd: Path, orchestrator_argv: Sequence[str]) -> bool:
+        """The ticket's session with its orchestrator window, created once; True when it was
+        created now (on a new server, if the old one was gone)."""
+        if self.tmux.has_session(self.session):
+            return False
+        self.tmux.new_session(self.session, ORCHESTRATOR_WINDOW, orchestrator_argv, cwd)
+        return True
+
+    def look(self, role: str) -> Pane | None:
+        """The role's pane; None when it or the session is gone. ServerGone when the whole
+        server is, TmuxFailure when tmux does not answer: neither is the peer's death."""
+        return self.tmux.panes(self.session).get(role)
+
+    def pane(self, role: str) -> Pane | None:
+        """The role's pane, None when there is none (the server gone included)."""
+        try:
+            return self.look(role)
+        except ServerGone:
+            return None
+
+    def launch(self, provider: Provider, launch: Launch, env: dict[str, str]) -> str:
+        """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window."""
+        mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
+        argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch))
+        pane = self.pane(launch.role)
+        # the old CLI and whatever it left running, also when its window or server went away
+        # under it: two of them must never work in one worktree
+        self.reap(launch.role)
+        if pane is None:
+            pane_id = self.tmux.new_window(self.session, launch.role, argv, launch.worktree)
+        else:
+            self.tmux.respawn(pane.id, argv, launch.worktree)
+            pane_id = pane.id
+        self.tmux.mark_pane(pane_id, str(launch.brief))
+        if launch.session_id:
+            self.tmux.mark_pane(pane_id, launch.session_id, SESSION_TAG)
+        return pane_id
+
+    def session_of(self, role: str) -> str:
+        """The session id the role's CLI was started with ('' when none was given)."""
+        pane = self.pane(role)
+        return self.tmux.pane_mark(pane.id, SESSION_TAG) if pane is not None else ""
+
+    def exit_status(self, role: str, wait: float = 2.0) -> int | None:
+        """A dead pane's exit status, or None when tmux never learns it.
+
+        tmux marks a pane dead when its pty closes, before it reaps the child; and Debian's
+        tmux 3.3a (with libutempter) can lose the child's SIGCHLD for good. A `run-shell true`
+        job ends with a SIGCHLD of its own, on which tmux reaps every zombie it has.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            pane = self.pane(role)
+            if pane is None or pane.status is not None or time.monotonic() > deadline:
+                return pane.status if pane else None
+            self.tmux.run("run-shell", "true", check=False)
+            time.sleep(0.05)
+
+    def working_on(self, role: str) -> str:
+        """The brief the role's live process was last given ('' when none is running)."""
+        pane = self.pane(role)
+        return self.tmux.pane_mark(pane.id) if pane is not None and not pane.dead else ""
+
+    def leave(self, provider: Provider, role: str, wait: float = 3.0) -> bool:
+        """Ask an idle CLI to exit by itself (its session saved, its resume line and usage on
+        screen for the transcript); False when it is busy, holds a draft, or does not go."""
+        pane = self.pane(role)
+        if not provider.exit_keys or pane is None or pane.dead:
+            return False
+        reading = provider.read(self.tmux.screen(pane.id))
+        if reading.state != READY or reading.draft:
+            return False
+        self.keys(role, provider.exit_keys, pause=0.2)
+        return poll(lambda: (p := self.pane(role)) is None or p.dead, wait)
+
+    def retire(self, role: str, transcript: Path) -> bool:
+        """Save the role's transcript and end its process and window; False when none ran."""
+        pane = self.pane(role)
+        if pane is None:
+            return False
+        atomic_write(transcript, self.tmux.capture(pane.id) + "\n")
+        self.tmux.kill_pane(pane.id)
+        self.reap(role)
+        return True
+
+    def reap(self, role: str = "") -> list[int]:
+        """End what the role's CLI (every role's, without one) left running past its pane."""
+        return reaper.reap(reaper.marker(self.ticket_dir, role) if role
+                           else f"{self.ticket_dir}#")
+
+    def capture(self, role: str, path: Path) -> bool:
+        """Save the role's whole pane history to path; False when there is no such pane."""
+        pane = self.pane(role)
+        if pane is None:
+            return False
+        atomic_write(path, self.tmux.capture(pane.id) + "\n")
+        return True
+
+    def deliver(self, provider: Provider, role: str, message: str, tries: int = 3,
+                wait: float = 5.0) -> Delivery:
+        """Paste message into the role's input line and check it was taken; bounded retries.
+
+        Enter is re-sent only while our own text still sits in the input line; a person's
+        draft is never submitted by us, and nothing is ever typed into a dialog.
+        """
+        for _ in range(tries):
+            pane = self.pane(role)
+            if pane is None or pane.dead:
+                return Delivery(False, "the peer is not running")
+            if provider.taken(self.tmux.tail(pane.id), message):
+                return Delivery(True, "taken")
+            reading = provider.read(self.tmux.screen(pane.id))
+            if reading.state == DIALOG:
+                return Delivery(False, f"the peer shows a dialog: {reading.says()}")
+            if holds(reading.draft, message):
+                self.tmux.send_enter(pane.id)
+            elif reading.draft:
+                return Delivery(False, f"a draft sits in the peer's input line: "
+                                f"{reading.draft[:80]!r}")
+            else:
+                self.tmux.paste(pane.id, message, provider.enter_delay)
+            if self._wait_taken(provider, pane.id, message, wait):
+                return Delivery(True, "taken")
+        return Delivery(False, f"not taken after {tries} tries")
+
+    def _wait_taken(self, provider: Provider, pane: str, message: str, wait: float) -> bool:
+        return poll(lambda: provider.taken(self.tmux.tail(pane), message), wait)
+
+    def deliver_brief(self, provider: Provider, role: str, brief: Path) -> Delivery:
+        """Deliver a brief's nudge and remember on the pane that it works on that brief."""
+        delivery = self.deliver(provider, role, first_message(brief))
+        pane = self.pane(role)
+        if delivery and pane is not None:
+            self.tmux.mark_pane(pane.id, str(brief))
+        return delivery
+
+    def keys(self, role: str, keys: Sequence[str], pause: float = 0.15) -> bool:
+        """Answer a screen: each key as its own press, with a pause for the TUI to redraw."""
+        pane = self.pane(role)
+        if pane is None or pane.dead:
+            return False
+        for key in keys:
+            self.tmux.send_key(pane.id, key)
+            time.sleep(pause)
+        return True
+
+    def steady(self, role: str, quiet: float = 0.2, wait: float = 3.0) -> bool:
+        """Wait (bounded) until the role's screen stays the same for quiet seconds: a TUI draws
+        a dialog a moment before it listens for keys, and a key sent in that moment is lost."""
+        last = self.screen(role)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = self.screen(role)
+            if now == last:
+                return True
+            last = now
+        return False
+
+    def dialog_gone(self, provider: Provider, role: str, name: str, wait: float = 5.0) -> bool:
+        """Wait (bounded) until the role's screen no longer shows dialog name: a TUI redraws a
+        moment after a key, and a dialog read twice must not be answered twice."""
+        def gone() -> bool:
+            screen = self.screen(role)
+            dialog = provider.read(screen).dialog if screen is not None else None
+            return dialog is None or dialog.name != name
+        return poll(gone, wait)
+
+    def screen(self, role: str) -> str | None:
+        pane = self.pane(role)
+        return None if pane is None or pane.dead else self.tmux.screen(pane.id)
+
+    def stop(self) -> bool:
+        stopped = self.tmux.kill_session(self.session)
+        self.reap()
+        return stopped
+
+
+def poll(check: Callable[[], bool], wait: float) -> bool:
+    """check() until it holds or wait seconds pass, looking sooner at first (a TUI answers a
+    key or a paste within tens of milliseconds, or takes its time)."""
+    deadline, pause = time.monotonic() + wait, 0.02
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+    return True
+
+
+def self_argv(*args: str) -> list[str]:
+    """This installation of handoff, runnable from anywhere without activating its venv."""
+    return [sys.executable, "-m", "handoff", *args]

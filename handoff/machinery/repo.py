@@ -1,0 +1,166 @@
+"""The user's git repository, through GitPython with a bound on every call (handoff.machinery.gitcmd)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from handoff.errors import MissingTool, NotFound, UsageError
+from handoff.record.store import repo_key
+
+if TYPE_CHECKING:
+    from handoff.machinery.gitcmd import BoundedGit
+
+#: seconds one git call may take unless HANDOFF_GIT_TIMEOUT says otherwise: room for a cold
+#: checkout of a big repo and its hooks, and a bound on a hook that hangs
+GIT_TIMEOUT = 60.0
+TIMEOUT_VARIABLE = "HANDOFF_GIT_TIMEOUT"
+
+
+def git_timeout() -> float:
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return GIT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{TIMEOUT_VARIABLE}={raw!r} is not a number of seconds",
+                         f"set it to a positive number (e.g. {TIMEOUT_VARIABLE}=120) or unset it")
+    return value
+
+
+def git_env(ceiling: Path | None) -> dict[str, str] | None:
+    """What a git call that must not look for a repository above ceiling adds to its
+    environment: run in a folder that ought to be a worktree but is not, git fails instead of
+    finding (and acting on) the repository around it. None: nothing to add."""
+    if ceiling is None:
+        return None
+    inherited = [p for p in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if p]
+    return {"GIT_CEILING_DIRECTORIES": os.pathsep.join([*inherited, str(ceiling.resolve())])}
+
+
+def _load_gitpython() -> None:
+    try:
+        from handoff.machinery import gitcmd  # noqa: F401
+    except ImportError as exc:  # GitPython's import runs `git version`, and fails without git
+        raise MissingTool("git is not installed or not on PATH", "install git and try again") from exc
+
+
+def run(cwd: Path, *args: str, ceiling: Path | None = None, check: bool = True,
+        timeout: float | None = None) -> tuple[int, str]:
+    """(status, stdout) of one git command in cwd; imports GitPython only now (see gitcmd)."""
+    _load_gitpython()
+    from handoff.machinery import gitcmd
+
+    status, out, _ = gitcmd.run(cwd, args, timeout=timeout, env=git_env(ceiling), check=check)
+    return status, out
+
+
+def git(cwd: Path, *args: str, check: bool = True, timeout: float | None = None,
+        ceiling: Path | None = None) -> str:
+    """Run one git command in cwd and return its stdout (stripped of the final newline).
+
+    ceiling: see `git_env`."""
+    return run(cwd, *args, ceiling=ceiling, check=check, timeout=timeout)[1].rstrip("\n")
+
+
+def git_ok(cwd: Path, *args: str, ceiling: Path | None = None) -> bool:
+    return run(cwd, *args, ceiling=ceiling, check=False)[0] == 0
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A repository as handoff sees it: its top-level folder and its shared git dir."""
+
+    top: Path
+    common_dir: Path
+
+    @classmethod
+    def at(cls, path: Path) -> Repo:
+        """The repository holding path, found by GitPython as git finds it (no git process)."""
+        if not path.is_dir():
+            raise NotFound(f"{path} is not a folder")
+        _load_gitpython()
+        from handoff.machinery import gitcmd
+
+        with gitcmd.opened(path) as found:
+            top, common = found.working_tree_dir, found.common_dir
+        if top is None:
+            raise UsageError(f"{path} is in a bare repository (no checkout to work in)",
+                             "run handoff inside a repo with a working tree, or pass --repo PATH")
+        return cls(top=Path(top).resolve(), common_dir=Path(common).resolve())
+
+    @property
+    def git(self) -> BoundedGit:
+        """GitPython's command API at top (`repo.git.worktree("add", …)`), bounded."""
+        _load_gitpython()
+        from handoff.machinery.gitcmd import BoundedGit
+
+        return BoundedGit(self.top)
+
+    @property
+    def key(self) -> str:
+        """The same for the main checkout and every linked worktree of it."""
+        common = self.common_dir
+        return repo_key(common, common.parent if common.name == ".git" else common)
+
+    def resolve(self, rev: str) -> str:
+        """The full sha of rev, or a clear error naming it."""
+        status, out = run(self.top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
+                          check=False)
+        if status != 0:
+            raise UsageError(f"{rev!r} is not a commit in {self.top}",
+                             "pass --base with a branch, tag or commit that exists")
+        return out.strip()
+
+    def commit_exists(self, sha: str) -> bool:
+        return git_ok(self.top, "cat-file", "-e", f"{sha}^{{commit}}")
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return git_ok(self.top, "merge-base", "--is-ancestor", older, newer)
+
+    def branch_head(self, branch: str) -> str:
+        status, out = run(self.top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
+                          check=False)
+        return out.strip() if status == 0 else ""
+
+    def diff(self, base: str, commit: str) -> str:
+        return git(self.top, "diff", "--binary", f"{base}...{commit}")
+
+    def diffstat(self, base: str, commit: str) -> list[tuple[str, int, int]]:
+        """(path, added, removed) per file changed between base and commit."""
+        out = git(self.top, "diff", "--numstat", f"{base}...{commit}")
+        rows = []
+        for line in out.splitlines():
+            added, removed, path = line.split("\t", 2)
+            rows.append((path, int(added) if added.isdigit() else 0,
+                         int(removed) if removed.isdigit() else 0))
+        return rows
+
+    def uncommitted(self) -> int:
+        """How many changed or untracked paths the checkout holds (ignored files aside)."""
+        return len(git(self.top, "status", "--porcelain", "--untracked-files=normal").splitlines())
+
+    def exclude(self, pattern: str) -> None:
+        """Add pattern to info/exclude once (found through git, so it works from a worktree)."""
+        path = Path(git(self.top, "rev-parse", "--git-path", "info/exclude"))
+        if not path.is_absolute():
+            path = self.top / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existing = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        if pattern not in existing:
+            with path.open("a", encoding="utf-8") as handle:
+                if existing and existing[-1] != "":
+                    handle.write("\n")
+                handle.write(f"{pattern}\n")
+
+
+def short_sha(sha: str) -> str:
+    """A commit as handoff shows it to people."""
+    return sha[:10]
+

@@ -1,0 +1,274 @@
+"""The rows of `handoff watch`, collected from the ticket directories: pure, no terminal.
+
+`Board.refresh` is called after every wake-up of the directories' watcher (and now and then as
+a safety net); it stats each ticket's state.json, events.jsonl and lock, and reads a ticket
+only when one of them changed. events.jsonl is append-only, so only the bytes added since the
+last read are parsed and folded into the ticket's `Fold`: a board over 200 tickets reads
+nothing while they are quiet.
+
+A peer's state is what the orchestrator last judged of it, with the evidence it recorded
+(`peer`, `dialog`, `nudge`, `escalate`, `death` events: handoff/loop/monitor.py), or what was done
+to it (launched, recycled, its report accepted, stopped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import HandoffError
+from handoff.operations.render import describe
+from handoff.record.lock import holder
+from handoff.record.ticket import TicketDir
+
+ROLES = ("implementer", "reviewer")
+#: what a person must do, by phase: the board marks these rows
+NEEDS_PERSON = {"awaiting-approval": "approve", "needs-human": "answer",
+                "escalated": "escalated", "unreadable": "unreadable"}
+#: the monitor's judgement (handoff/loop/monitor.py Decision.state) as the board names it
+_JUDGED = {"working": "working", "turn-ended": "turn ended", "ready": "starting",
+           "starting": "starting", "notified": "notified", "stalled": "stalled",
+           "waiting for permission": "dialog"}
+
+
+@dataclass(frozen=True)
+class Peer:
+    state: str = "-"
+    evidence: str = ""
+    time: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # the ticket directory: unique across repos
+    ticket: str
+    repo: str
+    phase: str
+    round: int
+    max_rounds: int
+    #: the time the current phase began (ISO 8601), "" when unknown
+    phase_since: str
+    last_event: str
+    peers: dict[str, Peer]
+    orchestrator: int | None
+    reason: str = ""
+
+    @property
+    def needs(self) -> str:
+        """What the person must do ('' when nothing): approve, answer, escalated, unreadable."""
+        return NEEDS_PERSON.get(self.phase, "")
+
+    @property
+    def repo_name(self) -> str:
+        return Path(self.repo).name if self.repo else "?"
+
+    def in_phase(self, now: datetime) -> str:
+        """How long the ticket has been in its phase: <1m, 12m, 3h05m, 2d04h (minutes at
+        most: a column of seconds redrawn each second costs the board 5% of a core)."""
+        try:
+            seconds = int((now - datetime.fromisoformat(self.phase_since)).total_seconds())
+        except ValueError:
+            return "-"
+        seconds = max(seconds, 0)
+        if seconds < 60:
+            return "<1m"
+        if seconds < 3600:
+            return f"{seconds // 60}m"
+        if seconds < 86400:
+            return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+@dataclass
+class Fold:
+    """What the board keeps of a ticket's events, built one event at a time."""
+
+    phase: str = ""
+    phase_since: str = ""
+    round: int = 0
+    last: str = ""
+    peers: dict[str, Peer] = field(default_factory=lambda: {r: Peer() for r in ROLES})
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind, role, when = str(event.get("kind", "")), str(event.get("role", "")), \
+            str(event.get("time", ""))
+        if isinstance(event.get("round"), int):
+            self.round = max(self.round, event["round"])
+        if kind == "created":
+            self.phase, self.phase_since = "awaiting-approval", when
+        elif kind == "phase":
+            self.phase, self.phase_since = str(event.get("to", "")), when
+            if self.phase == "closed":
+                self._all(Peer("gone", "the ticket was closed", when))
+        elif kind == "stopped" and event.get("by") == "hand":
+            self._all(Peer("stopped", "handoff stop: the peers' session was ended", when))
+        peer = _peer_of(kind, event, when)
+        if peer is not None and role in self.peers:
+            self.peers[role] = peer
+        self.last = describe(event).split("\n", 1)[0]
+
+    def _all(self, peer: Peer) -> None:
+        for role in self.peers:
+            self.peers[role] = peer
+
+
+def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
+    """The peer's state after one of its events (None: the event says nothing of it)."""
+    evidence = str(event.get("evidence", ""))
+    judged = str(event.get("state", ""))
+    if kind == "launch":
+        why = f" [{event['reason']}]" if event.get("reason") else ""
+        brief = Path(str(event.get("brief", ""))).name
+        return Peer("starting", f"launched {event.get('provider', '')} on {brief}{why}", when)
+    if kind == "peer":
+        return Peer(_name(judged), evidence, when)
+    if kind == "dialog":
+        return Peer("dialog", f"{evidence}; answered {judged} with "
+                              f"{'+'.join(event.get('keys', []))}", when)
+    if kind == "nudge":
+        return Peer("turn ended", f"{evidence}; nudged", when)
+    if kind == "escalate":
+        return Peer(_name(judged), f"{evidence}; handed to a person", when)
+    if kind == "death":
+        return Peer("dead", f"its process ended (exit {event.get('exit_status')}); relaunch "
+                            f"{event.get('relaunches')}", when)
+    if kind == "tmux" and judged == "server-gone":
+        return Peer("dead", f"the tmux server went away: {event.get('message', '')}", when)
+    if kind == "submission":
+        if event.get("accepted"):
+            return Peer("reported", f"report {event.get('report')} accepted", when)
+        return Peer("working", f"report {event.get('report')} rejected; told why", when)
+    if kind == "recycle":
+        if event.get("stage") == "stopped":
+            return Peer("stopped", f"stopped by the {event.get('by')}", when)
+        return Peer("starting", f"recycled by {event.get('by')}", when)
+    return None
+
+
+def _name(judged: str) -> str:
+    if judged.startswith("dialog"):
+        return "dialog"
+    if judged.startswith("blocked"):
+        return "blocked"
+    return _JUDGED.get(judged, judged or "?")
+
+
+@dataclass
+class _Tracked:
+    tdir: TicketDir
+    stamp: tuple[Any, ...] = ()
+    offset: int = 0
+    fold: Fold = field(default_factory=Fold)
+    row: Row | None = None
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Board:
+    """Every ticket under home (or of one repo key), kept up to date by `refresh`."""
+
+    def __init__(self, home: Path, repo_key: str | None = None) -> None:
+        self.home = home
+        self.repo_key = repo_key
+        self._tracked: dict[str, _Tracked] = {}
+        #: how many ticket reads the refreshes made: what `handoff watch` stays light by
+        self.reads = 0
+
+    def folders(self) -> list[Path]:
+        """What the watcher must watch: home (a new repo), each repo folder (a new ticket) and
+        each ticket folder (its state, events and lock). Only folders that exist."""
+        repos = [self.home / self.repo_key] if self.repo_key else \
+            sorted({t.tdir.path.parent for t in self._tracked.values()})
+        found = [self.home, *repos, *(t.tdir.path for t in self._tracked.values())]
+        return [f for f in found if f.is_dir()]
+
+    def _ticket_dirs(self) -> list[Path]:
+        if not self.home.is_dir():
+            return []
+        pattern = f"{self.repo_key}/*/state.json" if self.repo_key else "*/*/state.json"
+        return sorted(p.parent for p in self.home.glob(pattern))
+
+    def refresh(self) -> bool:
+        """Look at every ticket's files; read those that changed. True when a row changed,
+        a ticket came or went."""
+        changed = False
+        present = self._ticket_dirs()
+        keys = {str(p) for p in present}
+        for gone in set(self._tracked) - keys:
+            del self._tracked[gone]
+            changed = True
+        for path in present:
+            tracked = self._tracked.setdefault(str(path), _Tracked(TicketDir(path)))
+            tdir = tracked.tdir
+            stamp = (_stat(tdir.state_file), _stat(tdir.events.path), _stat(tdir.lock_file))
+            if stamp == tracked.stamp and tracked.row is not None:
+                continue
+            tracked.stamp = stamp
+            row = self._read(tracked)
+            if row != tracked.row:
+                tracked.row, changed = row, True
+        return changed
+
+    def recheck_orchestrators(self) -> bool:
+        """A killed orchestrator drops its lock without touching a file: ask the lock of each
+        ticket that claims a running one. True when one was found gone."""
+        changed = False
+        for tracked in self._tracked.values():
+            row = tracked.row
+            if row is not None and row.orchestrator is not None:
+                pid = holder(tracked.tdir.lock_file)
+                if pid != row.orchestrator:
+                    tracked.row, changed = replace(row, orchestrator=pid), True
+        return changed
+
+    def rows(self) -> list[Row]:
+        return [t.row for t in self._tracked.values() if t.row is not None]
+
+    def _read(self, tracked: _Tracked) -> Row:
+        self.reads += 1
+        tdir, fold = tracked.tdir, tracked.fold
+        tracked.offset = _fold_new_events(tdir.events.path, tracked.offset, fold)
+        pid = holder(tdir.lock_file)
+        try:
+            state = tdir.load()
+        except HandoffError as exc:
+            return Row(str(tdir.path), tdir.ticket, "", "unreadable", fold.round, 0,
+                       fold.phase_since, fold.last, dict(fold.peers), pid, exc.message)
+        since = fold.phase_since if fold.phase == state.phase else state.updated
+        return Row(str(tdir.path), state.ticket, state.repo, state.phase, state.round,
+                   state.max_rounds, since, fold.last, dict(fold.peers), pid, state.reason)
+
+
+def _fold_new_events(path: Path, offset: int, fold: Fold) -> int:
+    """Feed fold the whole lines added to the event log since offset; the new offset. A log
+    that shrank (replaced) is read from the start again into a fresh fold."""
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < offset:
+                offset = 0
+                fresh = Fold()
+                fold.__dict__.update(fresh.__dict__)
+            handle.seek(offset)
+            data = handle.read(size - offset)
+    except FileNotFoundError:
+        return 0
+    end = data.rfind(b"\n") + 1  # a line still being written waits for its newline
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue  # a torn line: `handoff log` names it, the board skips it
+        if isinstance(event, dict):
+            fold.feed(event)
+    return offset + end

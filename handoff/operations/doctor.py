@@ -1,0 +1,144 @@
+"""`handoff doctor` and the checks `start` runs first: what would make a peer hang or fail.
+
+One `Check` per line: OK, WARN or FAIL, with the fix. Nothing here writes into the user's
+files (Claude Code's ~/.claude.json, Codex's config.toml are only read).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from handoff import config as config_mod
+from handoff.config import Config
+from handoff.errors import HandoffError, MissingTool
+from handoff.machinery import tools
+from handoff.machinery.peers import allowlisted_env
+from handoff.providers import Check, Provider, get
+from handoff.role import ROLES
+
+
+def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
+    """The environment a peer of this provider would get (what its checks must look at)."""
+    names = (*provider.passthrough(dict(os.environ)), *cfg.env_allow)
+    return allowlisted_env({}, [n for n in names if provider.allowed(n)])
+
+
+def tool_checks() -> list[Check]:
+    found = []
+    for tool in tools.MINIMUM:
+        have = tools.version(tool)
+        problem = [p for p in tools.problems() if p.startswith(tool)]
+        if problem:
+            found.append(Check("FAIL", tool, problem[0], f"install or upgrade {tool}"))
+        else:
+            found.append(Check("OK", tool, f"{tool} {have[0]}.{have[1]}" if have else tool))
+    return found
+
+
+def state_check(home: Path) -> Check:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("FAIL", "state dir", f"{home} is not writable: {exc.strerror}",
+                     "set HANDOFF_HOME to a writable folder")
+    return Check("OK", "state dir", str(home))
+
+
+def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | None,
+                    probe: bool) -> list[Check]:
+    what = f"{role}: {provider.name}"
+    missing = provider.missing()
+    if missing:
+        return [Check("FAIL", what, missing, _install_hint(provider))]
+    version = provider.version() if probe else None
+    found = [Check("OK", what, f"{provider.executable()}"
+                   + (f" (version {version})" if version else ""))]
+    if probe:
+        problem = provider.flags_problem()
+        if problem:
+            found.append(Check("FAIL", f"{what} flags", problem,
+                               f"install a version of {provider.package or provider.name} "
+                               "that handoff knows (handoff providers lists them)"))
+    if repo is not None:
+        found += [Check(c.level, f"{role}: {c.what}", c.detail, c.fix)
+                  for c in provider.checks(repo, peer_env(provider, cfg))]
+    return found
+
+
+def _install_hint(provider: Provider) -> str:
+    if provider.package:
+        return f"npm install -g {provider.package}, or set roles.<role>.binary to its path"
+    return "check roles.<role> in .handoff.yaml"
+
+
+def run(home: Path, repo: Path | None) -> list[Check]:
+    """Every check, for `handoff doctor`."""
+    found = tool_checks()
+    found.append(state_check(home))
+    try:
+        cfg = config_mod.load(home, repo)
+    except HandoffError as exc:
+        found.append(Check("FAIL", "config", exc.message, exc.hint))
+        return found
+    found.append(Check("OK", "config", "valid" + (f" ({repo / config_mod.REPO_CONFIG})"
+                                                   if repo and (repo / config_mod.REPO_CONFIG)
+                                                   .is_file() else " (defaults)")))
+    for role in ROLES:
+        found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
+    return found
+
+
+def ready_to_start(cfg: Config, repo: Path) -> None:
+    """Refuse to start peers that would hang or die at once: the failing checks, with fixes."""
+    failing = [c for role in ROLES
+               for c in provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=False)
+               if c.level == "FAIL"]
+    if failing:
+        raise MissingTool("; ".join(f"{c.what}: {c.detail}" for c in failing),
+                          "; ".join(c.fix for c in failing if c.fix)
+                          + " (handoff doctor shows every check)")
+
+
+def exit_code(found: list[Check]) -> int:
+    return 1 if any(c.level == "FAIL" for c in found) else 0
+
+
+#: what each provider is proven to do, for `handoff providers` and the README
+SUPPORT = {
+    "claude": "full: tickets run end to end in CI against the real binary",
+    "codex": "full: tickets run end to end in CI against the real binary",
+    "gemini": "launch and start-up screens tested against the real binary",
+    "opencode": "launch and start-up screens tested against the real binary",
+    "command": "any argv template; needs roles.<role>.command",
+    "scripted": "built in: acts from the plan's handoff-script blocks (demo, tests)",
+}
+
+
+def provider_rows(cfg: Config) -> list[dict[str, object]]:
+    """Every provider: installed where, which version, which roles of this config use it."""
+    from handoff.providers import REGISTRY
+
+    rows: list[dict[str, object]] = []
+    for name, cls in REGISTRY.items():
+        roles = [r for r in ROLES if cfg.roles[r].provider == name]
+        provider = get(cfg.roles[roles[0]]) if roles else cls()
+        path = provider.executable() if name != "command" or roles else None
+        rows.append({"provider": name, "path": path, "installed": path is not None,
+                     "version": provider.version() if path else None, "roles": roles,
+                     "support": SUPPORT.get(name, "")})
+    return rows
+
+
+def pick() -> tuple[str, str, list[str]]:
+    """Providers for `handoff init`: the implementer from the first installed CLI; the
+    reviewer from another one when there is one (a second model family reviews better)."""
+    from handoff.providers import PREFERENCE, known
+
+    installed = [name for name in PREFERENCE if known(name)().executable() is not None]
+    if not installed:
+        return "scripted", "scripted", installed
+    return installed[0], (installed[1] if len(installed) > 1 else installed[0]), installed

@@ -1,0 +1,456 @@
+"""What a person does to a ticket, as plain functions: create, approve, answer, recycle, stop,
+close, carry on with more rounds. The CLI and the board call these and render their results;
+where a ticket stands (`status`) is read by handoff.operations.standing.
+"""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff import config as config_mod
+from handoff.errors import Busy, MissingTool, UsageError
+from handoff.inputs import need_folder
+from handoff.loop import notify
+from handoff.loop.gate import end_left
+from handoff.loop.orchestrator import Orchestrator, gate_note
+from handoff.loop.workspace import Workspace
+from handoff.machinery import tools
+from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
+from handoff.machinery.repo import Repo
+from handoff.machinery.tmux import Tmux, socket_name
+from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
+from handoff.operations.doctor import ready_to_start
+from handoff.operations.standing import find_ticket, recovered_state
+from handoff.protocol import plan as plan_mod
+from handoff.protocol import reports
+from handoff.protocol.reports import Finding
+from handoff.record.lock import TicketLock, holder
+from handoff.record.store import atomic_write, keep_private, private_dir, validate_ticket_id
+from handoff.record.ticket import FINISHED, State, TicketDir, ticket_dir
+from handoff.role import check_role
+
+
+@dataclass(frozen=True)
+class NewTicket:
+    ticket: str
+    repo: Path
+    plan_text: str
+    summary: str = ""
+    base: str = "HEAD"
+    max_rounds: int | None = None
+    socket: str | None = None
+
+
+def create(home: Path, new: NewTicket) -> Workspace:
+    """Validate everything, then write the ticket directory (phase awaiting-approval)."""
+    ticket = validate_ticket_id(new.ticket)
+    keep_private()
+    too_old = tools.problems()
+    if too_old:
+        raise MissingTool("; ".join(too_old), "install or upgrade it, then run the command again")
+    repo = Repo.at(new.repo)
+    need_folder(repo.top / WORKTREES_DIR / ticket, repo.top, "for the ticket's worktrees")
+    cfg = config_mod.load(home, repo.top)
+    plan = plan_mod.parse(new.plan_text, "the plan")
+    ready_to_start(cfg, repo.top)
+    tmux = Tmux(new.socket or socket_name(), home)
+    base_commit = repo.resolve(new.base)
+    tdir = ticket_dir(home, repo.key, ticket)
+    if tdir.state_file.exists():
+        phase = tdir.load().phase
+        raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
+                         f"continue it with 'handoff resume {ticket}', or pick a new id")
+    refuse_stale(tdir)
+    max_rounds = new.max_rounds or cfg.max_rounds
+    if max_rounds < 1:
+        raise UsageError("--max-rounds must be at least 1")
+    for folder in (home, tdir.path.parent, tdir.path):  # the user's alone, whatever the umask
+        private_dir(folder)
+    title = new.summary or _title(plan.text) or f"Ticket {ticket}"
+    atomic_write(tdir.ticket_md, f"# {ticket}\n\n{title.strip()}\n")
+    atomic_write(tdir.plan_md, plan.text)
+    state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
+                  base_commit=base_commit, socket=tmux.socket,
+                  session=session_name(ticket, repo.key), max_rounds=max_rounds,
+                  max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches)
+    tdir.save(state)
+    tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
+    return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
+
+
+def refuse_stale(tdir: TicketDir) -> None:
+    """A folder with files but no state.json is the record of an earlier ticket (its state was
+    removed or lost): a new ticket there would take the old reports as its own. Refused, and
+    nothing is moved or deleted: the person decides what the old record is worth."""
+    if not tdir.path.is_dir():
+        return
+    entries = sorted(p.name for p in tdir.path.iterdir())
+    if not entries:
+        return
+    shown = ", ".join(entries[:5]) + (", …" if len(entries) > 5 else "")
+    backup = " (state.json.bak may hold its state: copy it to state.json to carry it on)" \
+        if tdir.backup_file.exists() else ""
+    raise UsageError(
+        f"the folder of ticket {tdir.ticket}, {tdir.path}, holds an earlier record "
+        f"({len(entries)} entries: {shown}) but no state.json",
+        f"handoff deletes nothing: move it aside (mv '{tdir.path}' '{tdir.path}.old') or pick "
+        f"another id{backup}")
+
+
+def _title(text: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return ""
+
+
+def approve(ws: Workspace) -> State:
+    state = ws.state()
+    if state.phase != "awaiting-approval":
+        return state
+    state.round = 1
+    ws.tdir.move(state, "implementing", "plan approved")
+    return state
+
+
+def ask_for_approval(ws: Workspace) -> None:
+    """Nobody answered the approval prompt (no terminal): the person is told the plan waits."""
+    state = ws.state()
+    notify.approval_wanted(state, ws.config.notify, ws.repo.top, lambda kind, **fields: (
+        ws.tdir.events.append(kind, round=state.round, **fields)))
+
+
+def open_ticket(home: Path, ticket: str, repo: Path | None) -> Workspace:
+    """Find a ticket: in the given or current repo first, else anywhere if the id is unique."""
+    return Workspace.open(home, find_ticket(home, ticket, repo))
+
+
+def restore_state(tdir: TicketDir, rebuild: bool) -> str:
+    """Before resume or close: put a readable state.json back when it is damaged, from
+    state.json.bak or (rebuild: for close only) from the event log; the damaged file is kept as
+    state.json.corrupt-N. Returns what was done ('' when state.json was fine)."""
+    found = recovered_state(tdir)
+    if found.source == "state.json":
+        return ""
+    if found.source == "events.jsonl" and not rebuild:
+        raise UsageError(f"{found.problem}, and state.json.bak cannot be read either",
+                         "the loop cannot carry on from the event log alone: 'handoff close "
+                         f"{tdir.ticket}' ends the ticket (its branch and record are kept)")
+    kept = tdir.set_aside() if tdir.state_file.exists() else None
+    tdir.save(found.state)
+    tdir.events.append("state-restored", round=found.state.round, source=found.source,
+                       kept=kept.name if kept else "", problem=found.problem)
+    return (f"{found.problem}: restored it from {found.source}"
+            + (f"; the damaged file is kept as {kept.name}" if kept else ""))
+
+
+def torn_note(tdir: TicketDir) -> str:
+    """A word on unreadable lines of events.jsonl (a torn last line after a crash)."""
+    _, bad = tdir.events.read()
+    if not bad:
+        return ""
+    return (f"events.jsonl has {len(bad)} unreadable line(s) (line {', '.join(map(str, bad[:5]))})"
+            ": skipped, every other event is kept")
+
+
+def _gone_note(ws: Workspace) -> str:
+    if not ws.repo_gone:
+        return ""
+    return (f"the repository {ws.repo.top} is gone, and the ticket's worktrees and branch with "
+            f"it; the record stays in {ws.tdir.path}")
+
+
+def run_in_window(ws: Workspace) -> str:
+    """Run the orchestrator in the ticket's tmux window, so it outlives this terminal."""
+    state = ws.state()
+    peers = ws.peers(state)
+    argv = with_env(ws.orchestrator_env(), self_argv(
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"))
+    pane = peers.pane(ORCHESTRATOR_WINDOW)
+    if pane is None and not peers.tmux.has_session(state.session):
+        peers.ensure_session(ws.repo.top, argv)
+    elif pane is None:
+        peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
+    else:
+        peers.tmux.respawn(pane.id, argv, ws.repo.top)
+    return state.session
+
+
+def answer(ws: Workspace, text: str) -> Path:
+    state = ws.state()
+    if state.phase != "needs-human":
+        raise UsageError(f"{state.ticket} is not waiting for a person (phase {state.phase})")
+    if not text.strip():
+        raise UsageError("the answer is empty")
+    number = state.answers_used + 1
+    path = ws.tdir.answer(number)
+    atomic_write(path, text.strip() + "\n")
+    ws.tdir.events.append("answer", round=state.round, role="human", file=path.name)
+    return path
+
+
+def answer_ticket(home: Path, ticket: str, repo: Path | None, text: str) -> tuple[Path, bool]:
+    """`handoff answer`: file the answer, and start the orchestrator again (in its tmux window)
+    when none runs to pass it on. (where it was filed, whether the orchestrator was started)"""
+    ws = open_ticket(home, ticket, repo)
+    path = answer(ws, text)
+    if orchestrator_running(ws) is not None:
+        return path, False
+    run_in_window(ws)
+    return path, True
+
+
+def orchestrator_running(ws: Workspace) -> int | None:
+    return holder(ws.tdir.lock_file)
+
+
+def ensure_idle(ws: Workspace) -> None:
+    """Refuse to start a second orchestrator (the lock would refuse it too, but later)."""
+    _ensure_idle(ws.tdir)
+
+
+def _ensure_idle(tdir: TicketDir) -> None:
+    pid = holder(tdir.lock_file)
+    if pid is not None:
+        raise Busy(f"an orchestrator (pid {pid}) is already running {tdir.ticket}",
+                   f"watch it with 'handoff attach {tdir.ticket}', or 'handoff stop' it")
+
+
+def ensure_resumable(ws: Workspace) -> None:
+    """A finished ticket has nothing to resume: say so rather than start an orchestrator
+    that ends at once in a fresh session."""
+    state = ws.state()
+    if state.phase == "closed":
+        raise UsageError(f"{state.ticket} is closed, nothing to resume",
+                         f"its record stays in {ws.tdir.path}; to work on it again, start a "
+                         "new ticket")
+    if state.phase in FINISHED and ws.tdir.final_report.exists():
+        raise UsageError(f"{state.ticket} has {state.phase}, nothing to resume",
+                         f"its final report is {ws.tdir.final_report}; 'handoff close "
+                         f"{state.ticket}' removes its worktrees")
+
+
+def open_to_resume(home: Path, ticket: str, repo: Path | None,
+                   more_rounds: int | None = None) -> tuple[Workspace, list[str]]:
+    """A ticket ready for `resume`: no orchestrator running, a readable state.json (put back
+    from state.json.bak if need be) and something left to do; the notes say what was mended.
+    more_rounds: first give an escalated ticket that many more rounds (`more_rounds`)."""
+    tdir = find_ticket(home, ticket, repo)
+    if more_rounds is not None:
+        _check_more_rounds(tdir, more_rounds)  # before anything is mended or started
+    _ensure_idle(tdir)
+    notes = [note for note in (restore_state(tdir, rebuild=False), torn_note(tdir)) if note]
+    ws = Workspace.open(home, tdir)
+    if more_rounds is not None:
+        notes.append(extend(ws, more_rounds))
+    ensure_resumable(ws)
+    return ws, notes
+
+
+def _check_more_rounds(tdir: TicketDir, more: int) -> None:
+    """The refusals that need no lock: a count below one, a ticket that is not escalated."""
+    if more < 1:
+        raise UsageError(f"--more-rounds must be at least 1 (got {more})",
+                         f"handoff resume {tdir.ticket} --more-rounds 1")
+    phase = recovered_state(tdir).state.phase
+    if phase == "escalated":
+        return
+    hint = {"passed": f"it passed: 'handoff finish {tdir.ticket}' merges it, 'handoff close "
+                      f"{tdir.ticket}' ends it",
+            "closed": "it is closed: start a new ticket to work on it again",
+            "needs-human": f"it waits for a person: 'handoff answer {tdir.ticket} TEXT'",
+            "awaiting-approval": f"its plan waits for approval: 'handoff resume {tdir.ticket} "
+                                 "--yes'"}.get(phase, f"it is still running: 'handoff status "
+                                                      f"{tdir.ticket}' shows where it stands")
+    raise UsageError(f"{tdir.ticket} is {phase}, not escalated: --more-rounds only carries on a "
+                     "ticket that stopped at its round or gate limit", hint)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The limit an escalated ticket stopped at, and what its next round must be told."""
+
+    name: str  # "max-rounds" or "max-gate-bounces"
+    findings: list[Finding]
+    notes: list[tuple[str, str]]
+
+
+def bound_hit(ws: Workspace, state: State) -> Bound | None:
+    """Which limit stopped the ticket, read from its state and its last round's record;
+    None when it escalated for another reason (the same must-fix came back)."""
+    n = str(state.round)
+    if state.gates.get(n) == "fail" and state.gate_bounces >= state.max_gate_bounces:
+        return Bound("max-gate-bounces", [], [_last_gate_note(ws, state)])
+    if state.verdicts.get(n) not in (None, "pass") and state.reviews >= state.max_rounds:
+        earlier = {key for r, keys in state.findings.items() if r != n for key in keys}
+        if earlier & set(state.findings.get(n, [])):
+            return None  # judge escalated for the repeat first: no limit was reached
+        report, _ = reports.parse(ws.tdir.report("reviewer", state.round).read_text(
+            encoding="utf-8"), "reviewer")
+        return Bound("max-rounds", list(report.must_fix) if report else [], [])
+    return None
+
+
+def _last_gate_note(ws: Workspace, state: State) -> tuple[str, str]:
+    """The note the failed gate would have sent had it not escalated, from its log
+    (`$ command`, `# cwd`, the output, `# summary`)."""
+    log = ws.tdir.gate_log(state.round)
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    summary = lines[-1][2:] if lines and lines[-1].startswith("# ") else "the gate failed"
+    return gate_note(summary, state.commit_of(state.round), log, "\n".join(lines[2:-1]))
+
+
+def extend(ws: Workspace, more: int, by: str = "hand") -> str:
+    """Carry an escalated ticket on for `more` rounds: every limit gets room for that many more
+    rounds from where the ticket stands, and the next round starts as a normal one would, its
+    brief carrying the open findings (or the gate failure). The escalated final report is kept
+    as final-report.escalated-N.md. Returns a note saying what was done."""
+    tdir = ws.tdir
+    _check_more_rounds(tdir, more)
+    with TicketLock(tdir.lock_file):  # no orchestrator may start while the limits change
+        state = ws.state()
+        bound = bound_hit(ws, state)
+        if bound is None:
+            raise UsageError(
+                f"{state.ticket} escalated without reaching a limit ({state.reason}): "
+                "--more-rounds raises its round and gate limits, and neither was reached",
+                f"read {tdir.final_report}; start a new ticket from its branch "
+                f"{state.branch or branch_name(state.ticket)}, or 'handoff close "
+                f"{state.ticket}'")
+        before = {"max_rounds": state.max_rounds, "max_gate_bounces": state.max_gate_bounces}
+        state.max_rounds = max(state.max_rounds, state.reviews + more)
+        state.max_gate_bounces = max(before["max_gate_bounces"], state.gate_bounces + more)
+        tdir.save(state)
+        kept = tdir.path / f"final-report.escalated-{state.round}.md"
+        if tdir.final_report.exists():
+            tdir.final_report.replace(kept)
+        tdir.events.append("more-rounds", round=state.round, by=by, user=_user(), more=more,
+                           bound=bound.name, before=before,
+                           after={"max_rounds": state.max_rounds,
+                                  "max_gate_bounces": state.max_gate_bounces},
+                           final_report=kept.name if kept.exists() else "")
+        Orchestrator(ws).next_round(bound.findings, bound.notes)
+    return (f"{state.ticket} had stopped at {bound.name}; {more} more round(s): max-rounds "
+            f"{before['max_rounds']} -> {state.max_rounds}, max-gate-bounces "
+            f"{before['max_gate_bounces']} -> {state.max_gate_bounces}; round {state.round + 1} "
+            "starts with the open findings")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): the event says "hand"
+        return ""
+
+
+def recycle(ws: Workspace, role: str) -> Path:
+    """Kill the role's CLI and start it fresh on its current brief (transcript kept)."""
+    check_role(role)
+    state = ws.state()
+    working = {"implementer": "implementing", "reviewer": "reviewing"}[role]
+    if state.phase != working:
+        raise UsageError(f"the {role} of {state.ticket} has no work in progress "
+                         f"(phase {state.phase}); there is nothing to recycle",
+                         "recycle a peer while it works on its round")
+    brief = ws.latest_brief(role)
+    if brief is None:
+        raise UsageError(f"the {role} has not been briefed yet", "wait for its first round")
+    if not ws.peers(state).tmux.has_session(state.session):
+        raise UsageError(f"the peers of {state.ticket} are not running",
+                         f"start them with 'handoff resume {state.ticket}'")
+    made = ws.ensure_worktree(state, role)
+    if made:
+        ws.tdir.events.append("worktree", round=state.round, role=role, **made)
+    ws.launch(state, role, brief)
+    ws.tdir.events.append("recycle", round=state.round, role=role, by="hand", brief=str(brief))
+    return brief
+
+
+def stop_ticket(home: Path, ticket: str, repo: Path | None) -> dict[str, Any]:
+    """`handoff stop` from the ticket directory alone: state.json may be unreadable (the backup
+    or the event log says where the peers run) and the repo may be gone."""
+    tdir = find_ticket(home, ticket, repo)
+    found = recovered_state(tdir)
+    ws = Workspace.open(home, tdir, found.state, repo_may_be_gone=True)
+    result = stop(ws, found.state)
+    result["notes"] = [note for note in (found.note, _gone_note(ws)) if note]
+    return result
+
+
+def stop(ws: Workspace, state: State | None = None) -> dict[str, Any]:
+    """Stop the orchestrator and the peers; everything stays on disk for 'handoff resume'.
+    state: the recovered state when state.json cannot be read."""
+    state = state or ws.state()
+    pid = ws.stop_orchestrator()
+    end_left(ws.tdir, state.round, "handoff stop")  # a gate a killed orchestrator left running
+    peers = ws.peers(state)
+    # with the repo gone its config is too: which CLI a pane runs is unknown, so no keys
+    polite = () if ws.repo_gone else ("implementer", "reviewer")
+    left = [role for role in polite if peers.leave(ws.provider(role), role)]
+    captured = []
+    for role in ("implementer", "reviewer"):
+        transcript = ws.transcript_for(state, role)
+        if peers.capture(role, transcript):
+            ws.keep_session(state, role, transcript)
+            captured.append(role)
+    stopped = peers.stop()
+    ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid, exited=left,
+                          session=stopped)
+    return {"orchestrator": pid, "session": stopped, "transcripts": captured, "exited": left}
+
+
+def close_ticket(home: Path, ticket: str, repo: Path | None, keep_worktrees: bool = False,
+                 force: bool = False) -> tuple[Workspace, dict[str, Any]]:
+    """`handoff close` from the ticket directory alone: a damaged state.json is put back from
+    its backup (or the event log) first, and a repo that is gone has no worktrees to remove."""
+    tdir = find_ticket(home, ticket, repo)
+    restored = restore_state(tdir, rebuild=True)
+    ws = Workspace.open(home, tdir, repo_may_be_gone=True)
+    result = close(ws, keep_worktrees=keep_worktrees, force=force)
+    result["notes"] = [note for note in (restored, _gone_note(ws)) if note] + [
+        f"{path} was left in place: it is not a worktree handoff made" for path in result["left"]]
+    return ws, result
+
+
+def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> dict[str, Any]:
+    """Stop everything, remove the worktrees (never silently losing work), keep the branch.
+    With the repo gone there is nothing left to remove: the peers are stopped, the record kept."""
+    state = ws.state()
+    wt = ws.worktrees
+    keep_worktrees = keep_worktrees or ws.repo_gone
+    if not keep_worktrees and not force:
+        wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
+    stopped = stop(ws) if state.phase != "closed" else {}
+    kept: Path | None = None
+    if force and not keep_worktrees:
+        # --force consents to removing the work, yet a patch of it costs nothing to keep
+        kept = ws.tdir.path / "transcripts" / "implementer-discarded-at-close.patch"
+        if not wt.save_scratch(wt.path("implementer"), kept):
+            kept = None
+    scratch = ws.tdir.path / "transcripts" / "reviewer-scratch-close.patch"
+    removed = [] if keep_worktrees else wt.remove_all(force=force, reviewer_scratch=scratch)
+    # what was not handoff's worktree stays where it is, and is named
+    left = [] if keep_worktrees else [str(p) for p in wt.left()]
+    state = ws.state()
+    ws.tdir.move(state, "closed", removed=removed, kept_worktrees=keep_worktrees, left=left,
+                 repo_gone=ws.repo_gone)
+    return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
+            "stopped": stopped, "discarded_work": str(kept) if kept else None, "left": left,
+            "repo_gone": ws.repo_gone}
+
+
+def attach_argv(ws: Workspace, role: str | None) -> list[str]:
+    state = ws.state()
+    tmux = Tmux(state.socket, ws.home)
+    if not tmux.has_session(state.session):
+        raise UsageError(f"the peers of {state.ticket} are not running",
+                         f"start them with 'handoff resume {state.ticket}'")
+    if role is not None:
+        pane = ws.peers(state).pane(role if role != "orchestrator" else ORCHESTRATOR_WINDOW)
+        if pane is None:
+            raise UsageError(f"{state.ticket} has no {role} window yet")
+        tmux.bring_forward(pane.id)
+    return tmux.attach_argv(f"={state.session}")

@@ -1,0 +1,129 @@
+"""Events as one line of text each: shared by `handoff log`, foreground progress and the demo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from handoff.loop.usage import Usage, short
+from handoff.machinery.repo import short_sha
+
+
+def describe(event: dict[str, Any]) -> str:
+    kind, role = str(event.get("kind", "?")), str(event.get("role", ""))
+    n = event.get("round", 0)
+    time = str(event.get("time", ""))[11:19]
+    who = f"{role} " if role else ""
+    text = _TEXT.get(kind, _generic)(event)
+    return f"{time}  r{n}  {who}{text}".rstrip()
+
+
+def _generic(event: dict[str, Any]) -> str:
+    extra = {k: v for k, v in event.items() if k not in ("time", "kind", "round", "role")}
+    return f"{event.get('kind')} {extra}" if extra else str(event.get("kind"))
+
+
+def _phase(event: dict[str, Any]) -> str:
+    reason = f" ({event['reason']})" if event.get("reason") else ""
+    return f"phase {event.get('from')} → {event.get('to')}{reason}"
+
+
+def _verdict(event: dict[str, Any]) -> str:
+    text = f"verdict {str(event.get('verdict', '?')).upper()} at {short_sha(str(event.get('commit')))}"
+    for finding in event.get("must_fix", [])[:3]:
+        text += f"\n      must-fix {finding}"
+    return text
+
+
+def _submission(event: dict[str, Any]) -> str:
+    if event.get("accepted"):
+        said = event.get("status") or event.get("verdict") or ""
+        commit = short_sha(str(event.get("commit") or ""))
+        return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
+    return f"report rejected: {event.get('report')}: " + "; ".join(event.get("problems", []))
+
+
+def _gate(event: dict[str, Any]) -> str:
+    if event.get("result") == "running":
+        return f"gate running {' '.join(event.get('command', []))}"
+    return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
+
+
+def _usage(event: dict[str, Any]) -> str:
+    source = f" — {_name(event['source'])}" if event.get("source") else ""
+    return f"used {short(Usage.of(event))}{source}"
+
+
+def _budget(event: dict[str, Any]) -> str:
+    if event.get("over") == "cost_usd":
+        return f"over budget: ${event.get('total')} spent, the budget is ${event.get('limit')}"
+    total, limit = event.get("total"), event.get("limit")
+    shown = [f"{n:,}" if isinstance(n, int) else str(n) for n in (total, limit)]
+    return f"over budget: {shown[0]} tokens used, the budget is {shown[1]}"
+
+
+def _worktree(event: dict[str, Any]) -> str:
+    done = "worktree made again" if event.get("created") else "worktree checked"
+    if event.get("displaced"):
+        done += f" (what stood there was moved aside to {event['displaced']})"
+    if event.get("setup"):
+        done += "; its setup ran"
+    return f"{done}: {event.get('path')}"
+
+
+_TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "created": lambda e: f"ticket created at base {short_sha(str(e.get('base_commit')))}",
+    "phase": _phase,
+    "launch": lambda e: "launched"
+    + (f" ({e['provider']})" if e.get("provider") else "")
+    + (f" on {_name(e['brief'])}" if e.get("brief") else "")
+    + (f" [{e['reason']}]" if e.get("reason") else ""),
+    "brief": lambda e: f"briefed with {_name(e.get('brief'))} (by {e.get('by')})",
+    "recycle": lambda e: f"recycled by {e.get('by')}",
+    "submitted": lambda e: f"filed {e.get('report')}",
+    "submission": _submission,
+    "gate": _gate,
+    "verdict": _verdict,
+    "death": lambda e: f"died (exit {e.get('exit_status')}); relaunch {e.get('relaunches')}",
+    "final-report": lambda e: f"final report written: {e.get('outcome')}",
+    "answer": lambda e: f"answered ({e.get('file')})",
+    "error": lambda e: f"orchestrator stopped on an error in {e.get('phase')}: {e.get('message')}",
+    "stopped": lambda e: "stopped" + (f" by {e['by']}" if e.get("by") else ""),
+    "orchestrator": lambda e: f"orchestrator running (pid {e.get('pid')})",
+    "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
+    "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
+    "peer": lambda e: f"is {e.get('state')} — {e.get('evidence')}",
+    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(e.get('keys', []))}: "
+                        f"{e.get('answered')} — {e.get('evidence')}",
+    "nudge": lambda e: f"nudged ({'taken' if e.get('delivered') else 'NOT taken: ' + str(e.get('why'))})"
+                       f" — {e.get('evidence')}",
+    "escalate": lambda e: f"needs a person: {e.get('state')} — {e.get('evidence')}\n"
+                          f"      fix: {e.get('fix')}\n      screen: transcripts/{e.get('screen')}",
+    "answer-passed-on": lambda e: "told the answer" if e.get("delivered")
+    else f"could not be told the answer ({e.get('why')}): restarted",
+    "tmux": lambda e: f"tmux {e.get('state')}" + (f": {e['message']}" if e.get("message") else "")
+    + (f" again after {e['after']:.0f}s" if isinstance(e.get("after"), (int, float)) else "")
+    + (f"; giving up after {e['patience']:.0f}s" if isinstance(e.get("patience"), (int, float))
+       else ""),
+    "state-restored": lambda e: f"state.json restored from {e.get('source', 'its backup')}"
+    + (f"; the damaged file kept as {e['kept']}" if e.get("kept") else ""),
+    "worktree": _worktree,
+    "usage": _usage,
+    "budget": _budget,
+    "more-rounds": lambda e: f"{e.get('more')} more round(s) given by {e.get('user') or e.get('by')}"
+                             f" (stopped at {e.get('bound')})",
+    "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
+                        f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
+    "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
+    "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
+    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"
+    if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "
+                         "notifier or notify command took it)",
+    "notify-failed": lambda e: f"could not tell the person ({e.get('notice')}) by "
+                               f"{e.get('channel')}: {e.get('reason')}",
+}
+
+
+def _name(path: Any) -> str:
+    text = str(path or "")
+    return "/".join(text.split("/")[-2:])

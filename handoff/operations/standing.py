@@ -1,0 +1,193 @@
+"""Where a ticket stands, read from its directory alone: the rows of `handoff status`, and its
+state recovered whatever happened to state.json.
+
+It reads files and the lock's holder only, never tmux or git (except to find the repository
+named by --repo): `handoff status` runs often, in scripts and prompts, and must start fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import HandoffError, NotFound, UsageError
+from handoff.loop import usage
+from handoff.machinery.repo import Repo
+from handoff.machinery.watch import Watcher
+from handoff.record.lock import holder
+from handoff.record.store import repo_key, validate_ticket_id
+from handoff.record.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
+
+
+def find_ticket(home: Path, ticket: str, repo: Path | None) -> TicketDir:
+    """A ticket's directory: in the given or current repo first, else anywhere if the id is
+    unique. Only the directory is looked at, so this works with an unreadable state.json and
+    with the repo gone (a deleted --repo is matched by the key it had)."""
+    validate_ticket_id(ticket)
+    key = _key_of(repo)
+    if key is not None:
+        tdir = ticket_dir(home, key, ticket)
+        if tdir.state_file.exists():
+            return tdir
+    return find(home, ticket)
+
+
+def _key_of(repo: Path | None) -> str | None:
+    """The repo key of --repo (or of the repo here); None when here is no repo."""
+    if repo is not None and not repo.exists():
+        top = repo.expanduser().resolve()
+        return repo_key(top / ".git", top)  # deleted: the key it had as a plain checkout
+    try:
+        return Repo.at(repo or Path.cwd()).key
+    except FileNotFoundError:  # the shell sits in a deleted folder (e.g. the deleted repo)
+        return None
+    except (UsageError, NotFound):
+        if repo is not None:
+            raise
+        return None
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """A ticket's state as far as its directory still tells it, and where it came from."""
+
+    state: State
+    #: "state.json", "state.json.bak" or "events.jsonl"
+    source: str
+    #: why state.json could not be used
+    problem: str = ""
+
+    @property
+    def note(self) -> str:
+        if self.source == "state.json":
+            return ""
+        used = "the last state handoff wrote" if self.source == "state.json.bak" else \
+            "what the event log records: repo, session, phase, round"
+        return f"{self.problem}; using {self.source} ({used})"
+
+
+def recovered_state(tdir: TicketDir) -> Recovered:
+    """The state for the commands that must work whatever happened to state.json (stop, and
+    close after restore_state): state.json, else state.json.bak, else events.jsonl."""
+    try:
+        return Recovered(tdir.load(), "state.json")
+    except HandoffError as exc:
+        problem = exc.message
+    try:
+        return Recovered(tdir.load_backup(), "state.json.bak", problem)
+    except HandoffError:
+        return Recovered(state_from_events(tdir), "events.jsonl", problem)
+
+
+def state_from_events(tdir: TicketDir) -> State:
+    """What events.jsonl tells of a ticket: enough to find and stop its peers and to close it,
+    not to carry its loop on (accepted commits and verdicts are not rebuilt)."""
+    # only for a ticket whose state.json and backup are both gone: their modules start tmux's
+    # and git's libraries, which `status` does without
+    from handoff.machinery.peers import session_name
+    from handoff.machinery.tmux import socket_name
+    from handoff.machinery.worktrees import branch_name
+
+    events, _ = tdir.events.read()
+
+    def last(kind: str) -> dict[str, Any]:
+        return next((e for e in reversed(events) if e.get("kind") == kind), {})
+
+    created, session, moved = last("created"), last("session"), last("phase")
+    key = tdir.path.parent.name
+    state = State(ticket=tdir.ticket, repo=str(created.get("repo") or ""), repo_key=key,
+                  base=str(created.get("base") or "HEAD"),
+                  base_commit=str(created.get("base_commit") or ""),
+                  socket=str(session.get("socket") or socket_name()),
+                  session=str(session.get("session") or session_name(tdir.ticket, key)),
+                  round=max((e["round"] for e in events if isinstance(e.get("round"), int)),
+                            default=0))
+    if moved.get("to") in PHASES:
+        state.phase = str(moved["to"])
+    if last("worktrees"):
+        state.branch = branch_name(tdir.ticket)
+    return state
+
+
+def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
+    """The ticket's events after the first `seen`, as they are written, for good (`log
+    --follow`: the person ends it). It wakes on the directory's changes, and looks once a
+    second besides, so a change the watch missed is late, never lost."""
+    with Watcher([tdir.path]) as watcher:
+        while True:
+            watcher.wait(1.0)
+            events, _ = tdir.events.read()
+            yield from events[seen:]
+            seen = len(events)
+
+
+def status_row(tdir: TicketDir) -> dict[str, Any]:
+    state = tdir.load()
+    pid = holder(tdir.lock_file)
+    return {
+        "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
+        "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
+        "branch": state.branch, "commit": state.last_commit(), "reason": state.reason,
+        "orchestrator": pid, "session": state.session, "socket": state.socket,
+        "updated": state.updated, **last_run(tdir, state, pid),
+    }
+
+
+def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
+    """How the ticket's orchestrator stands, from its events: `run` is running, finished,
+    not started, crashed (its last error is shown), stopped or died (it left no word: a kill -9
+    or a lost machine); `hint` is what a person does next."""
+    events, bad = tdir.events.read()
+    starts = [i for i, e in enumerate(events) if e.get("kind") == "orchestrator"]
+    since = events[starts[-1] + 1:] if starts else []
+    error = next((e for e in reversed(since) if e.get("kind") == "error"), None)
+    if pid is not None:
+        run = "running"
+    elif state.phase in FINISHED:
+        run = "finished"
+    elif not starts:
+        run = "not started"
+    elif error is not None:
+        run = "crashed"
+    elif any(e.get("kind") == "stopped" for e in since):
+        run = "stopped"
+    else:
+        run = "died"
+    hint = ""
+    if run not in ("running", "finished"):
+        hint = {"awaiting-approval": f"handoff resume {state.ticket} --yes",
+                "needs-human": f"handoff answer {state.ticket} TEXT"}.get(
+                    state.phase, f"handoff resume {state.ticket}")
+    elif run == "finished":
+        hint = {"passed": f"handoff finish {state.ticket} (merges it) or handoff close "
+                          f"{state.ticket}",
+                "escalated": f"handoff resume {state.ticket} --more-rounds 1 (at a round or "
+                             f"gate limit) or handoff close {state.ticket}"}.get(state.phase, "")
+    spent = usage.totals(events)
+    return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
+            "events_skipped": len(bad), "usage": usage.status_fields(spent) if spent else None}
+
+
+def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
+    if ticket is not None:
+        return [_row_or_problem(find_ticket(home, ticket, repo))]
+    return [_row_or_problem(t) for t in all_tickets(home)]
+
+
+def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
+    """One broken ticket directory must not hide all the others from `status`."""
+    try:
+        return status_row(tdir)
+    except HandoffError as exc:
+        found = recovered_state(tdir)
+        return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
+                "round": found.state.round, "reviews": 0, "gate_bounces": 0,
+                "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
+                "orchestrator": holder(tdir.lock_file), "session": found.state.session,
+                "socket": found.state.socket, "updated": "", "run": "unknown",
+                "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,
+                "hint": f"{found.source} says phase {found.state.phase}, round "
+                        f"{found.state.round}: 'handoff resume {tdir.ticket}' or 'handoff close "
+                        f"{tdir.ticket}' restores it; 'handoff stop' and 'log' work as they are"}

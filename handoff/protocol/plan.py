@@ -1,0 +1,94 @@
+"""The approved plan: what to do, how to verify it, and (for the scripted agent) how to act.
+
+A plan is Markdown, optionally with YAML frontmatter:
+
+    ---
+    test: python -m pytest -q          # the verification command (gate + implementer)
+    review:                            # the reviewer's test commands (default: [test])
+      - python -m pytest -q
+    ---
+
+Fenced blocks tagged `handoff-script` carry machine-readable per-round actions that the
+built-in scripted agent performs; real CLIs read them as plain text.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from handoff.errors import UsageError
+from handoff.inputs import PLAN_LIMIT
+from handoff.protocol.frontmatter import FrontmatterError, split
+
+SCRIPT_BLOCK = re.compile(r"^```handoff-script[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+Argv = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    text: str
+    test: Argv | None = None
+    review: tuple[Argv, ...] = ()
+    scripts: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def review_commands(self) -> tuple[Argv, ...]:
+        if self.review:
+            return self.review
+        return (self.test,) if self.test else ()
+
+
+def _argv(source: str, key: str, value: Any) -> Argv:
+    if isinstance(value, str):
+        try:
+            parts = shlex.split(value)
+        except ValueError as exc:
+            raise UsageError(f"{source}: '{key}' is not a valid command line: {exc}") from None
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        parts = list(value)
+    else:
+        raise UsageError(f"{source}: '{key}' must be a command line or a list of arguments")
+    if not parts:
+        raise UsageError(f"{source}: '{key}' is empty")
+    return tuple(parts)
+
+
+def parse(text: str, source: str = "plan") -> Plan:
+    """Parse a plan; a plan without frontmatter is plain prose with no verification command."""
+    if len(text.encode("utf-8", "replace")) > PLAN_LIMIT:  # it is pasted into every brief
+        raise UsageError(f"{source} is larger than {PLAN_LIMIT // 1024} KiB",
+                         "shorten the plan: it goes into every brief")
+    data: dict[str, Any] = {}
+    if text.lstrip("\ufeff").startswith("---"):
+        try:
+            data, _ = split(text)
+        except FrontmatterError as exc:
+            raise UsageError(f"{source}: {exc}") from None
+    unknown = set(data) - {"test", "review"}
+    if unknown:
+        raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",
+                         "a plan's frontmatter knows 'test' and 'review'")
+    test = _argv(source, "test", data["test"]) if "test" in data else None
+    review_raw = data.get("review", [])
+    if not isinstance(review_raw, list):
+        review_raw = [review_raw]
+    review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
+    return Plan(text=text, test=test, review=review, scripts=_scripts(text, source))
+
+
+def _scripts(text: str, source: str) -> dict[int, dict[str, Any]]:
+    scripts: dict[int, dict[str, Any]] = {}
+    for match in SCRIPT_BLOCK.finditer(text):
+        try:
+            block = yaml.safe_load(match.group(1))
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{source}: a handoff-script block is not valid YAML: {exc}") from None
+        if not isinstance(block, dict) or not isinstance(block.get("round"), int):
+            raise UsageError(f"{source}: each handoff-script block needs 'round: N'")
+        scripts[block["round"]] = block
+    return scripts

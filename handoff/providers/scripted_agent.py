@@ -1,0 +1,287 @@
+"""The built-in scripted agent: a real program that runs in a pane like a coding CLI.
+
+    python -m handoff.providers.scripted_agent ROLE "Read and follow /abs/brief-N.md"
+
+It reads its brief (YAML frontmatter), acts, files its report with the brief's submit
+command, then waits on its terminal for the next "Read and follow …" message, like a TUI.
+
+Implementer: applies the round's `handoff-script` block from the plan (edits, then commit),
+runs the verification command, submits. Reviewer: runs the test commands at the commit in its
+own worktree; a failure becomes a must-fix naming the failing file and line.
+
+Script keys (per round): edits [{file, replace, with} | {file, content}], status, question,
+commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
+this code before reporting; exit_unless: not once this file exists in the ticket directory),
+pause_until (wait for this file in the ticket directory before acting), pause_before_report
+(the same, after committing and before filing), silent (once: the first turn ends without
+filing the report, a nudge files it; always: never files one), reviewer: {hang: once (first
+launch hangs, busy, never reporting), pause_until, silent}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from handoff.protocol.frontmatter import split
+from handoff.protocol.plan import parse as parse_plan
+from handoff.protocol.reports import template
+from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.providers.signals import PROMPT, STOP
+
+MESSAGE = "Read and follow "
+PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
+IDENTITY = ["-c", "user.name=handoff scripted agent", "-c", "user.email=scripted@handoff.invalid"]
+LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\w+):(\d+):", re.M))
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def signal(event: str) -> None:
+    """Tell the orchestrator a turn started or ended, as a real CLI's hooks do: one JSON file
+    in the signal folder, written aside and renamed in whole."""
+    folder = os.environ.get(SIGNALS_VARIABLE)
+    if not folder:
+        return
+    try:
+        handle, staged = tempfile.mkstemp(prefix=f".{event}.", dir=folder)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(json.dumps({"hook_event_name": event, "source": "scripted agent"}))
+        os.replace(staged, Path(folder) / f"{event}.{Path(staged).name.rsplit('.', 1)[-1]}.json")
+    except OSError:
+        pass  # a hint only, like a CLI's hook: the screen and the report still tell
+
+
+def git(cwd: Path, *args: str) -> str:
+    # git never needs the terminal; keep it off the pane's pty
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
+                          check=True, timeout=60, stdin=subprocess.DEVNULL).stdout.strip()
+
+
+def run_command(argv: list[str], cwd: Path) -> tuple[int, str]:
+    say(f"$ {' '.join(argv)}")
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, str(exc)
+    output = done.stdout + done.stderr
+    say(output.rstrip())
+    return done.returncode, output
+
+
+def submit(brief: dict[str, Any], text: str) -> None:
+    if brief.get("_silent"):
+        say("scripted: not filing my report (silent, as the plan says)")
+        return
+    draft = Path(brief["report"])
+    draft.parent.mkdir(parents=True, exist_ok=True)
+    draft.write_text(text, encoding="utf-8")
+    done = subprocess.run(brief["submit"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    say((done.stdout + done.stderr).rstrip())
+
+
+def pause(brief: dict[str, Any], name: str | None) -> None:
+    """Hold still until a file appears, like an agent thinking for a long time."""
+    if not name:
+        return
+    flag = Path(brief["plan"]).parent / name
+    say(f"scripted: paused until {flag} exists")
+    while not flag.exists():
+        time.sleep(0.05)
+
+
+def implement(brief: dict[str, Any]) -> None:
+    worktree, n = Path(brief["worktree"]), int(brief["round"])
+    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
+    script = plan.scripts.get(n)
+    pause(brief, script.get("pause_until") if script else None)
+    if script is None:
+        head = git(worktree, "rev-parse", "HEAD")
+        report = template("implementer", head).replace("status: done", "status: blocked")
+        report = report.replace("Questions for a person, or 'None'.",
+                                f"The plan has no scripted step for round {n}: what should I do?")
+        submit(brief, report)
+        return
+    for edit in script.get("edits", []):
+        path = worktree / edit["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if "content" in edit:
+            path.write_text(edit["content"], encoding="utf-8")
+        else:
+            old = path.read_text(encoding="utf-8")
+            path.write_text(old.replace(edit["replace"], edit["with"]), encoding="utf-8")
+        say(f"edited {edit['file']}")
+    if script.get("commit", True) and git(worktree, "status", "--porcelain"):
+        git(worktree, "add", "-A")
+        git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief['ticket']}: round {n}")
+    for name in script.get("leave_untracked", []):
+        (worktree / name).write_text("scratch\n", encoding="utf-8")
+    spared = script.get("exit_unless") and (Path(brief["plan"]).parent / script["exit_unless"]).exists()
+    if "exit" in script and not spared:
+        say(f"scripted: exiting with {script['exit']} as the plan says")
+        raise SystemExit(int(script["exit"]))
+    pause(brief, script.get("pause_before_report"))
+    head = git(worktree, "rev-parse", "HEAD")
+    verification = "No verification command in the plan."
+    if brief.get("test"):
+        code, output = run_command(list(brief["test"]), worktree)
+        tail = output.strip().splitlines()[-1:] or [""]
+        verification = f"`{' '.join(brief['test'])}` exited {code}: {tail[0]}"
+    if "report" in script:
+        submit(brief, str(script["report"]).replace("HEAD", head))
+        return
+    status = script.get("status", "done")
+    question = script.get("question", "None")
+    submit(brief, (
+        f"---\nstatus: {status}\ncommit: '{head}'\n---\n## Changes\n"
+        f"Applied the plan's round {n} step ({len(script.get('edits', []))} edit(s)).\n\n"
+        f"## Verification\n{verification}\n\n## Deviations\nNone\n\n"
+        f"## Open questions\n{question}\n"))
+
+
+def failing_location(output: str, worktree: Path) -> tuple[str, int]:
+    """The last file:line in the output that lies inside the worktree (where the failure is)."""
+    matches = sorted((m for pattern in LOCATION for m in pattern.finditer(output)),
+                     key=lambda m: m.start())
+    best: tuple[str, int] = ("", 0)
+    for match in matches:
+        path = Path(match.group(1))
+        full = path if path.is_absolute() else worktree / path
+        try:
+            relative = full.resolve().relative_to(worktree.resolve())
+        except ValueError:
+            continue
+        if full.is_file():
+            best = (str(relative), int(match.group(2)))
+    return best
+
+
+def first_failure(output: str) -> str:
+    """The block of output about the first failing test (all of it when none is named)."""
+    lines = output.splitlines()
+    marks = [i for i, ln in enumerate(lines) if ln.startswith(("FAIL:", "ERROR:", "FAILED ", "_"))]
+    marks = [i for i in marks if not lines[i].startswith("_") or "test" in lines[i]]
+    if not marks:
+        return output
+    end = marks[1] if len(marks) > 1 else len(lines)
+    return "\n".join(lines[marks[0]:end])
+
+
+def failure_reason(argv: list[str], block: str) -> str:
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    named = [ln for ln in lines if ln.startswith(("FAIL:", "ERROR:", "FAILED "))]
+    header = re.match(r"^_{3,}\s*(\S.*?)\s*_{3,}$", lines[0]) if lines else None
+    if header:  # pytest names the test in the block's own header line
+        named.insert(0, f"FAILED {header.group(1)}")
+    errors = [ln for ln in lines if re.match(r"^(E\s+)?\w*(Error|Exception)\b", ln)]
+    detail = "; ".join(x for x in (named[:1] + errors[:1]) if x) or (lines[-1] if lines else "")
+    return f"`{' '.join(argv)}` fails: {detail}"
+
+
+def review(brief: dict[str, Any]) -> None:
+    worktree, commit, n = Path(brief["worktree"]), str(brief["commit"]), int(brief["round"])
+    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
+    behaviour = plan.scripts.get(n, {}).get("reviewer", {})
+    pause(brief, behaviour.get("pause_until"))
+    if behaviour.get("hang") == "once":
+        marker = Path(brief["report"]).with_suffix(".hung")
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text("hung once\n", encoding="utf-8")
+            say("scripted: hanging as the plan says (recycle me)")
+            threading.Event().wait()  # busy for good, like a CLI stuck mid-turn
+    head = git(worktree, "rev-parse", "HEAD")
+    findings = []
+    if head != commit:
+        findings.append({"file": ".", "line": 0,
+                         "reason": f"worktree is at {head[:10]}, not the commit under review"})
+    for argv in brief.get("tests") or []:
+        code, output = run_command(list(argv), worktree)
+        if code != 0:
+            block = first_failure(output)
+            file, line = failing_location(block, worktree)
+            findings.append({"file": file or argv[-1], "line": line,
+                             "reason": failure_reason(list(argv), block)})
+    verdict = "fail" if findings else "pass"
+    text = (f"---\nverdict: {verdict}\ncommit: '{commit}'\n"
+            + (_yaml_findings(findings) if findings else "must_fix: []\n")
+            + "should_fix: []\n---\n## Summary\n"
+            + f"Ran {len(brief.get('tests') or [])} test command(s) at {commit[:10]}: {verdict}.\n")
+    submit(brief, text)
+
+
+def _yaml_findings(findings: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump({"must_fix": findings}, sort_keys=False, width=1000)
+
+
+def handle(role: str, message: str) -> None:
+    path = brief_path(message)
+    if path is None:
+        say(f"scripted: ignoring {message!r}")
+        return
+    say(f"{TOOK} {message.strip()}")
+    signal(PROMPT)
+    brief, _ = split(path.read_text(encoding="utf-8"))
+    brief["_silent"] = silent(brief, role, nudged=not message.lstrip().startswith(
+        "Read and follow"))
+    (implement if role == "implementer" else review)(brief)
+    say(WAITING)
+    signal(STOP)
+
+
+def brief_path(message: str) -> Path | None:
+    """The brief a message names: the word after "Read and follow", bare or shell-quoted."""
+    _, found, rest = message.partition(MESSAGE)
+    if not found:
+        return None
+    words = shlex.shlex(rest, posix=True)
+    words.whitespace_split = True
+    try:
+        word = words.get_token()
+    except ValueError:  # an unclosed quote
+        return None
+    return Path(word) if word and word.endswith(".md") else None
+
+
+def silent(brief: dict[str, Any], role: str, nudged: bool) -> bool:
+    """The plan's `silent` for this round and role: once (until nudged) or always."""
+    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
+    script = plan.scripts.get(int(brief["round"]), {})
+    mode = script.get("silent") if role == "implementer" else \
+        (script.get("reviewer") or {}).get("silent")
+    return mode == "always" or (mode == "once" and not nudged)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("implementer", "reviewer"):
+        print("usage: python -m handoff.providers.scripted_agent ROLE 'Read and follow BRIEF'",
+              file=sys.stderr)
+        return 2
+    role, first = argv
+    sys.stdout.write("\x1b[?2004h")  # bracketed paste on, like a real TUI
+    say(f"handoff scripted agent — {role}")
+    handle(role, first)
+    for line in sys.stdin:
+        text = PASTE_MARKS.sub("", line).strip()
+        if text:
+            handle(role, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,278 @@
+"""The durable per-ticket directory: its layout and its state.json.
+
+<home>/<repo-key>/<TICKET>/ holds everything that passes between the roles; the files are the
+truth and the orchestrator can be rebuilt from them alone.
+
+state.json is rewritten atomically, and every save writes the same text a second time as
+state.json.bak, a file of its own (not a hard link, which an in-place edit would corrupt too).
+When state.json is unreadable, the backup holds the last state handoff wrote; the commands
+that must work without either (stop, log) fall back on what events.jsonl records
+(`handoff.operations.standing.recovered_state`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import NotFound, UsageError
+from handoff.inputs import REASON_LIMIT, clip
+from handoff.record.events import EventLog, now
+from handoff.record.store import atomic_write, validate_ticket_id
+
+PHASES = (
+    "awaiting-approval",
+    "implementing",
+    "gating",
+    "reviewing",
+    "needs-human",
+    "passed",
+    "escalated",
+    "closed",
+)
+FINISHED = ("passed", "escalated", "closed")
+# The loop's limits, the config's defaults. Each ticket records its own when it is created
+# (State, from the config then, and --max-rounds): changing the config later does not move a
+# started ticket's limits; only `resume --more-rounds` does.
+MAX_ROUNDS = 3
+MAX_GATE_BOUNCES = 3
+MAX_RELAUNCHES = 2
+
+
+@dataclass
+class State:
+    """Everything the orchestrator must remember; every counter lives here, on disk."""
+
+    ticket: str
+    repo: str
+    repo_key: str
+    phase: str = "awaiting-approval"
+    round: int = 0
+    gate_bounces: int = 0
+    rejections: int = 0
+    relaunches: int = 0
+    base: str = "HEAD"
+    base_commit: str = ""
+    branch: str = ""
+    socket: str = "handoff"
+    session: str = ""
+    #: reviews before escalating
+    max_rounds: int = MAX_ROUNDS
+    #: failed gates before escalating
+    max_gate_bounces: int = MAX_GATE_BOUNCES
+    #: relaunches of a dying peer within a round before a person is asked
+    max_relaunches: int = MAX_RELAUNCHES
+    commits: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    findings: dict[str, list[str]] = field(default_factory=dict)
+    worktrees: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    feedback: dict[str, Any] = field(default_factory=dict)
+    answers_used: int = 0
+    #: where an answer leads: "" (the implementer's next round, carrying the answer), or
+    #: "implementing" / "reviewing" (the same round again, e.g. after a peer kept dying)
+    after_answer: str = ""
+    #: a person's answer still to be passed on to the peer of the same round
+    note_for_peer: str = ""
+    reason: str = ""
+    created: str = field(default_factory=now)
+    updated: str = field(default_factory=now)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> State:
+        """The state in data; TypeError or ValueError when a field is missing or of the wrong
+        type, so a damaged file is caught when it is read, not deep in the loop."""
+        known = {f.name: f for f in fields(cls)}
+        for name, value in data.items():
+            spec = known.get(name)
+            if spec is None:
+                continue
+            default = spec.default_factory() if spec.default_factory is not MISSING \
+                else spec.default if spec.default is not MISSING else ""
+            if not isinstance(value, type(default)):
+                raise TypeError(f"{name!r} is {type(value).__name__}, not "
+                                f"{type(default).__name__}")
+        if data.get("phase", PHASES[0]) not in PHASES:
+            raise ValueError(f"unknown phase {data['phase']!r}")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def reviews(self) -> int:
+        """Reviews done: one verdict each (state.json carries the count for its readers)."""
+        return len(self.verdicts)
+
+    def commit_of(self, round_: int) -> str:
+        return self.commits.get(str(round_), "")
+
+    def last_commit(self) -> str:
+        """The newest accepted commit of the ticket branch (the base before any round)."""
+        accepted = [int(r) for r in self.commits]
+        return self.commits[str(max(accepted))] if accepted else self.base_commit
+
+
+@dataclass(frozen=True)
+class TicketDir:
+    path: Path
+
+    @property
+    def ticket(self) -> str:
+        return self.path.name
+
+    @property
+    def state_file(self) -> Path:
+        return self.path / "state.json"
+
+    @property
+    def backup_file(self) -> Path:
+        """The last state written, kept apart from state.json."""
+        return self.path / "state.json.bak"
+
+    @property
+    def events(self) -> EventLog:
+        return EventLog(self.path / "events.jsonl")
+
+    @property
+    def debug_log(self) -> Path:
+        """Where a run with HANDOFF_DEBUG=1 (`--verbose`) logs its subprocesses and events."""
+        return self.path / "handoff.log"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "lock"
+
+    @property
+    def ticket_md(self) -> Path:
+        return self.path / "ticket.md"
+
+    @property
+    def plan_md(self) -> Path:
+        return self.path / "plan.md"
+
+    @property
+    def final_report(self) -> Path:
+        return self.path / "final-report.md"
+
+    def brief(self, role: str, round_: int) -> Path:
+        return self.path / "inbox" / role / f"brief-{round_}.md"
+
+    def report(self, role: str, round_: int) -> Path:
+        prefix = "impl" if role == "implementer" else "review"
+        return self.path / f"{prefix}-report-{round_}.md"
+
+    def diff(self, round_: int) -> Path:
+        return self.path / f"diff-{round_}.patch"
+
+    def gate_log(self, round_: int) -> Path:
+        return self.path / f"gate-{round_}.log"
+
+    def signals(self, role: str) -> Path:
+        """Where the role's CLI hooks drop their signal files."""
+        return self.path / "signals" / role
+
+    def receipt(self, report: Path) -> Path:
+        """What `handoff submit` checked when it filed report."""
+        return self.path / "receipts" / f"{report.stem}.json"
+
+    def answer(self, number: int) -> Path:
+        return self.path / "answers" / f"answer-{number}.md"
+
+    def transcript(self, role: str, round_: int) -> Path:
+        """A fresh transcript path: a second capture in one round never overwrites the first."""
+        folder = self.path / "transcripts"
+        candidate = folder / f"{role}-{round_}.log"
+        n = 2
+        while candidate.exists():
+            candidate = folder / f"{role}-{round_}.{n}.log"
+            n += 1
+        return candidate
+
+    def load(self) -> State:
+        return self._read(self.state_file)
+
+    def load_backup(self) -> State:
+        return self._read(self.backup_file)
+
+    def _read(self, path: Path) -> State:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise NotFound(f"ticket {self.ticket} has no {path.name} in {self.path}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path} is not valid JSON: {exc}",
+                             f"'handoff stop {self.ticket}' and 'handoff log {self.ticket}' "
+                             "still work; 'resume' and 'close' fall back on state.json.bak"
+                             ) from None
+        try:
+            if not isinstance(data, dict):
+                raise TypeError("not a JSON object")
+            return State.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{path} is not a handoff state file: {exc}",
+                             "restore it from a backup, or start the ticket anew") from None
+
+    def save(self, state: State) -> None:
+        """state.json, then the same text as state.json.bak: a crash between the two leaves a
+        good state.json and a backup one save older, never two bad files."""
+        state.updated = now()
+        text = json.dumps({**asdict(state), "reviews": state.reviews}, indent=2,
+                          sort_keys=True) + "\n"
+        atomic_write(self.state_file, text)
+        atomic_write(self.backup_file, text)
+
+    def move(self, state: State, phase: str, reason: str | None = None,
+             **fields: Any) -> dict[str, Any]:
+        """The one way a ticket changes phase: state saved, then its `phase` event (returned).
+        reason None keeps the state's reason as it was; fields go into the event."""
+        before, state.phase = state.phase, phase
+        if reason is not None:
+            state.reason = clip(reason, REASON_LIMIT)
+        self.save(state)
+        extra = {"reason": reason} if reason is not None else {}
+        return self.events.append("phase", round=state.round, **{"from": before, "to": phase},
+                                  **extra, **fields)
+
+    def set_aside(self) -> Path:
+        """Move an unreadable state.json out of the way, never deleting it: the evidence of
+        what went wrong stays in the record."""
+        n = 1
+        while (kept := self.path / f"state.json.corrupt-{n}").exists():
+            n += 1
+        os.rename(self.state_file, kept)
+        return kept
+
+
+def ticket_dir(home: Path, repo_key: str, ticket: str) -> TicketDir:
+    return TicketDir(home / repo_key / validate_ticket_id(ticket))
+
+
+def all_tickets(home: Path) -> list[TicketDir]:
+    """Every ticket directory under home, oldest repo key first, by ticket name."""
+    if not home.is_dir():
+        return []
+    return [TicketDir(p.parent) for p in sorted(home.glob("*/*/state.json"))]
+
+
+def find(home: Path, ticket: str, repo_key: str | None = None) -> TicketDir:
+    """The one ticket directory with this id, optionally narrowed to one repo."""
+    validate_ticket_id(ticket)
+    matches = [t for t in all_tickets(home) if t.ticket == ticket
+               and (repo_key is None or t.path.parent.name == repo_key)]
+    if not matches:
+        raise NotFound(f"no ticket {ticket!r} under {home}", "list tickets with 'handoff status'")
+    if len(matches) > 1:
+        repos = ", ".join(sorted(m.path.parent.name for m in matches))
+        raise UsageError(
+            f"ticket {ticket!r} exists in several repos ({repos})",
+            "run the command inside the repo you mean, or pass --repo PATH",
+        )
+    return matches[0]
+
+
+def brief_round(brief: str | Path) -> int | None:
+    """N of a path .../brief-N.md."""
+    match = re.search(r"brief-(\d+)\.md$", str(brief))
+    return int(match.group(1)) if match else None
