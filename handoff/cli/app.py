@@ -10,7 +10,7 @@ error (a crash log is written), 130 stopped by Ctrl-C or a signal.
 
 Each command imports the modules it needs when it runs: `handoff --version`, `--help` and a
 shell-completion request (one per TAB) load typer alone, not libtmux, yaml or GitPython.
-NO_COLOR (any non-empty value) means no escape codes in any output (https://no-color.org).
+Output is plain text (click's help, not rich's); NO_COLOR still holds for anything echoed.
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ if TYPE_CHECKING:
 #: the name handoff is published under (pyproject.toml), whose metadata holds its version
 DISTRIBUTION = "tmux-handoff"
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+# rich_markup_mode=None: click's plain help and error formatting. typer's rich formatting
+# imports rich and markdown-it, 67 ms on every --help and every mistyped option (measured):
+# more than the whole `status` command.
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
                        "tmux, git worktrees per role, a bounded review loop.",
                   epilog="Exit codes: 0 ok (a run: passed), 1 failed, 2 usage, 3 not found, "
@@ -556,13 +559,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from handoff import trace
 
     trace.to_stderr()  # HANDOFF_DEBUG=1 set by the person (--verbose sets it later)
-    color = None  # click's default: escape codes only to a terminal
-    if _plain():
-        from typer import rich_utils
-
-        # rich's own NO_COLOR keeps bold and dim; no colour system at all means no codes
-        rich_utils.COLOR_SYSTEM = None
-        color = False  # click strips codes from everything echoed, whatever made them
+    # click's default: escape codes only to a terminal; with NO_COLOR, none at all (click
+    # strips them from everything echoed, whatever made them)
+    color = False if _plain() else None
     try:
         app(args=None if argv is None else list(argv), prog_name="handoff", color=color)
     except SystemExit as done:  # how click ends every command, a successful one too
