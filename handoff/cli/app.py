@@ -295,35 +295,9 @@ def resume(
 def status(ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_ids)] = None,
            repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Where every ticket stands (or one)."""
-    from handoff.loop.usage import usage_line
-    from handoff.operations import standing
-    from handoff.record.store import state_home
+    from handoff.cli import status_view
 
-    rows = standing.status(state_home(), ticket, repo)
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
-        typer.echo("no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)")
-        return
-    typer.echo(f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO")
-    for row in rows:
-        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
-            {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
-        typer.echo(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
-                   f"{Path(row['repo']).name}")
-        if ticket is not None or row["reason"]:
-            typer.echo(f"    {row['reason']}" if row["reason"] else "", nl=bool(row["reason"]))
-        if row["error"]:
-            typer.echo(f"    error: {row['error']}")
-        if row["hint"]:
-            typer.echo(f"    next: {row['hint']}")
-        if row["events_skipped"]:
-            typer.echo(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
-        if row.get("usage"):
-            typer.echo(f"    usage: {usage_line(row['usage'])}")
-        if ticket is not None:
-            typer.echo(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n    dir {row['dir']}")
+    typer.echo(status_view.show(ticket, repo, as_json))
 
 
 @app.command()

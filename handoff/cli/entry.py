@@ -1,6 +1,7 @@
-"""The `handoff` command's first step. Peers run `handoff submit` for every report, so a plain
-submit goes straight to its stdlib-only path (handoff.cli.filing); everything else, and a submit
-asking for help or mistyped, goes to the full command line (handoff.cli.app). A failure nobody
+"""The `handoff` command's first step. Peers run `handoff submit` for every report, and scripts
+`handoff status`, so a plain submit or status goes straight to its own lean path
+(handoff.cli.filing, handoff.cli.status_view: no typer); everything else, and either asking for
+help or mistyped, goes to the full command line (handoff.cli.app). A failure nobody
 expected ends here: one line and a crash log (handoff.cli.crash), never a bare traceback."""
 
 from __future__ import annotations
@@ -13,15 +14,26 @@ def main() -> None:
     sys.exit(run(sys.argv[1:]))
 
 
+def _lane(argv: list[str]) -> int | None:
+    """The commands run most often, without the full command line: a peer's `submit` for
+    every report, `status` from scripts and prompts. None: not theirs to run."""
+    if argv[:1] == ["submit"]:
+        from handoff.cli import filing
+
+        return filing.main(argv[1:])
+    if argv[:1] == ["status"]:
+        from handoff.cli import status_view
+
+        return status_view.main(argv[1:])
+    return None
+
+
 def run(argv: Sequence[str]) -> int:
     """`handoff ARGV...` in this process; its exit status."""
     try:
-        if list(argv[:1]) == ["submit"]:
-            from handoff.cli import filing
-
-            code = filing.main(list(argv[1:]))
-            if code is not None:
-                return code
+        code = _lane(list(argv))
+        if code is not None:
+            return code
         from handoff.cli.app import main as cli_main
 
         return cli_main(argv)

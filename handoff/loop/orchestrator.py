@@ -12,6 +12,7 @@ import re
 import signal
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -94,6 +95,8 @@ class Orchestrator:
         self.intake = Intake(str(self.tdir.path))
         #: the report files this orchestrator judged and filed itself → the digest of their text
         self.judged: dict[str, str] = {}
+        #: what wakes the waits of a run (`run` keeps it open): reports, signals, the intake
+        self.watcher: Watcher | None = None
 
     # ---- bookkeeping -------------------------------------------------------------------
     def event(self, kind: str, role: str = "", **fields: Any) -> None:
@@ -119,7 +122,11 @@ class Orchestrator:
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
-        with TicketLock(self.tdir.lock_file), self.intake:
+        with TicketLock(self.tdir.lock_file), self.intake, self.files_watched() as watcher:
+            # one watcher for the whole run: closing an inotify descriptor waits for the
+            # kernel (about 9 ms, measured), and a watcher a wait closed would put that on
+            # every hand-over
+            self.watcher = watcher
             trace.to_file(self.tdir.debug_log)
             old_term = signal.signal(signal.SIGTERM, _stop)
             old_hup = signal.signal(signal.SIGHUP, _stop)  # its tmux window was closed
@@ -269,8 +276,9 @@ class Orchestrator:
         peers = self.ws.peers(self.state)
         patience = Patience(self.state.ticket)
         look_at = 0.0  # now: every wait starts with a look
-        with Watcher([self.tdir.path, self.tdir.signals(role)],
-                     also=[self.intake.fileno()]) as watcher:
+        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
+                as watcher:
+            watcher.follow(None)  # the peer of an earlier wait is not this one's
             while True:
                 self.intake.serve(self.judge_handed)
                 if path.exists() and report_settled(path, role):
@@ -319,6 +327,13 @@ class Orchestrator:
         if watching is None:
             return TICK
         return watching.monitor.next_look(time.monotonic(), self.ws.provider(role).signals)
+
+    def files_watched(self) -> Watcher:
+        """A watcher of what the loop waits on: the ticket directory (reports, answers), both
+        roles' signal folders, and the intake's socket."""
+        return Watcher([self.tdir.path, self.tdir.answer(1).parent,
+                        *(self.tdir.signals(role) for role in ROLES)],
+                       also=[self.intake.fileno()])
 
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""
@@ -614,7 +629,8 @@ class Orchestrator:
         """Wait for `handoff answer`; the answer starts the implementer's next round."""
         number = self.state.answers_used + 1
         path = self.tdir.answer(number)
-        with Watcher([path.parent]) as watcher:
+        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
+                as watcher:
             while not path.exists():
                 watcher.wait(TICK)
         self.state.answers_used = number

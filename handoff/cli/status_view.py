@@ -1,0 +1,88 @@
+"""`handoff status`, printed: a table for people, or the rows as JSON.
+
+Scripts, prompts and status bars run it often, so a plain `status` is run from here without the
+full command line (typer and its click): handoff.cli.entry sends it here, and `status --help` or
+anything unusual on its line to app.py, whose `status` command prints through the same `text`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from handoff.errors import HandoffError, describe
+
+
+def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
+    """What `status` prints for rows (one: a single ticket was asked for)."""
+    from handoff.loop.usage import usage_line
+    from handoff.machinery.repo import short_sha
+
+    if as_json:
+        return json.dumps(rows, indent=2)
+    if not rows:
+        return "no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)"
+    lines = [f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO"]
+    for row in rows:
+        running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
+            {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
+        lines.append(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
+                     f"{Path(row['repo']).name}")
+        if row["reason"]:
+            lines.append(f"    {row['reason']}")
+        if row["error"]:
+            lines.append(f"    error: {row['error']}")
+        if row["hint"]:
+            lines.append(f"    next: {row['hint']}")
+        if row["events_skipped"]:
+            lines.append(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
+        if row.get("usage"):
+            lines.append(f"    usage: {usage_line(row['usage'])}")
+        if one:
+            lines.append(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n"
+                         f"    dir {row['dir']}")
+    return "\n".join(lines)
+
+
+def show(ticket: str | None, repo: Path | None, as_json: bool) -> str:
+    from handoff.operations import standing
+    from handoff.record.store import state_home
+
+    return text(standing.status(state_home(), ticket, repo), ticket is not None, as_json)
+
+
+def parse(argv: list[str]) -> tuple[str | None, Path | None, bool] | None:
+    """`status [TICKET] [--repo PATH] [--json]` (--repo=PATH too); None for anything else."""
+    ticket: str | None = None
+    repo: Path | None = None
+    as_json = False
+    args = iter(argv)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if arg == "--json" and not as_json:
+            as_json = True
+        elif name == "--repo" and repo is None:
+            value = value if eq else next(args, "")
+            if not value:
+                return None
+            repo = Path(value)
+        elif arg.startswith("-") or ticket is not None:
+            return None
+        else:
+            ticket = arg
+    return ticket, repo, as_json
+
+
+def main(argv: list[str]) -> int | None:
+    """Run `handoff status` from argv (after "status"); None: the full command line takes it."""
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    try:
+        print(show(*parsed))
+    except HandoffError as exc:
+        print(describe(exc), file=sys.stderr)
+        return exc.exit_code
+    return 0
