@@ -46,13 +46,7 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return Path(f"/proc/{pid}").exists()  # the bench runs on Linux only (it reads /proc)
 
 
 class Sandbox:

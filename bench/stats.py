@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+
+def in_turn(i: int, first: Callable[[], object], second: Callable[[], object]) -> None:
+    """Both, the order swapped on every other repetition: neither side always runs warm."""
+    for action in (second, first) if i % 2 else (first, second):
+        action()
 
 NAN = float("nan")
 

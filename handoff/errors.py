@@ -68,6 +68,5 @@ class MissingTool(HandoffError):
 
 
 class ExternalFailure(HandoffError):
-    """git or tmux failed in a way we did not expect; the message carries its stderr."""
-
-    exit_code = EXIT_FAILED
+    """git or tmux failed in a way we did not expect; the message carries its stderr (exit
+    code EXIT_FAILED, as every HandoffError without a code of its own)."""

@@ -51,14 +51,14 @@ def test_an_unexpected_failure_is_one_line_a_crash_log_and_its_own_status(
         raise RuntimeError("the board fell over\nsecond line")
 
     monkeypatch.setattr(cli, "app", broken)  # handoff's own code, standing in for a bug
-    assert entry.run(["status"]) == EXIT_CRASH == 70
+    assert entry.run(["providers"]) == EXIT_CRASH == 70
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "handoff: internal error: RuntimeError: the board fell over"
     assert "Traceback" not in "\n".join(err)
     path = Path(err[1].split(" are in ", 1)[1].split(";", 1)[0])
     assert path.parent == Path(isolated["HOME"]) / ".cache" / "handoff" / "crash"
     log = path.read_text()
-    assert log.startswith("command: handoff status\nhandoff: 0.1.0\n")
+    assert log.startswith("command: handoff providers\nhandoff: 0.1.0\n")
     assert "git: git version" in log and "tmux: tmux" in log
     assert "Traceback (most recent call last)" in log and "RuntimeError: the board fell over" in log
     assert path.stat().st_mode & 0o777 == 0o600

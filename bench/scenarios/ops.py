@@ -38,7 +38,7 @@ from typing import Any
 from bench.figures import Figure
 from bench.sandbox import BenchError, Sandbox, wait_until
 from bench.scenarios import Options
-from bench.stats import median
+from bench.stats import in_turn, median
 from handoff.machinery import proc
 from handoff.machinery.gitcmd import BoundedGit
 from handoff.machinery.peers import Peers, allowlisted_env
@@ -116,12 +116,7 @@ class Pair:
 
     def both(self, i: int, handoff_fn: Callable[[], object], raw_fn: Callable[[], object]) -> None:
         """One repetition of each, alternating which goes first."""
-        if i % 2:
-            self.raw(raw_fn)
-            self.handoff(handoff_fn)
-        else:
-            self.handoff(handoff_fn)
-            self.raw(raw_fn)
+        in_turn(i, lambda: self.handoff(handoff_fn), lambda: self.raw(raw_fn))
 
     def figure(self) -> Figure:
         calls = "/".join(str(int(median(c))) if c else "—"

@@ -32,12 +32,14 @@ import os
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from bench.figures import Figure, Target
 from bench.sandbox import BenchError, Sandbox, timed, wait_until
 from bench.scenarios import Options
+from bench.stats import in_turn
 
 DEFAULT_REPS = 5
 SAMPLE = 0.002
@@ -229,10 +231,5 @@ def run(options: Options) -> list[Figure]:
         bench = TicketRun(box, options.idle)
         for n in range(reps):
             print(f"bench: ticket: {n + 1}/{reps} …", file=sys.stderr, flush=True)
-            if n % 2:
-                bench.one_raw(n)
-                bench.one_ticket(n)
-            else:
-                bench.one_ticket(n)
-                bench.one_raw(n)
+            in_turn(n, partial(bench.one_ticket, n), partial(bench.one_raw, n))
         return bench.figures()
