@@ -7,12 +7,33 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from handoff.machinery.watch import Watcher, wait_for
+from handoff.machinery.watch import Watcher
 from tests.conftest import PYTHON
+
+T = TypeVar("T")
+
+
+def wait_for(
+    check: Callable[[], T | None], folders: Iterable[Path], timeout: float, tick: float = 0.5,
+) -> T | None:
+    """check() after every wake-up of a Watcher (and every tick) until it returns a value or
+    time runs out: how the loop's waits use it."""
+    deadline = time.monotonic() + timeout
+    with Watcher(folders) as watcher:
+        while True:
+            value = check()
+            if value is not None:
+                return value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            watcher.wait(min(tick, left))
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="inotify wake-ups exist on Linux only")

@@ -635,14 +635,15 @@ class Orchestrator:
                 watcher.wait(TICK)
         self.state.answers_used = number
         text = path.read_text(encoding="utf-8")
-        again, self.state.after_answer = self.state.after_answer, ""
-        if again:  # the same round: its peer is told the answer (or started afresh if dead)
+        same_round, self.state.after_answer = self.state.after_answer, ""
+        if same_round:  # the same round: its peer is told the answer (or started afresh if dead)
             self.state.relaunches = 0
             # gating has no peer to tell (a budget stop after a report): the answer only
             # carries the ticket on, it is not for the reviewer that comes next
-            self.state.note_for_peer = text if again in ("implementing", "reviewing") else ""
+            self.state.note_for_peer = text if same_round in ("implementing", "reviewing") \
+                else ""
             self.monitors.clear()
-            self.transition(again, "answered: " + " ".join(text.split())[:200])
+            self.transition(same_round, "answered: " + " ".join(text.split())[:200])
         else:
             self.next_round([], [("A person answered", text)])
 

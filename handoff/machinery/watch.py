@@ -13,12 +13,9 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
-
-T = TypeVar("T")
 
 _IN_MODIFY = 0x002
 _IN_CLOSE_WRITE = 0x008
@@ -128,20 +125,3 @@ class Watcher:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def wait_for(
-    check: Callable[[], T | None], folders: Iterable[Path], timeout: float, tick: float = 0.5,
-) -> T | None:
-    """check() after every wake-up (and every tick) until it returns a value or time runs out."""
-    deadline = time.monotonic() + timeout
-    with Watcher(folders) as watcher:
-        while True:
-            value = check()
-            if value is not None:
-                return value
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            watcher.wait(min(tick, left))
-
