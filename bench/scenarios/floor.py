@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from bench import handover
@@ -65,6 +66,24 @@ class Floor:
         took = (time.perf_counter() - started) * 1000
         events = next(self.box.home.glob(f"*/{ticket}/events.jsonl"))
         return took, events, self.setups_in(repo)
+
+    def counted_ticket(self, n: int) -> Counter[str]:
+        """The subprocesses handoff's own processes run for one ticket (`start --foreground`,
+        its orchestrator, `close`), by program, from their `--verbose` logs. A ticket of its
+        own: logging costs time the timed ones must not carry. The peers' own processes (the
+        scripted agents, their git and `handoff submit`) are not counted."""
+        repo, ticket = self.repo(n), f"V-{n}"
+        started = self.box.handoff("--verbose", "start", ticket, "--plan", str(self.plan),
+                                   "--yes", "--foreground", cwd=repo)
+        closed = self.box.handoff("--verbose", "close", ticket, cwd=repo)
+        log = next(self.box.home.glob(f"*/{ticket}/handoff.log")).read_text(encoding="utf-8")
+        lines = [*started.stderr.splitlines(), *log.splitlines(), *closed.stderr.splitlines()]
+        runs: Counter[str] = Counter()
+        for line in lines:
+            if "] run " in line:
+                program = Path(line.split("] run ", 1)[1].split(" ", 1)[0]).name
+                runs["python" if program.startswith("python") else program] += 1
+        return runs
 
     def raw_ticket(self, n: int) -> tuple[float, int]:
         box, repo = self.box, self.repo(n + 1000)
@@ -128,6 +147,8 @@ def run(options: Options) -> list[Figure]:
                 more_taken, more_onward = handover.hand_overs(events)
                 taken += more_taken
                 onward += more_onward
+        runs = bench.counted_ticket(reps)
+    counted = ", ".join(f"{program} {n}" for program, n in runs.most_common())
     return [
         Figure("whole scripted ticket, 2 rounds", "ms", ours, floor,
                "the same git, tmux, setup and test work typed by hand",
@@ -137,4 +158,7 @@ def run(options: Options) -> list[Figure]:
         Figure("post_create runs per 2-round ticket", "runs", setups, raw_setups,
                "one run per worktree made", targets=(Target("each", at_most=2, at_least=2),),
                note="one per worktree: implementer and reviewer"),
+        Figure("subprocesses handoff runs per 2-round ticket", "processes",
+               [float(sum(runs.values()))],
+               note=f"start, its orchestrator and close, from their --verbose logs: {counted}"),
     ]
