@@ -26,7 +26,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from handoff.providers import REGISTRY
 from handoff.providers.base import RoleSpec
 from handoff.providers.command import MARKERS
 from handoff.record.ticket import State, TicketDir
+from tests.conftest import wait_until
 from tests.realcli import stand_in_errors
 from tests.standins.anthropic import AnthropicStandIn
 from tests.standins.homes import claude_home
@@ -455,8 +455,11 @@ class Session:
                 self.cwd = (self.cwd / command[3:].strip()).resolve()
                 continue
             patterns = [shown_pattern(line) for line in shown if line.strip()]
-            deadline = time.monotonic() + WAIT_TIMEOUT
-            while True:
+            last: list[str] = []
+
+            def shows_its_lines(command: str = command,
+                                patterns: list[re.Pattern[str]] = patterns,
+                                last: list[str] = last) -> bool:
                 done = subprocess.run(["bash", "-c", command], cwd=self.cwd, env=self.env,
                                       capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
                                       stdin=subprocess.DEVNULL)
@@ -464,13 +467,17 @@ class Session:
                 lines = [line.rstrip() for line in output.splitlines()]
                 missing = [p.pattern for p in patterns
                            if not any(p.fullmatch(line) for line in lines)]
-                if done.returncode == 0 and not missing:
-                    break
-                if block.marker != "wait" or time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"{where} line {block.line}: `{command}` exited {done.returncode}; "
-                        f"lines not shown: {missing}\noutput:\n{output}")
-                time.sleep(0.2)  # a person polling `handoff status`, bounded by the deadline
+                last[:] = [f"exited {done.returncode}; lines not shown: {missing}\n"
+                           f"output:\n{output}"]
+                return done.returncode == 0 and not missing
+
+            try:
+                if block.marker == "wait":  # a person polling `handoff status`, bounded
+                    wait_until(shows_its_lines, WAIT_TIMEOUT, f"`{command}` to show its lines", 0.2)
+                elif not shows_its_lines():
+                    raise AssertionError("once")
+            except AssertionError:
+                raise AssertionError(f"{where} line {block.line}: `{command}` {last[0]}") from None
 
 
 def commands(block: Block) -> list[tuple[str, list[str]]]:

@@ -121,7 +121,6 @@ def test_a_running_orchestrator_judges_the_handed_over_report_once(
             "a report refused at submit is mended by the peer, never counted"
     finally:
         stop_runner(runner)
-    assert not (folder / "intake.sock").exists() or runner.returncode != 0
 
 
 def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(

@@ -15,7 +15,6 @@ from typing import Any
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.loop import usage
 from handoff.machinery.repo import Repo
-from handoff.machinery.watch import Watcher
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
@@ -115,6 +114,8 @@ def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
     """The ticket's events after the first `seen`, as they are written, for good (`log
     --follow`: the person ends it). It wakes on the directory's changes, and looks once a
     second besides, so a change the watch missed is late, never lost."""
+    from handoff.machinery.watch import Watcher  # ctypes: not for `status`, run far more often
+
     with Watcher([tdir.path]) as watcher:
         while True:
             watcher.wait(1.0)
