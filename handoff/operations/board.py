@@ -23,7 +23,7 @@ from typing import Any
 from handoff.errors import HandoffError
 from handoff.operations.render import describe
 from handoff.record.lock import holder
-from handoff.record.ticket import TicketDir
+from handoff.record.ticket import TicketDir, all_tickets
 
 ROLES = ("implementer", "reviewer")
 #: what a person must do, by phase: the board marks these rows
@@ -193,10 +193,7 @@ class Board:
         return [f for f in found if f.is_dir()]
 
     def _ticket_dirs(self) -> list[Path]:
-        if not self.home.is_dir():
-            return []
-        pattern = f"{self.repo_key}/*/state.json" if self.repo_key else "*/*/state.json"
-        return sorted(p.parent for p in self.home.glob(pattern))
+        return [tdir.path for tdir in all_tickets(self.home, self.repo_key)]
 
     def refresh(self) -> bool:
         """Look at every ticket's files; read those that changed. True when a row changed,

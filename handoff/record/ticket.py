@@ -249,11 +249,12 @@ def ticket_dir(home: Path, repo_key: str, ticket: str) -> TicketDir:
     return TicketDir(home / repo_key / validate_ticket_id(ticket))
 
 
-def all_tickets(home: Path) -> list[TicketDir]:
-    """Every ticket directory under home, oldest repo key first, by ticket name."""
+def all_tickets(home: Path, repo_key: str | None = None) -> list[TicketDir]:
+    """Every ticket directory under home (of one repo, given its key), oldest repo key first,
+    by ticket name."""
     if not home.is_dir():
         return []
-    return [TicketDir(p.parent) for p in sorted(home.glob("*/*/state.json"))]
+    return [TicketDir(p.parent) for p in sorted(home.glob(f"{repo_key or '*'}/*/state.json"))]
 
 
 def find(home: Path, ticket: str, repo_key: str | None = None) -> TicketDir:
