@@ -147,6 +147,14 @@ def windows(socket: str, session: str) -> dict[str, bool]:
             for w in found.windows}
 
 
+def with_inotify_watches(limit: int, argv: list[str]) -> list[str]:
+    """argv run in a user namespace of its own whose inotify watches are capped at limit (a
+    real kernel limit, as a busy machine reaches fs.inotify.max_user_watches), nothing else
+    of the machine changed."""
+    return ["unshare", "--user", "--map-root-user", "sh", "-c",
+            f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$@"', "sh", *argv]
+
+
 def tmux_alive(socket: str) -> bool:
     done = subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True,
                           timeout=15)

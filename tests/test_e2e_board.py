@@ -19,16 +19,21 @@ from tests.harness import (
     plan_text,
     state,
     wait_event,
+    with_inotify_watches,
     write_plan,
 )
 from tests.test_terminal import OUTER_CONF, program_ended, screen
 
 
-def board_in_terminal(socket: str, cwd: Path, *env: str) -> None:
-    """`handoff watch` in the person's terminal (env: NAME=VALUE set for it alone)."""
+def board_in_terminal(socket: str, cwd: Path, *env: str, watches: int | None = None) -> None:
+    """`handoff watch` in the person's terminal (env: NAME=VALUE set for it alone; watches:
+    the inotify watches it may have, None for the machine's own limit)."""
+    board = ["env", *env, sys.executable, "-m", "handoff", "watch"]
+    if watches is not None:
+        board = with_inotify_watches(watches, board)
     subprocess.run(["tmux", "-L", socket, "-f", str(OUTER_CONF), "new-session", "-d", "-s",
-                    "user", "-x", "180", "-y", "40", "-c", str(cwd), "--", "env", *env,
-                    sys.executable, "-m", "handoff", "watch"], check=True, timeout=15)
+                    "user", "-x", "180", "-y", "40", "-c", str(cwd), "--", *board],
+                   check=True, timeout=15)
 
 
 def press(socket: str, *keys: str) -> None:
@@ -132,5 +137,19 @@ def test_no_color_leaves_the_board_without_colours(
     drawn = subprocess.run(["tmux", "-L", terminal, "capture-pane", "-e", "-p", "-t", "=user:"],
                            capture_output=True, text=True, timeout=15).stdout
     assert coloured.search(drawn), "the check above can see colours"
+    press(terminal, "q")
+    wait_until(lambda: program_ended(terminal), 30, "the board to end on q")
+
+
+def test_a_board_without_inotify_says_it_polls_and_still_follows_tickets(
+        repo: Path, tmp_path: Path, terminal: str) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "P-1", "--plan", str(plan), cwd=repo).returncode == 1
+    board_in_terminal(terminal, repo, watches=0)
+    shows(terminal, "P-1", "APPROVE")
+    wait_until(lambda: "polling every" in screen(terminal), 30, "the board to say it polls")
+    assert "fs.inotify.max_user_watches" in screen(terminal), screen(terminal)
+    assert handoff("start", "P-2", "--plan", str(plan), cwd=repo).returncode == 1
+    shows(terminal, "P-2", "APPROVE", timeout=8)  # no key pressed, before a RESCAN: polled
     press(terminal, "q")
     wait_until(lambda: program_ended(terminal), 30, "the board to end on q")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from tests.harness import (
     tmux_alive,
     wait_phase,
     windows,
+    with_inotify_watches,
     worktree_count,
     write_plan,
 )
@@ -105,6 +108,22 @@ def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str
     assert closed.returncode == 0, closed.stderr
     assert worktree_count(Path(row["repo"])) == 1 and not tmux_alive(socket)
     assert Path(row["repo"]).parent.parent == temp_dir, "--keep keeps the repo"
+
+
+def test_a_ticket_runs_to_the_end_without_inotify_and_says_so(
+        handoff_home: Path, socket: str, temp_dir: Path) -> None:
+    """No inotify watch to be had (the per-user limit reached): the orchestrator polls, the
+    ticket still passes, and the log says why it polls."""
+    argv = with_inotify_watches(0, [sys.executable, "-m", "handoff", "demo"])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "round 1 fail, round 2 pass" in done.stdout
+    ticket = json.loads(handoff("status", "--json").stdout)[0]["ticket"]
+    log = json.loads(handoff("log", ticket, "--json").stdout)
+    polling = [e for e in log if e["kind"] == "watch"]
+    assert polling, "the orchestrator said nothing of its polling"
+    assert all(e["state"] == "polling" and "max_user_watches" in e["reason"] for e in polling)
+    assert "watching by polling every" in handoff("log", ticket).stdout
 
 
 def run_ticket(repo: Path, tmp_path: Path, ticket: str, plan: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from handoff.machinery.watch import Watcher
 from tests.conftest import PYTHON
+from tests.harness import with_inotify_watches
 
 T = TypeVar("T")
 
@@ -53,7 +55,35 @@ def reader(path: Path) -> str | None:
 @linux_only
 def test_uses_inotify_on_linux(tmp_path: Path) -> None:
     with Watcher([tmp_path]) as watcher:
-        assert watcher.uses_inotify
+        assert watcher.polling == ""
+
+
+@linux_only
+def test_a_folder_inotify_cannot_watch_turns_the_whole_watcher_to_polling(
+        tmp_path: Path) -> None:
+    """One watch allowed, two folders: the second folder would never wake `wait`, so none is
+    watched, and the watcher says why; a file in that folder is still seen by polling."""
+    script = (
+        "import json, sys, time\n"
+        "from pathlib import Path\n"
+        "from handoff.machinery.watch import Watcher\n"
+        "a, b = Path(sys.argv[1]), Path(sys.argv[2])\n"
+        "with Watcher([a, b]) as w:\n"
+        "    (b / 'report.md').write_text('x')\n"
+        "    start = time.monotonic()\n"
+        "    woke = w.wait(30)\n"
+        "    print(json.dumps({'polling': w.polling, 'woke': woke,\n"
+        "                      'waited': time.monotonic() - start}))\n")
+    done = subprocess.run(
+        with_inotify_watches(1, [PYTHON, "-c", script, str(tmp_path / "a"),
+                                 str(tmp_path / "b")]),
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["polling"].startswith("inotify_add_watch: "), seen
+    assert "fs.inotify.max_user_watches" in seen["polling"], seen
+    assert seen["woke"] is False and seen["waited"] < 5, \
+        "a polling watcher returns within its poll interval, for the caller to look"
 
 
 @linux_only
@@ -126,7 +156,7 @@ def test_close_twice_is_harmless(tmp_path: Path) -> None:
     watcher = Watcher([tmp_path])
     watcher.close()
     watcher.close()
-    assert not watcher.uses_inotify
+    assert watcher.wait(0) is False
 
 
 def test_wait_for_returns_the_checks_value_after_a_change(tmp_path: Path) -> None:

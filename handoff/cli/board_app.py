@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from handoff.errors import HandoffError
-from handoff.machinery.watch import Watcher
+from handoff.machinery.watch import POLL_INTERVAL, Watcher
 
 # lifecycle (and libtmux with it) is imported now, not when a key is pressed: libtmux reads
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
@@ -136,6 +137,8 @@ class BoardApp(App[None]):
         self.rows: dict[str, Row] = {}
         #: the IN PHASE text each row shows
         self._in_phase: dict[str, str] = {}
+        #: why the board polls instead of waiting on inotify, for its title ("": it does not)
+        self._polling = ""
         self._done = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -165,16 +168,24 @@ class BoardApp(App[None]):
         while not self._done.is_set():
             folders = self.board.folders()
             with Watcher(folders) as watcher:
+                if watcher.polling:
+                    self._from_thread(self.say_polling, watcher.polling)
                 woke = True  # a change before this watcher began is looked for at once
+                recheck_at = time.monotonic() + RESCAN
                 while not self._done.is_set():
                     changed = self.board.refresh()
-                    if not woke:
+                    if not woke and time.monotonic() >= recheck_at:
+                        recheck_at = time.monotonic() + RESCAN
                         changed = self.board.recheck_orchestrators() or changed
                     if changed:
                         self._from_thread(self.show, self.board.rows())
                     if self.board.folders() != folders:
                         break  # a ticket came or went: watch the new set of folders
                     woke = watcher.wait(RESCAN)
+
+    def say_polling(self, why: str) -> None:
+        self._polling = f" (polling every {POLL_INTERVAL} s: {why})"
+        self.show(list(self.rows.values()))
 
     def _from_thread(self, call: Callable[..., Any], *args: Any) -> None:
         try:
@@ -200,7 +211,7 @@ class BoardApp(App[None]):
         waiting = sum(1 for row in rows if row.needs)
         self.query_one("#title", Static).update(
             f"handoff watch — {len(rows)} ticket(s)" + (f", {waiting} need you" if waiting
-                                                        else ""))
+                                                        else "") + self._polling)
         self.show_details()
 
     def tick(self) -> None:

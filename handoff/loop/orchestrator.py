@@ -31,7 +31,7 @@ from handoff.machinery.peers import Peers, self_argv
 from handoff.machinery.processes import environ
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Patience, ServerGone, TmuxFailure
-from handoff.machinery.watch import Watcher
+from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.protocol import briefs, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.reports import Finding, Report
@@ -331,9 +331,12 @@ class Orchestrator:
     def files_watched(self) -> Watcher:
         """A watcher of what the loop waits on: the ticket directory (reports, answers), both
         roles' signal folders, and the intake's socket."""
-        return Watcher([self.tdir.path, self.tdir.answer(1).parent,
-                        *(self.tdir.signals(role) for role in ROLES)],
-                       also=[self.intake.fileno()])
+        watcher = Watcher([self.tdir.path, self.tdir.answer(1).parent,
+                           *(self.tdir.signals(role) for role in ROLES)],
+                          also=[self.intake.fileno()])
+        if watcher.polling:  # it still works, at a look every POLL_INTERVAL: say why
+            self.event("watch", state="polling", every=POLL_INTERVAL, reason=watcher.polling)
+        return watcher
 
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import select
 import sys
@@ -38,6 +39,13 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
+def _why(code: int, limit: str) -> str:
+    text = os.strerror(code)
+    if code in (errno.ENOSPC, errno.EMFILE):  # the per-user inotify limits, not a full disk
+        text += f" (the per-user limit fs.inotify.{limit} is reached)"
+    return text
+
+
 class Watcher:
     """A context manager: `wait(timeout)` returns early when something changes in the folders."""
 
@@ -51,20 +59,28 @@ class Watcher:
         self.followed: int | None = None
         #: the followed process has exited (seen by `wait`); cleared by `follow`
         self.exited = False
-        libc = _libc()
-        if libc is None:
-            return
-        fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
-        if fd < 0:
-            return
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
-            libc.inotify_add_watch(fd, os.fsencode(folder), _MASK)
-        self._fd = fd
+        #: why the folders are polled rather than watched by inotify ("" when they are
+        #: watched): for the caller to say, since polling costs a look every POLL_INTERVAL
+        self.polling = self._watch()
 
-    @property
-    def uses_inotify(self) -> bool:
-        return self._fd >= 0
+    def _watch(self) -> str:
+        libc = _libc()
+        if libc is None:
+            return f"no inotify on {sys.platform}"
+        fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+        if fd < 0:
+            return "inotify_init1: " + _why(ctypes.get_errno(), "max_user_instances")
+        for folder in self.folders:
+            # A folder left unwatched would never wake `wait`: a caller sleeping until its
+            # next look (30 s for a hooked peer) would see a report that late. All or none.
+            if libc.inotify_add_watch(fd, os.fsencode(folder), _MASK) < 0:
+                problem = _why(ctypes.get_errno(), "max_user_watches")
+                os.close(fd)
+                return f"inotify_add_watch: {problem}"
+        self._fd = fd
+        return ""
 
     def follow(self, pid: int | None) -> bool:
         """Wake `wait` when process pid exits (None: follow nothing). False where the process

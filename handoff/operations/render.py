@@ -105,6 +105,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     + (f" again after {e['after']:.0f}s" if isinstance(e.get("after"), (int, float)) else "")
     + (f"; giving up after {e['patience']:.0f}s" if isinstance(e.get("patience"), (int, float))
        else ""),
+    "watch": lambda e: f"watching by {e.get('state')} every {e.get('every')} s: {e.get('reason')}",
     "state-restored": lambda e: f"state.json restored from {e.get('source', 'its backup')}"
     + (f"; the damaged file kept as {e['kept']}" if e.get("kept") else ""),
     "worktree": _worktree,
