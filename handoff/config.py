@@ -38,7 +38,7 @@ class Share:
 
 @dataclass(frozen=True)
 class Budget:
-    """What a ticket may spend before a person is asked whether it goes on (handoff.loop.usage):
+    """What a ticket may spend before a person is asked whether it goes on (handoff.record.usage):
     all tokens of both peers, and/or dollars as the CLIs themselves record them."""
 
     tokens: int | None = None

@@ -17,8 +17,8 @@ from handoff.errors import HandoffError, describe
 
 def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
     """What `status` prints for rows (one: a single ticket was asked for)."""
-    from handoff.loop.usage import usage_line
     from handoff.machinery.repo import short_sha
+    from handoff.record.usage import usage_line
 
     if as_json:
         return json.dumps(rows, indent=2)

@@ -21,7 +21,7 @@ from typing import Any
 from handoff import trace
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import notify, submission, summary, usage
+from handoff.loop import metering, notify, submission, summary
 from handoff.loop.gate import end_left_gate, excerpt, record_path, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
 from handoff.loop.submission import digest, provenance, set_aside, spend
@@ -36,12 +36,14 @@ from handoff.protocol import briefs, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.reports import Finding, Report
 from handoff.providers.base import first_message, shown
+from handoff.providers.sessions import keeps_usage
 from handoff.providers.signals import read_signals
 from handoff.record import seals
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
 from handoff.record.store import atomic_write
 from handoff.record.ticket import FINISHED, State, brief_round
+from handoff.record.usage import over_budget, per_round
 from handoff.role import ROLES, phase_of
 
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
@@ -510,13 +512,13 @@ class Orchestrator:
 
     def record_usage(self, role: str) -> None:
         """What the role's CLI spent on the round just reported, from its own session files
-        (handoff.loop.usage); nothing is recorded for a CLI that keeps none (the scripted agent)."""
+        (handoff.loop.metering); nothing is recorded for a CLI that keeps none (the scripted agent)."""
         worktree = self.state.worktrees.get(role)
         provider = self.ws.config.providers[role]
-        if not worktree or not usage.keeps_usage(provider):
+        if not worktree or not keeps_usage(provider):
             return  # before reading the whole event log: it is on the hand-over's path
         events, _ = self.tdir.events.read()
-        fields = usage.measure(provider, role, Path(worktree), events, os.environ)
+        fields = metering.measure(provider, role, Path(worktree), events, os.environ)
         if fields is not None:
             self.event("usage", role, **fields)
 
@@ -527,7 +529,7 @@ class Orchestrator:
         if budget is None or self.state.phase in (*FINISHED, "needs-human", "awaiting-approval"):
             return
         events, _ = self.tdir.events.read()
-        over = usage.over_budget(events, budget.tokens, budget.cost_usd)
+        over = over_budget(events, budget.tokens, budget.cost_usd)
         if over is None:
             return
         self.event("budget", **over)
@@ -678,7 +680,7 @@ class Orchestrator:
             ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
             changed=changed, verified=verified, open_findings=open_findings,
-            usage=usage.per_round(self.tdir.events.read()[0]))
+            usage=per_round(self.tdir.events.read()[0]))
 
 
 def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from handoff.loop.usage import Usage, cost_text, tokens_text
 from handoff.machinery.repo import short_sha
 from handoff.protocol.reports import Finding
+from handoff.record.usage import Usage, cost_text, tokens_text
 
 WORD_LIMIT = 150
 

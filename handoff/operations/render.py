@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from handoff.loop.usage import Usage, short
 from handoff.machinery.repo import short_sha
+from handoff.record.usage import Usage, short
 
 
 def describe(event: dict[str, Any]) -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from handoff.errors import HandoffError, NotFound, UsageError
-from handoff.loop import usage
 from handoff.machinery.repo import Repo
+from handoff.record import usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
