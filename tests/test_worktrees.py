@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -515,8 +516,17 @@ def test_is_live_only_for_a_worktree_of_this_repo(repo: Path, base: str, tmp_pat
     assert not wt.is_live(tmp_path / "foreign"), "a worktree of another repo"
     admin = wt.admin_dir(path)
     assert admin is not None and admin.parent == (repo / ".git" / "worktrees").resolve()
+    gitdir = (admin / "gitdir").read_text()
     (admin / "gitdir").write_text(str(tmp_path / "elsewhere" / ".git") + "\\n")
     assert not wt.is_live(path), "git's record must point back at the folder"
+    (admin / "gitdir").write_text(gitdir)
+    assert wt.is_live(path)
+    (admin / "HEAD").unlink()
+    assert not wt.is_live(path), "an admin folder git would not take (no HEAD) is none"
+    assert subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+                          capture_output=True, env={**os.environ, "GIT_CEILING_DIRECTORIES":
+                                                    str(path.parent)}).returncode != 0, \
+        "git agrees: no worktree there"
 
 
 def test_remove_never_deletes_a_folder_that_is_not_a_worktree(repo: Path, base: str) -> None:

@@ -133,6 +133,19 @@ def opened(path: Path) -> GitRepo:
                        "run handoff inside a repo, or pass --repo PATH") from None
 
 
+def checkout_at(path: Path) -> tuple[Path, Path] | None:
+    """(working tree, git dir) of the checkout whose `.git` is in path itself, as GitPython
+    reads them: no git process, and no looking above path. None when path holds none."""
+    forget_repo_locating()
+    try:
+        found = GitRepo(path)  # without search_parent_directories: path itself or nothing
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
+        return None
+    with found:
+        top = found.working_tree_dir
+        return (Path(top).resolve(), Path(found.git_dir).resolve()) if top else None
+
+
 def run(cwd: Path, args: Sequence[str], *, timeout: float | None = None,
         env: Mapping[str, str] | None = None, check: bool = True) -> tuple[int, str, str]:
     """(status, stdout, stderr) of `git args` in cwd: GitPython's command API

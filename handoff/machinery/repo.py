@@ -44,7 +44,9 @@ def git_env(ceiling: Path | None) -> dict[str, str] | None:
     return {"GIT_CEILING_DIRECTORIES": os.pathsep.join([*inherited, str(ceiling.resolve())])}
 
 
-def _load_gitpython() -> None:
+def load_gitpython() -> None:
+    """Import GitPython now (it is loaded only when needed: `status` and `submit` never are),
+    or say clearly that git is missing."""
     try:
         from handoff.machinery import gitcmd  # noqa: F401
     except ImportError as exc:  # GitPython's import runs `git version`, and fails without git
@@ -54,7 +56,7 @@ def _load_gitpython() -> None:
 def run(cwd: Path, *args: str, ceiling: Path | None = None, check: bool = True,
         timeout: float | None = None) -> tuple[int, str]:
     """(status, stdout) of one git command in cwd; imports GitPython only now (see gitcmd)."""
-    _load_gitpython()
+    load_gitpython()
     from handoff.machinery import gitcmd
 
     status, out, _ = gitcmd.run(cwd, args, timeout=timeout, env=git_env(ceiling), check=check)
@@ -85,7 +87,7 @@ class Repo:
         """The repository holding path, found by GitPython as git finds it (no git process)."""
         if not path.is_dir():
             raise NotFound(f"{path} is not a folder")
-        _load_gitpython()
+        load_gitpython()
         from handoff.machinery import gitcmd
 
         with gitcmd.opened(path) as found:
@@ -98,7 +100,7 @@ class Repo:
     @property
     def git(self) -> BoundedGit:
         """GitPython's command API at top (`repo.git.worktree("add", …)`), bounded."""
-        _load_gitpython()
+        load_gitpython()
         from handoff.machinery.gitcmd import BoundedGit
 
         return BoundedGit(self.top)

@@ -37,7 +37,7 @@ from typing import Any
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.machinery import proc
-from handoff.machinery.repo import Repo, git, git_timeout
+from handoff.machinery.repo import Repo, git, git_timeout, load_gitpython
 from handoff.role import ROLES
 
 WORKTREES_DIR = ".worktrees"
@@ -202,7 +202,8 @@ class TicketWorktrees:
 
     def is_live(self, path: Path) -> bool:
         """path is a worktree of this repo: its .git file points to the repo's worktrees/<name>,
-        that points back at it, and git, asked there, agrees."""
+        that points back at it, and the checkout found there (as git finds it, read without a
+        git process: this runs before every command in a worktree) is path on that admin dir."""
         admin = self.admin_dir(path)
         if admin is None:
             return False
@@ -212,9 +213,10 @@ class TicketWorktrees:
             return False
         if (back if back.is_absolute() else admin / back).resolve() != (path / ".git").resolve():
             return False
-        out = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                  check=False, ceiling=path.parent).splitlines()
-        return [Path(p).resolve() for p in out] == [path.resolve(), admin]
+        load_gitpython()
+        from handoff.machinery.gitcmd import checkout_at
+
+        return checkout_at(path) == (path.resolve(), admin)
 
     def live(self, role: str) -> Path:
         """The role's worktree, or a clear error when its folder is not one (any more)."""
