@@ -1,5 +1,6 @@
-"""Wake up when files change in a few folders (inotify on Linux, plain polling elsewhere), or
-when a followed process exits (a pidfd, Linux 5.3+).
+"""Wake up when files change in a few folders (inotify on Linux; plain polling elsewhere, or
+where the kernel refuses a watch, which `Watcher.polling` says), or when a followed process
+exits (a pidfd, Linux 5.3+).
 
 Callers always rescan after a wake-up, so a file written before the watch began, or lost in
 an event-queue overflow, is still seen: the events only decide *when* to look.
@@ -41,8 +42,10 @@ def _libc() -> ctypes.CDLL | None:
 
 def _why(code: int, limit: str) -> str:
     text = os.strerror(code)
-    if code in (errno.ENOSPC, errno.EMFILE):  # the per-user inotify limits, not a full disk
+    if code == errno.ENOSPC:  # inotify_add_watch: the per-user limit, never a full disk
         text += f" (the per-user limit fs.inotify.{limit} is reached)"
+    elif code == errno.EMFILE:  # inotify_init1: either limit
+        text += f" (the per-user limit fs.inotify.{limit}, or this process's open files)"
     return text
 
 
