@@ -7,11 +7,15 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.harness import handoff
+from handoff.loop.orchestrator import watched_folders
+from handoff.record.ticket import TicketDir
+from tests.harness import handoff, with_inotify_watches
 from tests.realcli import configure, role
 from tests.standins import install
 from tests.standins.homes import claude_home, codex_home
@@ -24,10 +28,27 @@ def lines(text: str, level: str) -> list[str]:
 def test_doctor_with_the_defaults_is_all_ok(repo: Path) -> None:
     done = handoff("doctor", cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
-    for what in ("tmux", "git", "state dir", "config", "implementer: scripted",
+    for what in ("tmux", "git", "state dir", "file watching", "config", "implementer: scripted",
                  "reviewer: scripted"):
         assert any(what in line for line in lines(done.stdout, "OK")), what
     assert lines(done.stdout, "FAIL") == []
+
+
+def test_doctor_warns_when_an_orchestrator_could_not_watch_its_folders(repo: Path) -> None:
+    """One inotify watch fewer than an orchestrator's folders: it would poll, so doctor warns
+    (and only a warning: tickets still run); with enough of them it does not."""
+    needed = len(watched_folders(TicketDir(repo / "T-1")))
+    argv = [sys.executable, "-m", "handoff", "doctor"]
+    short = subprocess.run(with_inotify_watches(needed - 1, argv), cwd=repo, capture_output=True,
+                           text=True, timeout=60)
+    assert short.returncode == 0, short.stdout + short.stderr
+    [warned] = [line for line in lines(short.stdout, "WARN") if "file watching" in line]
+    assert "fs.inotify.max_user_watches" in warned
+    assert "sysctl fs.inotify.max_user_watches=" in short.stdout, "the fix is named"
+    enough = subprocess.run(with_inotify_watches(needed, argv), cwd=repo, capture_output=True,
+                            text=True, timeout=60)
+    assert any("file watching: inotify" in line for line in lines(enough.stdout, "OK")), \
+        enough.stdout
 
 
 def test_doctor_names_a_missing_cli_with_how_to_install_it(repo: Path,

@@ -53,7 +53,7 @@ def reader(path: Path) -> str | None:
 
 
 @linux_only
-def test_uses_inotify_on_linux(tmp_path: Path) -> None:
+def test_watches_by_inotify_on_linux(tmp_path: Path) -> None:
     with Watcher([tmp_path]) as watcher:
         assert watcher.polling == ""
 

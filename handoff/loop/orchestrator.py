@@ -42,7 +42,7 @@ from handoff.record import seals
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
 from handoff.record.store import atomic_write
-from handoff.record.ticket import FINISHED, State, brief_round
+from handoff.record.ticket import FINISHED, State, TicketDir, brief_round
 from handoff.record.usage import over_budget, per_round
 from handoff.role import ROLES, phase_of
 
@@ -331,11 +331,8 @@ class Orchestrator:
         return watching.monitor.next_look(time.monotonic(), self.ws.provider(role).signals)
 
     def files_watched(self) -> Watcher:
-        """A watcher of what the loop waits on: the ticket directory (reports, answers), both
-        roles' signal folders, and the intake's socket."""
-        watcher = Watcher([self.tdir.path, self.tdir.answer(1).parent,
-                           *(self.tdir.signals(role) for role in ROLES)],
-                          also=[self.intake.fileno()])
+        """A watcher of what the loop waits on: `watched_folders`, and the intake's socket."""
+        watcher = Watcher(watched_folders(self.tdir), also=[self.intake.fileno()])
         if watcher.polling:  # it still works, at a look every POLL_INTERVAL: say why
             self.event("watch", state="polling", every=POLL_INTERVAL, reason=watcher.polling)
         return watcher
@@ -681,6 +678,12 @@ class Orchestrator:
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
             changed=changed, verified=verified, open_findings=open_findings,
             usage=per_round(self.tdir.events.read()[0]))
+
+
+def watched_folders(tdir: TicketDir) -> list[Path]:
+    """What an orchestrator waits on: the ticket directory (reports, answers' folder) and both
+    roles' signal folders (`handoff doctor` tries the same set)."""
+    return [tdir.path, tdir.answer(1).parent, *(tdir.signals(role) for role in ROLES)]
 
 
 def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, str]:

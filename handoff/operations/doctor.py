@@ -48,6 +48,24 @@ def state_check(home: Path) -> Check:
     return Check("OK", "state dir", str(home))
 
 
+def watch_check() -> Check:
+    """Can an orchestrator wait on inotify? Tried on the folders it watches, in a scratch
+    ticket directory; without them it polls (and says so in its log), which works, at a look
+    every POLL_INTERVAL."""
+    from handoff.loop.orchestrator import watched_folders
+    from handoff.machinery.watch import POLL_INTERVAL, Watcher
+    from handoff.record.ticket import TicketDir
+
+    with tempfile.TemporaryDirectory(prefix="handoff-doctor-") as scratch, \
+            Watcher(watched_folders(TicketDir(Path(scratch) / "T-1"))) as watcher:
+        polling = watcher.polling
+    if not polling:
+        return Check("OK", "file watching", "inotify")
+    return Check("WARN", "file watching", f"an orchestrator would poll every {POLL_INTERVAL} s: "
+                 f"{polling}", "raise the limit, e.g. sudo sysctl fs.inotify.max_user_watches"
+                 "=524288 (reports are taken meanwhile, only by polling)")
+
+
 def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | None,
                     probe: bool) -> list[Check]:
     what = f"{role}: {provider.name}"
@@ -79,6 +97,7 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     """Every check, for `handoff doctor`."""
     found = tool_checks()
     found.append(state_check(home))
+    found.append(watch_check())
     try:
         cfg = config_mod.load(home, repo)
     except HandoffError as exc:
