@@ -30,7 +30,7 @@ from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import Peers, self_argv
 from handoff.machinery.processes import environ
 from handoff.machinery.repo import short_sha
-from handoff.machinery.tmux import Patience, ServerGone, TmuxFailure
+from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.protocol import briefs, reports
 from handoff.protocol.intake import Intake, Request, Verdict
@@ -313,7 +313,7 @@ class Orchestrator:
                 return TICK
             if not watcher.follow(pane.pid):
                 return TICK  # its exit cannot wake us (no pidfd, or tmux has yet to see it)
-            if not self.watch(role, n, brief, self.tdir.report(role, n)):
+            if not self.watch(role, n, brief, self.tdir.report(role, n), pane):
                 return None
         except TmuxFailure as failure:
             if patience.failed(failure):  # raises once tmux was silent for too long
@@ -349,14 +349,15 @@ class Orchestrator:
                               frozenset(self.ws.config.roles[role].answer))
         return Watching(monitor, message, since_ns)
 
-    def watch(self, role: str, n: int, brief: Path, report: Path) -> bool:
-        """Look at the peer once and act on what it shows; False: a person must step in."""
+    def watch(self, role: str, n: int, brief: Path, report: Path, pane: Pane) -> bool:
+        """Read the screen of the peer's live pane (just looked up) and act on what it shows;
+        False: a person must step in."""
         watching = self.monitors.get(role)
         if watching is None:
             watching = self.monitors[role] = self.watching(
                 role, first_message(brief), self.launched_ns.get(role, signal_clock()))
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
-        screen = peers.screen(role)
+        screen = peers.screen_of(pane)
         signals = read_signals(self.tdir.signals(role), watching.since_ns)
         if signals:
             watching.since_ns = signals[-1].mtime_ns + 1

@@ -229,7 +229,11 @@ class Peers:
         return poll(gone, wait)
 
     def screen(self, role: str) -> str | None:
-        pane = self.pane(role)
+        return self.screen_of(self.pane(role))
+
+    def screen_of(self, pane: Pane | None) -> str | None:
+        """The screen of a pane already looked up (one tmux call fewer than `screen`); None
+        when there is none, or its process has ended."""
         return None if pane is None or pane.dead else self.tmux.screen(pane.id)
 
     def stop(self) -> bool:
