@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench import handover
 from bench.figures import Figure, Target
-from bench.sandbox import BenchError, Sandbox
+from bench.sandbox import BenchError, Sandbox, wait_until
 from bench.scenarios import Options
 from handoff.operations import demo
 
@@ -64,11 +64,9 @@ class Crowd:
             if child.returncode != 0:
                 raise BenchError(f"a start failed: {err.decode(errors='replace')[-400:]}")
         folders = [next(box.home.glob(f"*/{name}")) for name in names]
-        deadline = time.monotonic() + 600
-        while not all(phase(f) in ENDED for f in folders):
-            if time.monotonic() > deadline:
-                raise BenchError(f"the crowd of {count} tickets did not end within 600 s")
-            time.sleep(0.2)  # the bench's own polling, outside what it measures per ticket
+        # the bench's own polling, outside what it measures per ticket
+        wait_until(lambda: all(phase(f) in ENDED for f in folders),
+                   f"the crowd of {count} tickets to end", timeout=600, interval=0.2)
         self.ended.append(time.perf_counter() - started)
         phases = [phase(f) for f in folders]
         self.passed.append(phases.count("passed"))
