@@ -15,15 +15,13 @@ import yaml
 
 from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT, read_text
-from handoff.providers import REGISTRY, Provider, RoleSpec, allowed_anywhere, known
+from handoff.providers import REGISTRY, Provider, RoleSpec, known, markers
 from handoff.providers.command import MARKERS
 from handoff.record.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
 from handoff.role import ROLES
 
 REPO_CONFIG = ".handoff.yaml"
 SHARE_MODES = ("symlink", "copy")
-NEVER_WHY = ("CLAUDE*, CODEX_* (but CODEX_HOME) and AI_AGENT mark a running coding CLI's session: "
-             "a peer that saw them would act as its hidden child")
 MAX_SECONDS = 30 * 24 * 3600
 SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout")
 
@@ -138,11 +136,16 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
         elif key == "env_allow":
             base["env_allow"] = _strings(source, key, value)
             for name in base["env_allow"]:
-                if not allowed_anywhere(name):
-                    raise UsageError(f"{source}: env_allow: {name} never passes to a peer",
-                                     NEVER_WHY)
+                _passable(f"{source}: env_allow", name)
         else:  # a field added to Config without its reader here
             raise AssertionError(f"config key {key!r} has no reader in config._apply")
+
+
+def _passable(where: str, name: str) -> None:
+    """A listed variable may reach a peer: it is no coding CLI's session marker."""
+    why = markers.marker(name)
+    if why is not None:
+        raise UsageError(f"{where}: {name} never passes to a peer: {why}", markers.WHY)
 
 
 def _budget(source: str, value: Any) -> Budget | None:
@@ -194,7 +197,7 @@ def _roles(source: str, value: Any, before: dict[str, RoleSpec]) -> dict[str, Ro
 
 
 ROLE_KEYS = ("provider", "model", "args", "permission_mode", "env", "answer", "binary",
-             "command", "markers")
+             "command", "markers", "backend")
 
 
 def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -> RoleSpec:
@@ -213,7 +216,7 @@ def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -
     fields_: dict[str, Any] = {} if name != before.provider else {
         k: getattr(before, k) for k in ROLE_KEYS if k != "provider"}
     fields_["provider"] = name
-    for key in ("model", "permission_mode", "binary"):
+    for key in ("model", "permission_mode", "binary", "backend"):
         if key in spec:
             if not isinstance(spec[key], str):
                 raise UsageError(f"{where}.{key} must be a string")
@@ -233,8 +236,11 @@ def _check_role(where: str, provider: Provider, role: RoleSpec) -> None:
         raise UsageError(f"{where}.permission_mode {role.permission_mode!r} is not one of "
                          f"{', '.join(provider.modes)} for {role.provider}")
     for name in role.env:
-        if not provider.allowed(name):
-            raise UsageError(f"{where}.env: {name} never passes to a peer", NEVER_WHY)
+        _passable(f"{where}.env", name)
+    if role.backend and role.backend not in provider.backends:
+        raise UsageError(f"{where}.backend {role.backend!r} is not one of {role.provider}'s",
+                         f"{role.provider}'s back-ends: {', '.join(provider.backends) or 'none'}"
+                         " (without the key, the person's environment chooses)")
     dialogs = {d.name for d in provider.rules.dialogs if d.keys}
     for name in role.answer:
         if name not in dialogs:

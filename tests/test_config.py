@@ -188,6 +188,10 @@ BAD_VALUES = [
     ("stall_timeout: never\n", "stall_timeout"),
     ("turn_grace: -1\n", "turn_grace"),
     ("env_allow: [CODEX_SESSION_ID]\n", "CODEX_SESSION_ID"),
+    ("env_allow: [CLAUDE_CODE_MESSAGING_TOKEN]\n", "CLAUDE_CODE_MESSAGING_TOKEN"),
+    ("roles:\n  reviewer: {provider: claude, env: [CLAUDECODE]}\n", "CLAUDECODE"),
+    ("roles:\n  reviewer: {provider: claude, backend: azure}\n", "backend"),
+    ("roles:\n  reviewer: {provider: codex, backend: vertex}\n", "backend"),
     ("share: .venv\n", "share"),
     ("share:\n  - {mode: copy}\n", "share[0]"),
     ("share:\n  - .venv\n  - 7\n", "share[1]"),
@@ -215,6 +219,22 @@ def test_a_bad_value_names_the_file_and_the_key(text: str, key: str, which: str,
     assert caught.value.exit_code == 2
     assert str(path) in caught.value.message
     assert key in caught.value.message
+
+
+def test_claude_and_codex_configuration_passes_and_a_marker_is_refused_with_why(
+        home: Path, project: Path) -> None:
+    repo_file(project, "env_allow: [CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, MAX_THINKING_TOKENS,"
+                       " CLAUDE_CODE_MAX_OUTPUT_TOKENS]\nroles:\n  reviewer: {provider: claude,"
+                       " backend: vertex, env: [CLAUDE_CODE_USE_VERTEX]}\n")
+    config = load(home, project)
+    assert config.env_allow == ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "MAX_THINKING_TOKENS",
+                                "CLAUDE_CODE_MAX_OUTPUT_TOKENS")
+    assert config.roles["reviewer"].backend == "vertex"
+    repo_file(project, "env_allow: [CODEX_THREAD_ID]\n")
+    with pytest.raises(UsageError) as caught:
+        load(home, project)
+    assert "CODEX_THREAD_ID never passes to a peer" in caught.value.message
+    assert "running Codex" in caught.value.message and "CLAUDE_CONFIG_DIR" in (caught.value.hint or "")
 
 
 def test_a_bad_repo_file_is_reported_even_when_the_user_file_is_fine(home: Path, project: Path) -> None:

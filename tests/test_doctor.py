@@ -212,3 +212,46 @@ def test_init_without_any_cli_falls_back_to_the_scripted_agent(
     assert done.returncode == 0, done.stderr
     assert "chose: implementer scripted, reviewer scripted" in done.stdout
     assert "install a CLI" in done.stdout
+
+
+def test_a_cli_outside_its_proven_range_is_a_warning_naming_the_range(
+        repo: Path, handoff_home: Path, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "claude").write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
+    (old / "claude").chmod(0o755)
+    configure(handoff_home, {"implementer": role("claude", old / "claude")})
+    done = handoff("doctor", cwd=repo)
+    [warned] = [w for w in lines(done.stdout, "WARN") if "implementer: claude version" in w]
+    assert "2.1.100 is outside the range handoff is proven against (2.1.197 to 2.1.332)" in warned
+    assert "npm install -g @anthropic-ai/claude-code@2.1.332" in done.stdout
+    rows = {r["provider"]: r for r in json.loads(handoff("providers", "--json", cwd=repo).stdout)}
+    assert rows["claude"]["proven"] == "2.1.197 to 2.1.332"
+    assert "2.1.100" in str(rows["claude"]["unproven"])
+    assert rows["scripted"]["proven"] is None and rows["scripted"]["unproven"] is None
+
+
+def test_doctor_names_claudes_back_end_and_what_it_lacks(
+        repo: Path, handoff_home: Path, isolated: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = install.binary("claude")
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude, backend="anthropic")})
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "t")
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "true")
+    monkeypatch.setenv("AWS_PROFILE", "work")
+    done = handoff("doctor", cwd=repo)
+    assert done.returncode == 1
+    [failed] = [f for f in lines(done.stdout, "FAIL") if "claude back-end" in f]
+    assert failed.startswith("FAIL  implementer:") and "AWS_REGION or AWS_DEFAULT_REGION" in failed
+    assert "CLAUDE_CODE_USE_BEDROCK=true in the environment" in failed and "AWS_PROFILE" in failed
+    assert "export AWS_REGION=" in done.stdout
+    [chosen] = [o for o in lines(done.stdout, "OK") if "reviewer: claude back-end" in o]
+    assert "back-end anthropic (roles.<role>.backend: anthropic)" in chosen
+    assert "ANTHROPIC_AUTH_TOKEN" in chosen and "AWS_PROFILE" not in chosen
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert handoff("doctor", cwd=repo).returncode == 0
+    rows = {r["provider"]: r for r in json.loads(handoff("providers", "--json", cwd=repo).stdout)}
+    assert "back-end bedrock" in str(rows["claude"]["reaches"])

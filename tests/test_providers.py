@@ -106,16 +106,11 @@ def test_the_command_provider_fills_its_template_and_names_a_bad_placeholder(
     assert "{nope}" in caught.value.message and "{message}" in (caught.value.hint or "")
 
 
-@pytest.mark.parametrize("name", ["CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PID",
-                                  "CODEX_THREAD_ID", "CODEX_CI", "AI_AGENT"])
-def test_a_coding_clis_session_markers_never_pass(name: str) -> None:
-    for cls in REGISTRY.values():
-        assert not cls().allowed(name), (cls.name, name)
-
-
-def test_codex_home_is_configuration_and_passes_to_codex() -> None:
-    assert get(RoleSpec(provider="codex")).allowed("CODEX_HOME")
-    assert not get(RoleSpec(provider="claude")).allowed("CODEX_HOME")
+def test_codex_home_and_claude_config_dir_pass_to_their_own_cli() -> None:
+    env = {"CODEX_HOME": "/h/codex", "CLAUDE_CONFIG_DIR": "/h/claude"}
+    assert "CODEX_HOME" in get(RoleSpec(provider="codex")).passthrough(env)
+    assert "CLAUDE_CONFIG_DIR" in get(RoleSpec(provider="claude")).passthrough(env)
+    assert "CODEX_HOME" not in get(RoleSpec(provider="claude")).passthrough(env)
 
 
 def test_codex_passes_the_key_its_own_model_provider_names(tmp_path: Path) -> None:
@@ -133,3 +128,39 @@ def test_every_provider_module_reads_a_screen_and_knows_its_dialogs() -> None:
             assert dialog.fix, f"{name}: {dialog.name} needs a fix for a person"
         for blocker in provider.rules.blockers:
             assert blocker.fix, f"{name}: {blocker.name} needs a fix for a person"
+
+
+def test_the_pinned_test_clis_are_inside_their_providers_proven_range() -> None:
+    from tests.standins.install import EXTRA, PINNED
+
+    for command, (_, version) in {**PINNED, **EXTRA}.items():
+        assert REGISTRY[command]().unproven(version) is None, (command, version)
+    assert REGISTRY["claude"]().unproven("2.2.0") is not None
+    assert REGISTRY["codex"]().unproven("0.168.9") is not None
+
+
+def test_claude_passes_its_back_ends_variables_and_no_other_back_ends() -> None:
+    vertex = {"CLAUDE_CODE_USE_VERTEX": "1", "ANTHROPIC_VERTEX_PROJECT_ID": "p",
+              "CLOUD_ML_REGION": "r", "VERTEX_REGION_CLAUDE_4_5_SONNET": "eu",
+              "AWS_SECRET_ACCESS_KEY": "s", "ANTHROPIC_API_KEY": "k"}
+    names = get(RoleSpec(provider="claude")).passthrough(vertex)
+    assert {"CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION",
+            "VERTEX_REGION_CLAUDE_4_5_SONNET", "CLAUDE_CONFIG_DIR"} <= set(names)
+    assert not {"AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY"} & set(names)
+    chosen = get(RoleSpec(provider="claude", backend="anthropic")).passthrough(vertex)
+    assert "ANTHROPIC_API_KEY" in chosen and "CLAUDE_CODE_USE_VERTEX" not in chosen
+    off = get(RoleSpec(provider="claude")).passthrough({"CLAUDE_CODE_USE_VERTEX": "0"})
+    assert "CLAUDE_CODE_USE_VERTEX" not in off and "ANTHROPIC_AUTH_TOKEN" in off
+
+
+def test_claude_reads_its_state_and_sessions_from_claude_config_dir(tmp_path: Path) -> None:
+    from handoff.providers.claude import config_dir, state_file
+
+    plain = {"HOME": str(tmp_path / "home")}
+    second = {**plain, "CLAUDE_CONFIG_DIR": str(tmp_path / "work")}
+    assert state_file(plain) == tmp_path / "home" / ".claude.json"
+    assert config_dir(plain) == tmp_path / "home" / ".claude"
+    assert state_file(second) == tmp_path / "work" / ".claude.json"
+    log = get(RoleSpec(provider="claude")).session_log(Path("/r/.worktrees/T/implementer"),
+                                                        "abc", second)
+    assert log == tmp_path / "work" / "projects" / "-r--worktrees-T-implementer" / "abc.jsonl"

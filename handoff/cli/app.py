@@ -229,11 +229,16 @@ def providers(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    typer.echo(f"{'PROVIDER':<10} {'VERSION':<10} {'ROLES':<22} {'PATH':<40} SUPPORT")
+    typer.echo(f"{'PROVIDER':<10} {'VERSION':<10} {'PROVEN':<20} {'ROLES':<22} {'PATH':<40} "
+               "SUPPORT")
     for row in rows:
         roles = ",".join(row["roles"]) if isinstance(row["roles"], list) else ""
-        typer.echo(f"{row['provider']!s:<10} {row['version'] or '-'!s:<10} {roles or '-':<22} "
+        typer.echo(f"{row['provider']!s:<10} {row['version'] or '-'!s:<10} "
+                   f"{row['proven'] or '-'!s:<20} {roles or '-':<22} "
                    f"{row['path'] or 'not installed'!s:<40} {row['support']}")
+        notes = [row["unproven"], row["reaches"] if roles else None]
+        for note in filter(None, notes):
+            typer.echo(f"{'':<10} {note}")
 
 
 @app.command()

@@ -28,7 +28,7 @@ from handoff.machinery.worktrees import TicketWorktrees, branch_name
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
-from handoff.providers import REGISTRY, Launch, Provider, allowed_anywhere, get
+from handoff.providers import REGISTRY, Launch, Provider, get
 from handoff.record import seals
 from handoff.record.lock import holder
 from handoff.record.seals import Seals
@@ -99,8 +99,8 @@ class Workspace:
                  # bytecode outside the checkout: the reviewer's ignored files stay between
                  # rounds, a stale .pyc must not be among them (TicketWorktrees.point_reviewer)
                  **self.worktrees.bytecode_env(role)}
-        names = (*provider.passthrough(dict(os.environ)), *self.config.env_allow)
-        return allowlisted_env(extra, [n for n in names if provider.allowed(n)])
+        return allowlisted_env(extra, (*provider.passthrough(dict(os.environ)),
+                                       *self.config.env_allow))
 
     def orchestrator_env(self) -> dict[str, str]:
         """The orchestrator passes provider variables on to peers, so it is given all of them."""
@@ -109,7 +109,7 @@ class Workspace:
                   for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
         names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
-        return allowlisted_env(extra, [n for n in names if allowed_anywhere(n)])
+        return allowlisted_env(extra, names)
 
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
         provider = self.provider(role)
@@ -158,7 +158,7 @@ class Workspace:
     def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:
         """Copy the CLI's own log of the role's live session next to its pane transcript."""
         log = self.provider(role).session_log(self.worktrees.path(role),
-                                              self.peers(state).session_of(role))
+                                              self.peers(state).session_of(role), os.environ)
         if log is None or not log.is_file():
             return None
         kept = transcript.with_name(f"{transcript.stem}.session.jsonl")

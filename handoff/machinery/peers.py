@@ -17,6 +17,7 @@ from pathlib import Path
 from handoff.machinery import reaper
 from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
+from handoff.providers.markers import marker
 from handoff.providers.screen import DIALOG, READY, holds
 from handoff.record.store import atomic_write
 
@@ -31,9 +32,11 @@ def session_name(ticket: str, repo_key: str) -> str:
 
 
 def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
-    """Only the variables a peer needs: no tokens it was not explicitly given."""
+    """Only the variables a peer needs: no tokens it was not explicitly given, and never a
+    coding CLI's session marker (handoff.providers.markers), whoever allowed it."""
     names = (*BASE_ENV, *allow)
-    env = {name: os.environ[name] for name in names if name in os.environ}
+    env = {name: os.environ[name] for name in names
+           if name in os.environ and marker(name) is None}
     env.update(extra)
     env["TERM"] = TERM
     return env

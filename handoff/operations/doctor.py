@@ -16,13 +16,13 @@ from handoff.errors import HandoffError, MissingTool
 from handoff.machinery import tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
+from handoff.providers.base import proven_range
 from handoff.role import ROLES
 
 
 def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
     """The environment a peer of this provider would get (what its checks must look at)."""
-    names = (*provider.passthrough(dict(os.environ)), *cfg.env_allow)
-    return allowlisted_env({}, [n for n in names if provider.allowed(n)])
+    return allowlisted_env({}, (*provider.passthrough(dict(os.environ)), *cfg.env_allow))
 
 
 def tool_checks() -> list[Check]:
@@ -75,6 +75,12 @@ def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | Non
     version = provider.version() if probe else None
     found = [Check("OK", what, f"{provider.executable()}"
                    + (f" (version {version})" if version else ""))]
+    unproven = provider.unproven(version)
+    if unproven:
+        found.append(Check("WARN", f"{what} version", unproven,
+                           f"it may work; to be on the proven side: npm install -g "
+                           f"{provider.package}@{provider.proven[1]} (the README says how to "
+                           "test a newer one)"))
     if probe:
         problem = provider.flags_problem()
         if problem:
@@ -146,9 +152,12 @@ def provider_rows(cfg: Config) -> list[dict[str, object]]:
         roles = [r for r in ROLES if cfg.roles[r].provider == name]
         provider = get(cfg.roles[roles[0]]) if roles else cls()
         path = provider.executable() if name != "command" or roles else None
+        version = provider.version() if path else None
         rows.append({"provider": name, "path": path, "installed": path is not None,
-                     "version": provider.version() if path else None, "roles": roles,
-                     "support": SUPPORT.get(name, "")})
+                     "version": version, "roles": roles, "support": SUPPORT.get(name, ""),
+                     "proven": proven_range(provider.proven) or None,
+                     "unproven": provider.unproven(version),
+                     "reaches": provider.reaches(peer_env(provider, cfg)) or None})
     return rows
 
 

@@ -29,16 +29,10 @@ def known(name: str) -> type[Provider]:
         ) from None
 
 
-def allowed_anywhere(name: str) -> bool:
-    """name may reach some peer: it is no coding CLI's session marker (CODEX_HOME is Codex's
-    configuration, not a marker)."""
-    return any(cls().allowed(name) for cls in REGISTRY.values())
-
-
 def get(spec: RoleSpec) -> Provider:
     """The provider for one role, bound to how that role is set up."""
     return known(spec.provider)(spec)
 
 
 __all__ = ["PREFERENCE", "REGISTRY", "Check", "Launch", "Provider", "RoleSpec",
-           "allowed_anywhere", "first_message", "get", "known"]
+           "first_message", "get", "known"]

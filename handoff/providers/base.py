@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,9 @@ class RoleSpec:
     command: tuple[str, ...] = ()
     #: the `command` provider's screen markers (ready, busy, turn_ended, composer, …)
     markers: dict[str, str] = field(default_factory=dict)
+    #: where the CLI sends its requests (Claude Code: anthropic, vertex, bedrock, foundry);
+    #: '' lets the person's environment choose, as the CLI itself would
+    backend: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,11 @@ class Provider:
     package = ""
     #: environment variables the CLI may need beyond the base allowlist (keys, base URLs)
     env_allow: tuple[str, ...] = ()
-    #: prefixes of variables that must never reach the CLI, even when a person lists them:
-    #: a coding CLI's own session markers make a peer a hidden child of the session that
-    #: started handoff
-    env_never: tuple[str, ...] = ("CLAUDE", "CODEX_", "AI_AGENT")
-    #: names matching env_never that are configuration, not a session marker
-    env_exempt: tuple[str, ...] = ()
+    #: the oldest and newest release of the CLI that whole tickets or its start-up screens were
+    #: run against (README's provider table says which); others may work, doctor warns
+    proven: tuple[str, str] = ("", "")
+    #: the back-ends a role may name (RoleSpec.backend)
+    backends: tuple[str, ...] = ()
     #: permission modes accepted in config; the first is the default
     modes: tuple[str, ...] = ("bypass",)
     #: the CLI reads the role contract itself (system prompt); otherwise the brief carries it
@@ -143,6 +146,16 @@ class Provider:
         match = re.search(r"\d+\.\d+(\.\d+)?", done.stdout + done.stderr)
         return match.group(0) if match else None
 
+    def unproven(self, version: str | None) -> str | None:
+        """Why version is outside the proven range, or None (inside, or nothing to compare)."""
+        low, high = self.proven
+        if not version or not low:
+            return None
+        if release(low) <= release(version) <= release(high):
+            return None
+        return (f"version {version} is outside the range handoff is proven against "
+                f"({proven_range(self.proven)})")
+
     def argv(self, launch: Launch) -> list[str]:
         """The command line that starts the CLI with the first brief as its own prompt."""
         raise NotImplementedError
@@ -152,11 +165,14 @@ class Provider:
         return {}
 
     def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
-        """Names of variables this CLI may see: its own list and the role's config."""
+        """Names of variables this CLI may see: its own list and the role's config. (A coding
+        CLI's session markers never pass, whatever this says: machinery.peers.allowlisted_env.)"""
         return (*self.env_allow, *self.spec.env)
 
-    def allowed(self, name: str) -> bool:
-        return name in self.env_exempt or not name.startswith(self.env_never)
+    def reaches(self, env: Mapping[str, str]) -> str:
+        """How this role's CLI reaches its model and what passes for it, for doctor and
+        `handoff providers` ('' when there is nothing to choose)."""
+        return ""
 
     def read(self, screen: str) -> Reading:
         return self.rules.read(screen)
@@ -192,8 +208,10 @@ class Provider:
         """What would make this CLI hang or fail at start here (for doctor and start)."""
         return []
 
-    def session_log(self, worktree: Path, session_id: str) -> Path | None:
-        """Where the CLI keeps the whole conversation of a session it was started with."""
+    def session_log(self, worktree: Path, session_id: str,
+                    env: Mapping[str, str]) -> Path | None:
+        """Where the CLI keeps the whole conversation of a session it was started with (env:
+        where its configuration variables say)."""
         return None
 
     def screen_check(self, dialog: Dialog, what: str, detail: str) -> Check:
@@ -203,6 +221,16 @@ class Provider:
                          f"[{dialog.name}])")
         return Check("WARN", what, f"{detail}: its screen would stop the peer (the ticket goes "
                      "to needs-human)", dialog.fix)
+
+
+def release(version: str) -> tuple[int, ...]:
+    """2.1.328 → (2, 1, 328), for comparing releases (a suffix such as -beta is ignored)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("-")[0])[:3])
+
+
+def proven_range(proven: tuple[str, str]) -> str:
+    low, high = proven
+    return "" if not low else low if low == high else f"{low} to {high}"
 
 
 def is_root() -> bool:

@@ -13,6 +13,8 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +87,98 @@ RULES = ScreenRules(
 UNLISTED = ("--append-system-prompt-file",)
 
 
+@dataclass(frozen=True)
+class Backend:
+    """Where Claude Code sends its requests, chosen by a switch in the person's environment
+    (`CLAUDE_CODE_USE_VERTEX=1`, …) or by `roles.<role>.backend`: the variables it reads pass
+    to the peer by themselves, no env_allow needed."""
+
+    name: str
+    #: the variable that selects it ('' for Anthropic's own API, the default)
+    switch: str
+    names: tuple[str, ...]
+    #: families of names (Vertex's per-model regions: VERTEX_REGION_CLAUDE_4_5_SONNET, …)
+    prefixes: tuple[str, ...] = ()
+    #: what must be set for a request to go anywhere, each as alternatives
+    needs: tuple[tuple[str, ...], ...] = ()
+
+    def passes(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        return (*self.names, *(n for n in env if self.prefixes and n.startswith(self.prefixes)))
+
+
+BACKENDS = (
+    # a gateway in front of Anthropic's API is this one with ANTHROPIC_BASE_URL
+    Backend("anthropic", "", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")),
+    Backend("vertex", "CLAUDE_CODE_USE_VERTEX", (
+        "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_SKIP_VERTEX_AUTH", "ANTHROPIC_VERTEX_PROJECT_ID",
+        "ANTHROPIC_VERTEX_BASE_URL", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CONFIG"),
+        prefixes=("VERTEX_REGION_",),
+        needs=(("ANTHROPIC_VERTEX_PROJECT_ID",), ("CLOUD_ML_REGION",))),
+    Backend("bedrock", "CLAUDE_CODE_USE_BEDROCK", (
+        "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_SKIP_BEDROCK_AUTH", "ANTHROPIC_BEDROCK_BASE_URL",
+        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"),
+        needs=(("AWS_REGION", "AWS_DEFAULT_REGION"),)),
+    Backend("foundry", "CLAUDE_CODE_USE_FOUNDRY", (
+        "CLAUDE_CODE_USE_FOUNDRY", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH", "ANTHROPIC_FOUNDRY_RESOURCE",
+        "ANTHROPIC_FOUNDRY_BASE_URL", "ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_AUTH_TOKEN"),
+        needs=(("ANTHROPIC_FOUNDRY_RESOURCE", "ANTHROPIC_FOUNDRY_BASE_URL"),)),
+)
+BACKEND_NAMES = tuple(b.name for b in BACKENDS)
+
+
+def switched_on(value: str | None) -> bool:
+    """Claude Code reads a switch as on for 1/true/yes (any case)."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def backend_of(chosen: str, env: Mapping[str, str]) -> tuple[Backend, str]:
+    """The role's back-end and why: the role's `backend:`, else the first switch set in the
+    person's environment, else Anthropic's API."""
+    if chosen:
+        return next(b for b in BACKENDS if b.name == chosen), f"roles.<role>.backend: {chosen}"
+    for backend in BACKENDS[1:]:
+        if switched_on(env.get(backend.switch)):
+            return backend, f"{backend.switch}={env[backend.switch]} in the environment"
+    return BACKENDS[0], "the default"
+
+
+def config_dir(env: Mapping[str, str]) -> Path:
+    """Where Claude Code keeps its settings, logins and session logs: $CLAUDE_CONFIG_DIR (a
+    second account), else ~/.claude."""
+    chosen = (env.get("CLAUDE_CONFIG_DIR") or "").strip()
+    return Path(chosen) if chosen else _home(env) / ".claude"
+
+
+def state_file(env: Mapping[str, str]) -> Path:
+    """Its global state (onboarding, approved keys, trusted folders): .claude.json inside
+    $CLAUDE_CONFIG_DIR when that is set (measured on 2.1.328), else ~/.claude.json."""
+    chosen = (env.get("CLAUDE_CONFIG_DIR") or "").strip()
+    return (Path(chosen) if chosen else _home(env)) / ".claude.json"
+
+
+def session_folder(env: Mapping[str, str], worktree: Path) -> Path:
+    """<config dir>/projects/<the folder, every other character a dash>: a session's log."""
+    return config_dir(env) / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
 class Claude(Provider):
     name = "claude"
     binary = "claude"
     package = "@anthropic-ai/claude-code"
-    env_allow = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-                 "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
-                 "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-                 "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX")
+    proven = ("2.1.197", "2.1.332")
+    #: on every back-end; the back-end's own variables come from `backend()`. CLAUDE_CONFIG_DIR
+    #: is a second account's (or config's) folder: a peer must use the one the person uses
+    env_allow = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                 "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX",
+                 "CLAUDE_CONFIG_DIR", "ANTHROPIC_CUSTOM_HEADERS")
+    backends = BACKEND_NAMES
     modes = ("bypass", "acceptEdits", "auto", "default", "plan", "dontAsk")
     takes_contract = True
     enter_delay = 0.05
@@ -115,14 +201,24 @@ class Claude(Provider):
             argv += ["--model", spec.model]
         return [*argv, *spec.args, launch.message]
 
-    def session_log(self, worktree: Path, session_id: str) -> Path | None:
-        """~/.claude/projects/<the folder, every other character a dash>/<session>.jsonl: the
-        whole conversation, which the pane's history holds only in part."""
-        if not session_id:
-            return None
-        folder = re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
-        return Path(os.path.expanduser("~")) / ".claude" / "projects" / folder / \
-            f"{session_id}.jsonl"
+    def backend(self, env: Mapping[str, str]) -> tuple[Backend, str]:
+        return backend_of(self.spec.backend, env)
+
+    def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
+        """Its back-end's variables too (a Vertex user's set-up reaches the peer as it is)."""
+        return (*super().passthrough(env), *self.backend(env)[0].passes(env))
+
+    def reaches(self, env: Mapping[str, str]) -> str:
+        backend, why = self.backend(env)
+        passed = [n for n in backend.passes(env) if n in env]
+        folder = f"; its state in {config_dir(env)}" if env.get("CLAUDE_CONFIG_DIR") else ""
+        return (f"back-end {backend.name} ({why}); passes "
+                f"{', '.join(passed) or 'none of its variables (none is set)'}{folder}")
+
+    def session_log(self, worktree: Path, session_id: str,
+                    env: Mapping[str, str]) -> Path | None:
+        """The whole conversation (the pane's history holds only part of it)."""
+        return session_folder(env, worktree) / f"{session_id}.jsonl" if session_id else None
 
     def settings(self, launch: Launch) -> dict[str, Any]:
         """Passed with --settings: no bypass screen, and hooks that signal the orchestrator."""
@@ -175,12 +271,24 @@ class Claude(Provider):
                                "--dangerously-skip-permissions as root unless IS_SANDBOX=1",
                                "run handoff as a normal user, or in a sandbox export "
                                "IS_SANDBOX=1 before handoff starts"))
-        return found + self.account_checks(repo, env)
+        return found + self.backend_checks(env) + self.account_checks(repo, env)
+
+    def backend_checks(self, env: dict[str, str]) -> list[Check]:
+        """The back-end is named, with what it needs and what passes to the peer."""
+        backend, _ = self.backend(env)
+        unset = [" or ".join(names) for names in backend.needs
+                 if not any(env.get(n) for n in names)]
+        if unset:
+            return [Check("FAIL", "claude back-end", f"{self.reaches(env)}; but "
+                          f"{', '.join(unset)} is not set",
+                          f"export {unset[0].split(' or ')[0]}=… before handoff starts (Claude "
+                          f"Code on {backend.name} needs it)")]
+        return [Check("OK", "claude back-end", self.reaches(env))]
 
     def account_checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
-        """Onboarding, credentials and trust, read from ~/.claude.json (never written)."""
-        home = Path(env.get("HOME") or os.path.expanduser("~"))
-        path = home / ".claude.json"
+        """Onboarding, credentials and trust, read from Claude Code's state file (~/.claude.json,
+        or inside $CLAUDE_CONFIG_DIR) and never written."""
+        path = state_file(env)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -192,8 +300,11 @@ class Claude(Provider):
             found.append(Check("FAIL", "claude set-up", f"{path} says Claude Code's first-run "
                                "set-up was never finished: a peer would stop on it",
                                "run `claude` once in a terminal and finish the set-up"))
+        if self.backend(env)[0].name != "anthropic":
+            found += self.trust_checks(data, repo)
+            return found  # the cloud's own credentials, not an Anthropic login or key
         token, key = env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_API_KEY")
-        logged_in = (home / ".claude" / ".credentials.json").exists() or data.get("oauthAccount")
+        logged_in = (config_dir(env) / ".credentials.json").exists() or data.get("oauthAccount")
         if not token and not key and not logged_in:
             found.append(Check("WARN", "claude login", "no ANTHROPIC_API_KEY or "
                                "ANTHROPIC_AUTH_TOKEN and no stored login were found",
@@ -203,10 +314,13 @@ class Claude(Provider):
             if key[-20:] not in approved:
                 found.append(self.screen_check(API_KEY, "claude API key",
                                                "ANTHROPIC_API_KEY is not yet approved"))
-        if not trusted(data, repo):
-            found.append(self.screen_check(TRUST, "claude trust",
-                                           f"{repo} is not a trusted folder for Claude Code"))
-        return found
+        return found + self.trust_checks(data, repo)
+
+    def trust_checks(self, data: dict[str, Any], repo: Path) -> list[Check]:
+        if trusted(data, repo):
+            return []
+        return [self.screen_check(TRUST, "claude trust",
+                                  f"{repo} is not a trusted folder for Claude Code")]
 
 
 def trusted(data: dict[str, Any], repo: Path) -> bool:

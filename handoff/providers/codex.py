@@ -59,11 +59,10 @@ class Codex(Provider):
     name = "codex"
     binary = "codex"
     package = "@openai/codex"
+    proven = ("0.169.0", "0.171.0")
+    #: CODEX_HOME points at the person's own configuration (a second account's, say)
     env_allow = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
                  "CODEX_HOME")
-    #: CODEX_HOME points at the user's own configuration; every other CODEX_* variable is a
-    #: running Codex session's marker and never passes
-    env_exempt = ("CODEX_HOME",)
     modes = ("bypass", "full-auto", "default")
     takes_contract = True
     enter_delay = 0.1
@@ -94,7 +93,7 @@ class Codex(Provider):
         names = [p.get("env_key") for p in (config.get("model_providers") or {}).values()
                  if isinstance(p, dict)]
         return (*super().passthrough(env),
-                *(n for n in names if isinstance(n, str) and self.allowed(n)))
+                *(n for n in names if isinstance(n, str)))
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         home = codex_home(env)

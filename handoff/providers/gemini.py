@@ -46,6 +46,7 @@ class Gemini(Provider):
     name = "gemini"
     binary = "gemini"
     package = "@google/gemini-cli"
+    proven = ("0.61.0", "0.61.0")
     env_allow = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
                  "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
                  "GOOGLE_APPLICATION_CREDENTIALS")

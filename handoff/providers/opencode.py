@@ -74,6 +74,7 @@ class Opencode(Provider):
     name = "opencode"
     binary = "opencode"
     package = "opencode-ai"
+    proven = ("1.18.33", "1.18.33")
     env_allow = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
                  "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
     modes = ("bypass", "default")

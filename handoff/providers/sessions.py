@@ -2,6 +2,7 @@
 tokens, and cost only when the CLI itself records one.
 
 Claude Code writes `~/.claude/projects/<worktree, every other character a dash>/<session>.jsonl`
+(`$CLAUDE_CONFIG_DIR/projects/…` for a second account)
 (`message.usage` on each assistant entry, a `cost-state` entry with `totalCostUSD`). Codex
 writes `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl` (`token_count` events whose
 `info.total_token_usage` is the session's running total; its first line, `session_meta`, names
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.inputs import MIB
+from handoff.providers.claude import session_folder
 from handoff.providers.codex import codex_home
 from handoff.record.usage import Usage, cost_of, count_of
 
@@ -217,9 +219,7 @@ def _recent(folder: Path, pattern: str, since: float) -> list[Path]:
 
 def claude_sessions(worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
     """Every Claude Code session started in worktree and written since then."""
-    home = Path(env.get("HOME") or os.path.expanduser("~"))
-    folder = re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
-    return _recent(home / ".claude" / "projects" / folder, r"[^/]+\.jsonl", since)
+    return _recent(session_folder(env, worktree), r"[^/]+\.jsonl", since)
 
 
 def codex_sessions(worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:

@@ -56,6 +56,12 @@ MID_TURN = re.compile(r"The user sent a new message while you were working:\n(.*
                       r"(?:\n\nThis is how Claude Code surfaces messages.*)?\Z", re.S)
 
 
+#: Claude Code on Vertex AI (CLAUDE_CODE_USE_VERTEX=1, ANTHROPIC_VERTEX_BASE_URL at this server)
+#: posts a Messages-API body without `model` here, and reads the same event stream back
+VERTEX = re.compile(r"/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/publishers/"
+                    r"anthropic/models/(?P<model>[^/:]+):(?P<how>streamRawPredict|rawPredict)")
+
+
 @dataclass(frozen=True)
 class Exchange:
     """One request the stand-in answered (bodies kept for debugging a failing test)."""
@@ -399,11 +405,12 @@ def _handler_for(standin: AnthropicStandIn) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._read_body()
             path = urlsplit(self.path).path.rstrip("/")
-            if path == "/v1/messages" and isinstance(body, dict):
+            vertex = VERTEX.fullmatch(path)
+            if (path == "/v1/messages" or vertex) and isinstance(body, dict):
                 blocks, stop = standin.answer_messages(self.path, body)
                 msg_id = standin._next_id("msg")
-                model = str(body.get("model") or "claude-standin")
-                if body.get("stream"):
+                model = str(body.get("model") or (vertex and vertex["model"]) or "claude-standin")
+                if body.get("stream") or (vertex and vertex["how"] == "streamRawPredict"):
                     payload = b"".join(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
                                        for event, data in sse_events(msg_id, model, blocks, stop))
                     self._send(200, payload, "text/event-stream")
