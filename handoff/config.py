@@ -23,7 +23,8 @@ from handoff.role import ROLES
 REPO_CONFIG = ".handoff.yaml"
 SHARE_MODES = ("symlink", "copy")
 MAX_SECONDS = 30 * 24 * 3600
-SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout")
+SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout",
+           "unrecognised_timeout")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Config:
     stall_timeout: float = 1800.0
     #: seconds after a turn ended without a report before the peer is nudged
     turn_grace: float = 5.0
+    #: seconds a live peer may send no hook signal and show nothing its screen rules read
+    #: before handoff says so (a `screen-unrecognised` event; the ticket goes on)
+    unrecognised_timeout: float = 60.0
     #: seconds a CLI may keep retrying an unreachable API or show a quota message before a
     #: person is asked (None: the provider's own measured default)
     api_patience: float | None = None
@@ -314,6 +318,7 @@ gate_timeout: 900      # seconds the verification command may take
 start_timeout: 120     # seconds a new peer may take to show its input line or start work
 stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
 turn_grace: 5          # seconds after a turn ended without a report before a nudge
+unrecognised_timeout: 60  # seconds with no hook signal and an unreadable screen before it is said
 # api_patience: 60     # seconds a CLI may retry an unreachable API before a person is asked
 setup_timeout: 900     # seconds each post_create command may take
 roles:

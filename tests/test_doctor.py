@@ -25,6 +25,12 @@ def lines(text: str, level: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(level)]
 
 
+def warnings(text: str) -> list[str]:
+    """doctor's warnings; in a latest-versions run (tests/standins/install.py) a release newer
+    than the proven range is expected to warn, and is not what these tests look at."""
+    return [w for w in lines(text, "WARN") if not (install.LATEST and " version: " in w)]
+
+
 def test_doctor_with_the_defaults_is_all_ok(repo: Path) -> None:
     done = handoff("doctor", cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -80,7 +86,7 @@ def test_doctor_reads_claude_codes_set_up_and_never_writes_it(
     claude_home(home, [])
     done = handoff("doctor", cwd=repo)
     assert done.returncode == 0, done.stdout
-    assert "version 2.1.328" in done.stdout, "the real binary answered"
+    assert f"version {install.expected_version('claude')}" in done.stdout, "the real binary answered"
     assert not any("flags" in f for f in lines(done.stdout, "FAIL")), "its flags are known"
     warned = lines(done.stdout, "WARN")
     assert any("implementer: claude trust" in w and "not a trusted folder" in w for w in warned)
@@ -91,7 +97,7 @@ def test_doctor_reads_claude_codes_set_up_and_never_writes_it(
 
     claude_home(home, [repo], api_key=os.environ["ANTHROPIC_API_KEY"])
     trusted = handoff("doctor", cwd=repo)
-    assert lines(trusted.stdout, "WARN") == [], trusted.stdout
+    assert warnings(trusted.stdout) == [], trusted.stdout
     assert (home / ".claude.json").read_text() != before
 
 
@@ -128,7 +134,7 @@ def test_doctor_reads_codexs_login_and_trust(repo: Path, handoff_home: Path,
     assert signed_out.returncode == 1
     assert any("codex login" in f for f in lines(signed_out.stdout, "FAIL"))
     assert "codex login --with-api-key" in signed_out.stdout
-    assert "version 0.171.0" in signed_out.stdout
+    assert f"version {install.expected_version('codex')}" in signed_out.stdout
     assert not any("flags" in f for f in lines(signed_out.stdout, "FAIL")), "codex took them"
 
     codex_home(home, "http://127.0.0.1:9/v1", [])
@@ -139,7 +145,7 @@ def test_doctor_reads_codexs_login_and_trust(repo: Path, handoff_home: Path,
     assert untrusted.returncode == 0, untrusted.stdout
     assert any("codex trust" in w for w in lines(untrusted.stdout, "WARN"))
     codex_home(home, "http://127.0.0.1:9/v1", [repo])
-    assert lines(handoff("doctor", cwd=repo).stdout, "WARN") == []
+    assert warnings(handoff("doctor", cwd=repo).stdout) == []
 
 
 def test_doctor_reports_a_broken_config_instead_of_failing(repo: Path) -> None:
@@ -164,14 +170,16 @@ def test_providers_lists_every_provider_and_what_is_installed(
     rows = json.loads(handoff("providers", "--json", cwd=repo).stdout)
     by_name = {row["provider"]: row for row in rows}
     assert set(by_name) == {"claude", "codex", "gemini", "opencode", "command", "scripted"}
-    assert by_name["claude"]["installed"] and by_name["claude"]["version"] == "2.1.328"
+    assert by_name["claude"]["installed"]
+    assert by_name["claude"]["version"] == install.expected_version("claude")
     assert by_name["claude"]["path"] == str(claude) and by_name["claude"]["roles"] == \
         ["implementer"]
     assert by_name["scripted"]["roles"] == ["reviewer"]
     assert by_name["command"]["installed"] is False
     assert all(row["support"] for row in rows)
     table = handoff("providers", cwd=repo).stdout
-    assert "claude" in table and "2.1.328" in table and "not installed" in table
+    assert "claude" in table and install.expected_version("claude") in table
+    assert "not installed" in table
 
 
 def fake_cli(folder: Path, name: str) -> None:

@@ -30,11 +30,12 @@ from tests.harness import (
     wait_phase,
     write_plan,
 )
-from tests.realcli import configure, role, stand_in_errors
+from tests.realcli import configure, role, stand_in_errors, trust_codex
 from tests.standins import install
 from tests.standins.anthropic import VERTEX, AnthropicStandIn, Mind
 from tests.standins.brain import Action, Say, Shell
 from tests.standins.homes import CLAUDE_TOKEN, claude_home
+from tests.standins.openai import OpenAIStandIn
 
 
 def test_claude_on_vertex_with_a_second_accounts_config_dir_passes_as_both_peers(
@@ -162,3 +163,68 @@ def test_no_marker_of_the_session_that_started_handoff_reaches_a_peer_or_the_tmu
     go.write_text("")
     wait_phase(handoff_home, "MK-1", "passed", timeout=90)
     assert handoff("close", "MK-1", cwd=repo).returncode == 0
+
+
+#: screen rules that read nothing: an input line, work and a turn's end none of which any
+#: screen shows, as after a release that changed the CLI's whole screen
+BLIND = {"composer": "\u2603\u2603", "busy": "^never-busy-\u2603$", "turn_ended": "^never-ended-\u2603$"}
+
+
+@pytest.mark.parametrize("implementer", ["claude", "codex"])
+def test_a_ticket_passes_on_hook_signals_alone_when_no_screen_rule_matches(
+        implementer: str, repo: Path, tmp_path: Path, handoff_home: Path,
+        isolated: dict[str, str], claude: Path, codex: Path, anthropic: AnthropicStandIn,
+        openai: OpenAIStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    trust_codex(openai, repo)
+    binaries = {"claude": claude, "codex": codex}
+    reviewer = "codex" if implementer == "claude" else "claude"
+    configure(handoff_home, {"implementer": role(implementer, binaries[implementer],
+                                                 markers=BLIND),
+                             "reviewer": role(reviewer, binaries[reviewer], markers=BLIND)})
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    ticket = f"SIG-{implementer}"
+    done = handoff("start", ticket, "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    final = state(handoff_home, ticket)
+    assert final["phase"] == "passed" and final["verdicts"] == {"1": "fail", "2": "pass"}
+    log = events(handoff_home, ticket)
+    judged = [e for e in log if e["kind"] == "peer"]
+    for who in ("implementer", "reviewer"):
+        mine = [e for e in judged if e["role"] == who]
+        assert any(e["state"] == "working" and "hook UserPromptSubmit" in e["evidence"]
+                   for e in mine), (who, mine)
+        # no judgement of this peer came from its screen: the rules matched nothing
+        assert all(e["evidence"].startswith("hook ") for e in mine
+                   if e["state"] in ("working", "turn-ended")), (who, mine)
+    assert [e for e in log if e["kind"] in ("escalate", "delivery-failed")] == []
+    assert handoff("close", ticket, cwd=repo).returncode == 0
+
+
+def test_a_live_peer_nothing_can_be_read_of_is_said_with_its_screen_and_the_ticket_goes_on(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """A CLI whose screen no rule matches and which sends no hook signal: said once as a
+    `screen-unrecognised` event with the screen kept, well before stall_timeout; not a stall,
+    not a person's turn."""
+    configure(handoff_home, {"implementer": {
+        "provider": "command",
+        "command": ["sh", "-c", "echo 'a screen of its own'; exec sleep 600", "{message}"]}},
+        unrecognised_timeout=2, start_timeout=600)
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "UN-1", "--plan", str(plan), "--yes", cwd=repo).returncode == 0
+    said = wait_event(handoff_home, "UN-1", "screen-unrecognised", timeout=60, role="implementer")
+    assert "no hook signal and no screen rule matched" in said["evidence"]
+    assert said["provider"] == "command" and said["version"] == "unknown"
+    kept = ticket_path(handoff_home, "UN-1") / "transcripts" / said["screen"]
+    assert said["screen"] == "implementer-1.unrecognised.log"
+    assert "a screen of its own" in kept.read_text()
+    assert "a screen of its own" in said["last_lines"]
+    assert state(handoff_home, "UN-1")["phase"] == "implementing", "the ticket goes on"
+    assert [e for e in events(handoff_home, "UN-1") if e["kind"] == "escalate"] == []
+    shown = handoff("log", "UN-1", cwd=repo).stdout
+    assert "cannot be read (command unknown): no hook signal" in shown
+    assert "screen: transcripts/implementer-1.unrecognised.log" in shown
+    assert handoff("stop", "UN-1", cwd=repo).returncode == 0
+    assert handoff("close", "UN-1", cwd=repo).returncode == 0

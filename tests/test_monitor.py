@@ -240,3 +240,42 @@ def test_a_blocked_peer_is_looked_at_as_often_as_one_without_hooks() -> None:
     m.observe(1001.0, busy())
     m.observe(1002.0, Reading(BLOCKED, draft="", blocker=OFFLINE, evidence=("ECONNREFUSED",)))
     assert m.next_look(1002.0, hooks=True) == WORKING_LOOK
+
+
+def unreadable() -> Reading:
+    """A live screen none of the CLI's rules match: no input line, no work, no dialog."""
+    return Reading(STARTING)
+
+
+def test_a_peer_nothing_can_be_read_of_is_said_once_with_its_fix() -> None:
+    m = PeerMonitor(launched=1000.0, timing=Timing(start=600.0, unrecognised=60.0))
+    assert m.observe(1059.0, unreadable()) == []
+    decided = m.observe(1061.0, unreadable())
+    assert actions(decided) == [("unrecognised", "screen-unrecognised")]
+    assert "no hook signal and no screen rule matched for 61s" in decided[0].evidence
+    assert "roles.<role>.markers" in decided[0].fix
+    assert m.observe(1200.0, unreadable()) == [], "once per spell"
+    m.observe(1201.0, busy())  # read again: the next spell is said again
+    assert m.observe(1260.0, unreadable()) == []
+    assert actions(m.observe(1262.0, unreadable())) == [("unrecognised", "screen-unrecognised")]
+
+
+def test_hook_signals_or_a_readable_screen_keep_a_peer_recognised() -> None:
+    m = PeerMonitor(launched=1000.0, timing=Timing(start=600.0, unrecognised=60.0))
+    m.observe(1050.0, unreadable(), [signal("prompt")])
+    assert "screen-unrecognised" not in [s for _, s in actions(m.observe(1100.0, unreadable()))]
+    assert m.next_look(1100.0, hooks=True) == 10.0, "looked at when the spell would be said"
+    assert actions(m.observe(1111.0, unreadable()))[-1] == ("unrecognised", "screen-unrecognised")
+    gone = PeerMonitor(launched=1000.0, timing=Timing(start=600.0, unrecognised=60.0))
+    assert gone.observe(1100.0, None) == [], "no screen (a dead pane) is no unread screen"
+    working = PeerMonitor(launched=1000.0, timing=Timing(start=600.0, unrecognised=60.0))
+    for now in (1030.0, 1060.0, 1090.0):
+        assert "screen-unrecognised" not in [s for _, s in actions(working.observe(now, busy()))]
+
+
+def test_a_permission_request_hook_asks_a_person() -> None:
+    decided = monitor().observe(1001.0, None, [signal("permission", {
+        "hook_event_name": "PermissionRequest", "tool_name": "shell"})])
+    assert actions(decided) == [("escalate", "waiting for permission")]
+    assert decided[0].evidence == "hook PermissionRequest: permission (shell)"
+    assert "bypass" in decided[0].fix

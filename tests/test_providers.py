@@ -15,7 +15,7 @@ from handoff.providers.base import Provider
 from handoff.providers.signals import script
 
 
-def launch(tmp_path: Path, contract: bool = True) -> Launch:
+def launch(tmp_path: Path, contract: bool = True, signals: bool = True) -> Launch:
     path = tmp_path / "contracts" / "implementer.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# Your role: implementer\nCONTRACT-SENTINEL \"quoted\"\n")
@@ -23,7 +23,7 @@ def launch(tmp_path: Path, contract: bool = True) -> Launch:
                   brief=tmp_path / "inbox" / "brief-1.md", ticket_dir=tmp_path,
                   contract=path if contract else None,
                   session_id="11111111-2222-4333-8444-555555555555",
-                  signals=tmp_path / "signals" / "implementer")
+                  signals=tmp_path / "signals" / "implementer" if signals else None)
 
 
 def flag_value(argv: list[str], flag: str) -> str:
@@ -79,6 +79,43 @@ def test_codex_always_runs_without_its_daemon_and_keeps_its_scrollback(tmp_path:
     instructions = [o for o in overrides if o.startswith("developer_instructions=")]
     assert start.contract is not None
     assert json.loads(instructions[0].split("=", 1)[1]) == start.contract.read_text()
+
+
+def test_codex_hooks_are_its_sessions_own_and_signal_the_orchestrator(tmp_path: Path) -> None:
+    """As `-c` settings (the person's config.toml and hooks.json are never written), trusted
+    for this invocation only; each runs the signal script for its event."""
+    import subprocess
+    import tomllib
+
+    from handoff.providers.signals import read_signals
+
+    start = launch(tmp_path)
+    argv = get(RoleSpec(provider="codex")).argv(start)
+    assert "--dangerously-bypass-hook-trust" in argv
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    assert "features.codex_hooks=true" in overrides
+    hooks = tomllib.loads("\n".join(o for o in overrides if o.startswith("hooks.")))["hooks"]
+    assert set(hooks) == {"UserPromptSubmit", "Stop", "PermissionRequest"}
+    for event, name in (("UserPromptSubmit", "prompt"), ("Stop", "stop"),
+                        ("PermissionRequest", "permission")):
+        [handler] = hooks[event][0]["hooks"]
+        assert handler["type"] == "command"
+        subprocess.run(handler["command"], shell=True, input=f'{{"hook_event_name": "{event}"}}',
+                       text=True, check=True, timeout=10)
+        [got] = [s for s in read_signals(start.signals or tmp_path, 0) if s.event == name]
+        assert got.data == {"hook_event_name": event}
+    quiet = get(RoleSpec(provider="codex")).argv(launch(tmp_path, signals=False))
+    assert "--dangerously-bypass-hook-trust" not in quiet, "no hooks of ours, no trust bypass"
+
+
+def test_every_provider_reads_the_roles_own_markers_instead_of_its_screen_rules() -> None:
+    screen = "Claude Code\n>>> \nWORKING hard\n"
+    assert get(RoleSpec(provider="claude")).read(screen).state == "starting"
+    mended = get(RoleSpec(provider="claude", markers={"composer": ">>>", "busy": "^WORKING"}))
+    reading = mended.read(screen)
+    assert reading.state == "busy" and reading.draft == ""
+    assert [d.name for d in mended.rules.dialogs] == \
+        [d.name for d in get(RoleSpec(provider="claude")).rules.dialogs], "its dialogs stay"
 
 
 def test_gemini_and_opencode_launch_lines(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG, READY, STARTING, Reading
-from handoff.providers.signals import NOTIFICATION, PROMPT, STOP, Signal
+from handoff.providers.signals import NOTIFICATION, PERMISSION, PROMPT, STOP, Signal
 
 WAITING_FOR_PERMISSION = "waiting for permission"
+PERMISSION_FIX = ("run the role in bypass mode (roles.<role>.permission_mode: bypass), or "
+                  "attach and answer the prompt by hand")
 #: how often handoff answers the same start-up screen before it asks a person instead
 ANSWERS_PER_DIALOG = 2
 #: seconds between looks at a peer (its pane listed, its screen read) while it starts: its
@@ -42,11 +44,15 @@ class Timing:
     #: seconds a blocker (an unreachable API, a quota message) may last before a person is
     #: asked; None: each blocker's own patience, measured against its CLI's retries
     patience: float | None = None
+    #: seconds a live peer may go without a hook signal or a screen its rules read before
+    #: handoff says it cannot tell what the peer does (a CLI release that changed its screen)
+    unrecognised: float = 60.0
 
 
 @dataclass(frozen=True)
 class Decision:
-    #: note (a change of state), answer (send keys), nudge (paste a reminder), escalate
+    #: note (a change of state), answer (send keys), nudge (paste a reminder), escalate,
+    #: unrecognised (say, with the screen kept, that nothing on it or from hooks was read)
     action: str
     state: str
     evidence: str
@@ -73,15 +79,22 @@ class PeerMonitor:
     noted: str = ""
     answered: dict[str, int] = field(default_factory=dict)
     blocked_since: dict[str, float] = field(default_factory=dict)
+    #: when a signal came or the screen rules last read a state (an input line, work, a
+    #: dialog, a blocker); said: the peer was reported unrecognised since
+    recognised_at: float = 0.0
+    unrecognised_said: bool = False
     _screen_key: str = ""
 
     def __post_init__(self) -> None:
         self.last_progress = self.last_progress or self.launched
+        self.recognised_at = self.recognised_at or self.launched
 
     def observe(self, now: float, reading: Reading | None, signals: Sequence[Signal] = (),
                 submitted: bool = False, screen: str = "") -> list[Decision]:
         """What to do after one look. submitted: our last message shows as sent."""
         decisions = [d for s in signals for d in self._signal(now, s)]
+        if signals or (reading is not None and reading.state != STARTING):
+            self.recognised_at, self.unrecognised_said = now, False
         if screen:
             self._progress_from(now, screen)
         if reading is not None:
@@ -108,9 +121,10 @@ class PeerMonitor:
         if signal.event == NOTIFICATION and signal.data.get("notification_type") == \
                 "permission_prompt":
             return [Decision("escalate", WAITING_FOR_PERMISSION,
-                             f"hook Notification: {signal.detail()}",
-                             fix="run the role in bypass mode (roles.<role>.permission_mode: "
-                                 "bypass), or attach and answer the prompt by hand")]
+                             f"hook Notification: {signal.detail()}", fix=PERMISSION_FIX)]
+        if signal.event == PERMISSION:
+            return [Decision("escalate", WAITING_FOR_PERMISSION,
+                             f"hook PermissionRequest: {signal.detail()}", fix=PERMISSION_FIX)]
         if signal.event == NOTIFICATION:
             return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
         return []
@@ -158,6 +172,25 @@ class PeerMonitor:
                          fix=dialog.fix)]
 
     def _clock(self, now: float, reading: Reading | None) -> list[Decision]:
+        due = self._deadlines(now, reading)
+        # a person asked now is told what the screen showed: saying it cannot be read is moot
+        return due if any(d.action == "escalate" for d in due) else \
+            self._unrecognised(now, reading) + due
+
+    def _unrecognised(self, now: float, reading: Reading | None) -> list[Decision]:
+        """Said once per spell: a peer nothing can be read of may be working or stuck, and a
+        person should know before stall_timeout (the ticket goes on)."""
+        quiet = now - self.recognised_at
+        if self.unrecognised_said or reading is None or quiet < self.timing.unrecognised:
+            return []
+        self.unrecognised_said = True
+        return [Decision("unrecognised", "screen-unrecognised",
+                         f"no hook signal and no screen rule matched for {quiet:.0f}s",
+                         fix="attach to see what it does; if its CLI's screen changed in a "
+                             "release, set roles.<role>.markers (composer, busy, turn_ended) "
+                             "until handoff knows it")]
+
+    def _deadlines(self, now: float, reading: Reading | None) -> list[Decision]:
         if self.ended_at is not None and now - self.ended_at >= self.timing.grace:
             evidence = f"{self.ended_by}; no report {now - self.ended_at:.0f}s later"
             if self.nudged < self.timing.nudges:
@@ -191,6 +224,8 @@ class PeerMonitor:
             return STARTING_LOOK
         interval = WORKING_LOOK if self.blocked_since or not hooks else HOOKED_LOOK
         due = [self.last_progress + self.timing.stall]
+        if not self.unrecognised_said:
+            due.append(self.recognised_at + self.timing.unrecognised)
         if self.ended_at is not None:
             due.append(self.ended_at + self.timing.grace)
         return max(0.0, min(interval, *(at - now for at in due)))

@@ -382,6 +382,8 @@ class Orchestrator:
             gone = peers.dialog_gone(provider, role, decision.dialog)
             self.event("dialog", role, state=decision.state, evidence=decision.evidence,
                        keys=list(decision.keys), answered=decision.fix, gone=gone)
+        elif decision.action == "unrecognised":
+            self.unrecognised(role, decision, screen)
         elif decision.action == "nudge":
             message = nudge_message(n, brief)
             since = signal_clock()
@@ -399,6 +401,17 @@ class Orchestrator:
         else:
             return self.escalate(role, decision, screen)
         return True
+
+    def unrecognised(self, role: str, decision: Decision, screen: str) -> None:
+        """Nothing of the peer could be read: said with its screen kept and its CLI's version
+        (the likeliest cause is a release whose screen handoff does not know yet)."""
+        provider = self.ws.provider(role)
+        kept = self.tdir.transcript(role, self.state.round, "unrecognised")
+        self.ws.peers(self.state).capture(role, kept)
+        last = [line.rstrip() for line in screen.strip().splitlines()[-8:]]
+        self.event("screen-unrecognised", role, evidence=decision.evidence, fix=decision.fix,
+                   provider=provider.name, version=provider.version() or "unknown",
+                   screen=kept.name, last_lines=last)
 
     def escalate(self, role: str, decision: Decision, screen: str) -> bool:
         """Hand the peer to a person: its screen kept, the reason and the fix spelled out."""

@@ -86,7 +86,8 @@ class Workspace:
 
     def timing(self) -> Timing:
         return Timing(start=self.config.start_timeout, stall=self.config.stall_timeout,
-                      grace=self.config.turn_grace, patience=self.config.api_patience)
+                      grace=self.config.turn_grace, patience=self.config.api_patience,
+                      unrecognised=self.config.unrecognised_timeout)
 
     def provider(self, role: str) -> Provider:
         return get(self.config.roles[role])

@@ -99,6 +99,9 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                        f" — {e.get('evidence')}",
     "escalate": lambda e: f"needs a person: {e.get('state')} — {e.get('evidence')}\n"
                           f"      fix: {e.get('fix')}\n      screen: transcripts/{e.get('screen')}",
+    "screen-unrecognised": lambda e: f"cannot be read ({e.get('provider')} {e.get('version')}): "
+                                     f"{e.get('evidence')}\n      fix: {e.get('fix')}\n"
+                                     f"      screen: transcripts/{e.get('screen')}",
     "answer-passed-on": lambda e: "told the answer" if e.get("delivered")
     else f"could not be told the answer ({e.get('why')}): restarted",
     "tmux": lambda e: f"tmux {e.get('state')}" + (f": {e['message']}" if e.get("message") else "")

@@ -13,8 +13,9 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from handoff.providers.screen import Dialog, Reading, ScreenRules, holds
 
@@ -118,6 +119,8 @@ class Provider:
 
     def __init__(self, spec: RoleSpec | None = None) -> None:
         self.spec = spec or RoleSpec(provider=self.name)
+        if self.spec.markers:
+            self.rules = with_markers(type(self).rules, self.spec.markers)
 
     @property
     def mode(self) -> str:
@@ -196,7 +199,8 @@ class Provider:
         if path is None or not self.probe_flags:
             return None
         launch = Launch(ticket="T", role="implementer", worktree=Path("/"), brief=Path("/b.md"),
-                        session_id="00000000-0000-4000-8000-000000000000")
+                        session_id="00000000-0000-4000-8000-000000000000",
+                        signals=Path("/signals") if self.signals else None)
         flags = self.argv(launch)[1:-1]
         code, output = exit_status([path, *flags, "--help"])
         if code != 0:
@@ -221,6 +225,19 @@ class Provider:
                          f"[{dialog.name}])")
         return Check("WARN", what, f"{detail}: its screen would stop the peer (the ticket goes "
                      "to needs-human)", dialog.fix)
+
+
+def with_markers(rules: ScreenRules, markers: Mapping[str, str]) -> ScreenRules:
+    """A role's own screen markers (`roles.<role>.markers`) in place of its provider's: how a
+    `command` peer is read at all, and how a person mends a CLI whose release changed its screen
+    before handoff knows the new one (the dialogs and blockers stay the provider's)."""
+    changed: dict[str, Any] = {}
+    if "composer" in markers:
+        changed.update(composer=markers["composer"], rule="", placeholders=())
+    for key in ("busy", "turn_ended"):
+        if key in markers:
+            changed[key] = (markers[key],) if markers[key] else ()
+    return replace(rules, **changed)
 
 
 def release(version: str) -> tuple[int, ...]:

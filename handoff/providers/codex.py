@@ -1,5 +1,8 @@
 """Codex (`codex`, npm @openai/codex), measured on 0.169 and 0.171.
 
+Its hooks (UserPromptSubmit, Stop, PermissionRequest) drop signal files into the ticket
+directory as Claude Code's do: the orchestrator hears a turn start and end from them first.
+
 Always `--no-daemon`: without it Codex starts a shared background server that is reparented
 to pid 1 and outlives the pane and `handoff close`. `--no-alt-screen` keeps the pane's
 history for transcripts. Commands run through a non-login shell (`allow_login_shell=false`):
@@ -16,6 +19,7 @@ from typing import Any
 
 from handoff.providers.base import Check, Launch, Provider
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
+from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
 
 TRUST = Dialog(
     "trust", ("Trust this folder", "Trust and continue"), ("Enter",),
@@ -26,6 +30,11 @@ SIGN_IN = Dialog(
     "sign-in", ("Sign in with ChatGPT",), (),
     "log Codex in before handoff starts it: `codex login`, or with a key: "
     "`printenv OPENAI_API_KEY | codex login --with-api-key`")
+HOOKS_REVIEW = Dialog(
+    "hooks-review", ("Hooks need review",), (),
+    "review the hooks once in Codex (/hooks) so their hashes are trusted; handoff's own hooks "
+    "need no review (it passes --dangerously-bypass-hook-trust), so a newer Codex may have "
+    "renamed that flag: handoff doctor checks it")
 APPROVAL = Dialog(
     "approval", ("Would you like to run the following command?",), (),
     "run the role in bypass mode (roles.<role>.permission_mode: bypass), or attach and answer")
@@ -34,7 +43,7 @@ RULES = ScreenRules(
     composer="›",
     busy=(r"esc to interrupt", r"^\s*[•◦] Working"),
     turn_ended=(r"Worked for \d+", r"^\s*─+ Worked for"),
-    dialogs=(TRUST, SIGN_IN, APPROVAL),
+    dialogs=(TRUST, SIGN_IN, HOOKS_REVIEW, APPROVAL),
     blockers=(
         Blocker("not-logged-in", r"Not logged in|401 Unauthorized|Missing environment variable"
                 r"|invalid_api_key|Incorrect API key",
@@ -69,6 +78,7 @@ class Codex(Provider):
     exit_keys = ("/quit", "Enter")
     rules = RULES
     probe_flags = True
+    signals = True
 
     def argv(self, launch: Launch) -> list[str]:
         spec = self.spec
@@ -78,6 +88,8 @@ class Codex(Provider):
         elif self.mode == "full-auto":
             argv.append("--full-auto")
         argv += ["-C", str(launch.worktree), "-c", "allow_login_shell=false"]
+        if launch.signals is not None:
+            argv += hook_flags(launch.signals)
         if launch.contract is not None:
             # added to Codex's own instructions as a developer message (model_instructions_file
             # would replace them); a JSON string is a valid TOML string
@@ -115,6 +127,24 @@ class Codex(Provider):
             found.append(self.screen_check(TRUST, "codex trust", f"{repo} is not trusted in "
                                            f"{home / 'config.toml'}"))
         return found
+
+
+#: Codex's hook events (0.171: UserPromptSubmit, Stop, PermissionRequest, …) → signal names
+HOOKS = (("UserPromptSubmit", PROMPT), ("Stop", STOP), ("PermissionRequest", PERMISSION))
+
+
+def hook_flags(folder: Path) -> list[str]:
+    """Codex's hooks for this session alone, as `-c` settings (its session-flags layer): the
+    person's config.toml and hooks.json are never written. Codex runs a hook only once its hash
+    is trusted in that configuration, or with --dangerously-bypass-hook-trust for the one
+    invocation, which handoff uses: it wrote these hooks itself (the flag also lets hooks of the
+    repository's own .codex/ run unreviewed in the peer, which in bypass mode runs whatever
+    it likes already)."""
+    flags = ["-c", "features.codex_hooks=true"]
+    for event, name in HOOKS:
+        handler = "{type=\"command\",command=" + json.dumps(signal_command(folder, name)) + "}"
+        flags += ["-c", f"hooks.{event}=[{{hooks=[{handler}]}}]"]
+    return [*flags, "--dangerously-bypass-hook-trust"]
 
 
 def codex_home(env: dict[str, str]) -> Path:

@@ -17,7 +17,6 @@ import shutil
 
 from handoff.errors import UsageError
 from handoff.providers.base import Launch, Provider
-from handoff.providers.screen import ScreenRules
 
 PLACEHOLDERS = ("message", "brief", "role", "worktree", "ticket_dir")
 MARKERS = ("composer", "busy", "turn_ended")
@@ -40,15 +39,6 @@ def fill(template: tuple[str, ...], launch: Launch) -> list[str]:
 class Command(Provider):
     name = "command"
     modes = ("bypass",)
-
-    @property
-    def rules(self) -> ScreenRules:  # type: ignore[override]
-        markers = self.spec.markers
-        return ScreenRules(
-            composer=markers.get("composer", "\0"),
-            busy=(markers["busy"],) if markers.get("busy") else (),
-            turn_ended=(markers["turn_ended"],) if markers.get("turn_ended") else (),
-        )
 
     def executable(self) -> str | None:
         if not self.spec.command:

@@ -14,7 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-PROMPT, STOP, NOTIFICATION = "prompt", "stop", "notification"
+#: a prompt arrived, a turn ended, the CLI says something (Claude Code's Notification), the CLI
+#: asks a permission (Codex's PermissionRequest)
+PROMPT, STOP, NOTIFICATION, PERMISSION = "prompt", "stop", "notification", "permission"
 
 
 def script() -> Path:
@@ -40,7 +42,8 @@ class Signal:
 
     def detail(self) -> str:
         """A short description of what the hook carried, for the event log."""
-        said = [str(self.data[key])[:100] for key in ("notification_type", "type", "message")
+        said = [str(self.data[key])[:100] for key in ("notification_type", "type", "tool_name",
+                                                       "message")
                 if isinstance(self.data.get(key), str) and self.data[key]]
         return f"{self.event} ({': '.join(said)})" if said else self.event
 

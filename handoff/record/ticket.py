@@ -180,13 +180,15 @@ class TicketDir:
     def answer(self, number: int) -> Path:
         return self.path / "answers" / f"answer-{number}.md"
 
-    def transcript(self, role: str, round_: int) -> Path:
-        """A fresh transcript path: a second capture in one round never overwrites the first."""
+    def transcript(self, role: str, round_: int, why: str = "") -> Path:
+        """A fresh transcript path: a second capture in one round never overwrites the first.
+        why: a capture made for a reason of its own (`unrecognised`), named apart."""
         folder = self.path / "transcripts"
-        candidate = folder / f"{role}-{round_}.log"
+        stem = f"{role}-{round_}" + (f".{why}" if why else "")
+        candidate = folder / f"{stem}.log"
         n = 2
         while candidate.exists():
-            candidate = folder / f"{role}-{round_}.{n}.log"
+            candidate = folder / f"{stem}.{n}.log"
             n += 1
         return candidate
 
