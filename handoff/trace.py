@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -59,7 +60,22 @@ def event(recorded: dict[str, Any]) -> None:
         _write("event " + json.dumps(recorded, default=str))
 
 
+#: variable names whose values never reach a log line (keys, tokens, passwords, seals)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|SEAL|AUTH", re.I)
+
+
+def redacted(line: str) -> str:
+    """line without the value of any secret variable of this process's environment, and
+    without the value of any NAME=value whose name says it is secret."""
+    for name, value in os.environ.items():
+        if len(value) >= 6 and SECRET_NAME.search(name) and value in line:
+            line = line.replace(value, f"<{name}>")
+    return re.sub(r"\b(\w*(?:KEY|TOKEN|SECRET|PASSWORD|SEAL)\w*)=(\S+)", r"\1=<redacted>", line,
+                  flags=re.I)
+
+
 def _write(line: str) -> None:
+    line = redacted(line)
     stamp = time.strftime("%H:%M:%S", time.localtime())
     for sink in _sinks:
         # a full disk or a closed stderr: diagnostics give way

@@ -28,7 +28,7 @@ from handoff.machinery.worktrees import TicketWorktrees, branch_name
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
-from handoff.providers import REGISTRY, Launch, Provider, get
+from handoff.providers import Launch, Provider, get
 from handoff.record import seals
 from handoff.record.lock import holder
 from handoff.record.seals import Seals
@@ -104,10 +104,11 @@ class Workspace:
                                        *self.config.env_allow))
 
     def orchestrator_env(self) -> dict[str, str]:
-        """The orchestrator passes provider variables on to peers, so it is given all of them."""
-        allow = [name for cls in REGISTRY.values() for name in cls.env_allow]
-        allow += [n for role in self.config.roles
-                  for n in self.provider(role).passthrough(dict(os.environ))]
+        """The orchestrator passes its peers' variables on to them, so it is given those (and
+        no provider's its roles do not run: a Codex ticket's orchestrator holds no Anthropic
+        key)."""
+        allow = [n for role in self.config.roles
+                 for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
         names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
         return allowlisted_env(extra, names)

@@ -6,20 +6,22 @@ Each peer gets an allowlisted environment, never the orchestrator's whole one.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from handoff.machinery import reaper
+from handoff.machinery import launcher, reaper
 from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.markers import marker
 from handoff.providers.screen import DIALOG, READY, holds
-from handoff.record.store import atomic_write
+from handoff.record.store import atomic_write, private_dir
 
 ORCHESTRATOR_WINDOW = "orchestrator"
 SESSION_TAG = "@handoff-session"
@@ -42,10 +44,29 @@ def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[st
     return env
 
 
-def with_env(env: dict[str, str], argv: Sequence[str]) -> list[str]:
-    """argv run under exactly env: tmux would otherwise add its server's whole environment."""
-    env_bin = shutil.which("env") or "/usr/bin/env"
-    return [env_bin, "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *argv]
+#: a launch's environment file left this long was never used (tmux failed to start it)
+LAUNCH_FILE_AGE = 600.0
+
+
+def with_env(env: dict[str, str], argv: Sequence[str], home: Path) -> list[str]:
+    """argv run under exactly env (tmux would otherwise add its server's whole environment),
+    with no value on the command line: env goes into a 0600 file under home/.launch that the
+    launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher)."""
+    folder = private_dir(home / ".launch")
+    _drop_stale(folder)
+    handle, path = tempfile.mkstemp(dir=folder, prefix="env-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
+        json.dump(env, out)
+    return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path, *argv]
+
+
+def _drop_stale(folder: Path) -> None:
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if now - entry.stat(follow_symlinks=False).st_mtime > LAUNCH_FILE_AGE:
+                    os.unlink(entry.path)
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,8 @@ class Peers:
     def launch(self, provider: Provider, launch: Launch, env: dict[str, str]) -> str:
         """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window."""
         mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
-        argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch))
+        argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch),
+                        self.tmux.config.parent)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away
         # under it: two of them must never work in one worktree

@@ -168,7 +168,7 @@ def run_in_window(ws: Workspace) -> str:
     state = ws.state()
     peers = ws.peers(state)
     argv = with_env(ws.orchestrator_env(), self_argv(
-        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"))
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home)
     pane = peers.pane(ORCHESTRATOR_WINDOW)
     if pane is None and not peers.tmux.has_session(state.session):
         peers.ensure_session(ws.repo.top, argv)
