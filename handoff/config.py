@@ -15,7 +15,8 @@ import yaml
 
 from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT, read_text
-from handoff.providers import REGISTRY, Provider, RoleSpec, known, markers
+from handoff.protocol.frontmatter import load_yaml
+from handoff.providers import REGISTRY, Launch, Provider, RoleSpec, known, markers
 from handoff.providers.command import MARKERS
 from handoff.record.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
 from handoff.role import ROLES
@@ -255,6 +256,12 @@ def _check_role(where: str, provider: Provider, role: RoleSpec) -> None:
         raise UsageError(f"{where}: provider 'command' needs command: [argv, …, \"{{message}}\"]")
     if role.command and role.provider != "command":
         raise UsageError(f"{where}.command is only for provider 'command'")
+    if role.command:  # a bad placeholder is found now, not by an orchestrator in the background
+        try:
+            provider.argv(Launch(ticket="T", role="role", worktree=Path("/w"), brief=Path("/b")))
+        except UsageError as exc:
+            raise UsageError(f"{where}.command: {exc.message.split(': ', 1)[-1]}",
+                             exc.hint) from None
 
 
 def _markers(where: str, value: Any) -> dict[str, str]:
@@ -294,7 +301,7 @@ def _shares(source: str, value: Any) -> tuple[Share, ...]:
 def _read(path: Path) -> Any:
     text = read_text(path, CONFIG_LIMIT, "the configuration file")
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not valid YAML: {exc}") from None
 

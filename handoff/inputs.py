@@ -7,6 +7,8 @@ Limits are in bytes, never lines: one 50 MB line is as big as a million short on
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 from pathlib import Path
 
 from handoff.errors import UsageError
@@ -26,13 +28,25 @@ REASON_LIMIT = 2 * KIB
 def read_text(path: Path, limit: int, what: str) -> str:
     """The UTF-8 text of path, reading at most limit + 1 bytes (so /dev/zero ends at once).
 
-    Raises UsageError naming what and path when the file cannot be read, is larger than
-    limit, is not UTF-8 or holds NUL bytes (a binary file)."""
+    Raises UsageError naming what and path when the file cannot be read, is no regular file
+    (a FIFO would block the reader for ever, a device never end), is larger than limit, is not
+    UTF-8 or holds NUL bytes (a binary file)."""
     try:
-        with path.open("rb") as handle:
+        # non-blocking: opening a FIFO nobody writes to returns at once instead of waiting
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{what} {path} is not a regular file",
+                             f"write {what} into a plain file and name that")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise UsageError(f"{what} {path} is larger than {_size(limit)}",
                          f"handoff reads at most {_size(limit)} of {what}: shorten it")

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,25 @@ def test_a_resumed_ticket_starts_its_relaunch_budget_afresh(repo: Path, tmp_path
     assert log[start]["relaunches_before"] == carried
     deaths = [e["relaunches"] for e in log[start:] if e["kind"] == "death"]
     assert deaths == [1, 2, 3, 4], "a full budget of 3 relaunches after the resume"
+
+
+@pytest.mark.parametrize("argv", [["status"], ["status", "--json"], ["status", "P-1"],
+                                  ["log", "P-1"], ["log", "P-1", "--json"]])
+def test_a_reader_that_went_away_is_an_expected_end(argv: list[str], repo: Path, tmp_path: Path,
+                                                    handoff_home: Path) -> None:
+    """`handoff status | head -1`: the pipe closes under the writer. No crash log, no
+    traceback: exit 1 and nothing said (the reader is gone)."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    handoff("start", "P-1", "--plan", str(plan), cwd=repo, input_text="")  # awaiting approval
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before a byte is written: every write fails, deterministically
+    try:
+        done = subprocess.run([sys.executable, "-m", "handoff", *argv], cwd=repo, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    from handoff.cli import crash
+
+    assert not list(crash.folder().glob("crash-*")), "no crash log for an expected end"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,8 @@ BAD_VALUES = [
     ("roles:\n  reviewer: {provider: claude, answer: [settings-error]}\n", "settings-error"),
     ("roles:\n  reviewer: {provider: claude, answer: [sign-in]}\n", "sign-in"),
     ("roles:\n  reviewer: {provider: command}\n", "command"),
+    ("roles:\n  reviewer: {provider: command, command: [echo, '{message']}\n", "{message"),
+    ("roles:\n  reviewer: {provider: command, command: [echo, '{nope}']}\n", "{nope}"),
     ("roles:\n  reviewer: {provider: claude, command: [x]}\n", "command"),
     ("roles:\n  reviewer: {provider: command, command: [x], markers: {busy: '('}}\n",
      "markers.busy"),
@@ -320,3 +323,18 @@ def test_a_config_larger_than_its_limit_is_refused(home: Path, project: Path) ->
     repo_file(project, "# " + "x" * CONFIG_LIMIT + "\n")
     with pytest.raises(UsageError, match="is larger than 256 KiB"):
         load(home, project)
+
+
+def test_yaml_aliases_are_refused_before_they_expand(home: Path, project: Path) -> None:
+    """489 bytes of nested aliases once made doctor build billions of strings for its error."""
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
+        lines.append(f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]")
+    lines.append(f"max_rounds: [{','.join(['*h'] * 9)}]")
+    path = repo_file(project, "\n".join(lines) + "\n")
+    started = time.monotonic()
+    with pytest.raises(UsageError) as caught:
+        load(home, project)
+    assert time.monotonic() - started < 2
+    assert str(path) in caught.value.message and "aliases (*a) are not accepted" in \
+        caught.value.message

@@ -89,3 +89,9 @@ def test_join_then_split_round_trips(data: dict[str, Any]) -> None:
 def test_join_keeps_the_order_of_the_fields() -> None:
     text = join({"z": 1, "a": 2, "m": 3}, "")
     assert [line.split(":")[0] for line in text.splitlines()[1:4]] == ["z", "a", "m"]
+
+
+def test_a_report_or_plan_with_yaml_aliases_is_refused_with_where() -> None:
+    with pytest.raises(FrontmatterError) as caught:
+        split("---\nmust_fix: &m [a, b]\nshould_fix: *m\n---\nbody\n")
+    assert "aliases (*m) are not accepted" in str(caught.value)

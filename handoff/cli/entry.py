@@ -28,6 +28,18 @@ def _lane(argv: list[str]) -> int | None:
     return None
 
 
+def _reader_gone() -> int:
+    """The reader of our output went away (`handoff status | head -1`): an expected end, as
+    for click's own commands: nothing more is printed, exit 1. Later writes, and the flush at
+    exit, go nowhere instead of raising again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1
+
+
 def run(argv: Sequence[str]) -> int:
     """`handoff ARGV...` in this process; its exit status."""
     try:
@@ -37,6 +49,8 @@ def run(argv: Sequence[str]) -> int:
         from handoff.cli.app import main as cli_main
 
         return cli_main(argv)
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:  # a bug: expected failures are HandoffErrors, handled below us
         from handoff.cli import crash
 

@@ -23,7 +23,7 @@ import yaml
 
 from handoff.errors import UsageError
 from handoff.inputs import PLAN_LIMIT
-from handoff.protocol.frontmatter import FrontmatterError, split
+from handoff.protocol.frontmatter import FrontmatterError, load_yaml, split
 
 SCRIPT_BLOCK = re.compile(r"^```handoff-script[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 Argv = tuple[str, ...]
@@ -85,7 +85,7 @@ def _scripts(text: str, source: str) -> dict[int, dict[str, Any]]:
     scripts: dict[int, dict[str, Any]] = {}
     for match in SCRIPT_BLOCK.finditer(text):
         try:
-            block = yaml.safe_load(match.group(1))
+            block = load_yaml(match.group(1))
         except yaml.YAMLError as exc:
             raise UsageError(f"{source}: a handoff-script block is not valid YAML: {exc}") from None
         if not isinstance(block, dict) or not isinstance(block.get("round"), int):

@@ -5,6 +5,7 @@ Each is one clear message and exit 2, before anything is created — driven thro
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,14 +42,29 @@ def plan(tmp_path: Path) -> Path:
 
 
 @fault("6", "`handoff start --plan /dev/zero` (a plan that never ends)",
-       "reads at most the plan limit (1 MiB) plus one byte, then refuses: exit 2 naming the "
-       "limit, at once",
+       "refused at once: exit 2, it is no regular file (a regular one is read up to the plan "
+       "limit, 1 MiB, plus one byte)",
        "everything as it was: no ticket, branch, worktree or tmux server")
 def test_a_plan_that_never_ends_is_refused_at_once(repo: Path, handoff_home: Path,
                                                     socket: str) -> None:
     done = handoff("start", "P-1", "--plan", "/dev/zero", "--yes", cwd=repo, timeout=30)
-    refused(done, "/dev/zero", "larger than 1 MiB")
+    refused(done, "/dev/zero", "is not a regular file")
     nothing_created(repo, handoff_home, socket)
+
+
+@fault("18.10", "`handoff submit` of a FIFO (a peer's report path that nobody writes to)",
+       "refused at once: exit 1, not accepted, it is no regular file; nothing filed",
+       "the ticket as it was")
+def test_submit_of_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.md"
+    os.mkfifo(fifo)
+    folder = tmp_path / "ticket"
+    folder.mkdir()
+    done = handoff("submit", "--dir", str(folder), "--role", "implementer", "--round", "1",
+                   str(fifo), timeout=30)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NOT accepted" in done.stderr and f"the report {fifo} is not a regular file" in done.stderr
+    assert list(folder.iterdir()) == []
 
 
 @fault("19", "a binary file as the plan",
