@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.harness import (
     FIX_ADD,
     FIX_MUL,
     FIX_NEG,
+    as_peer,
     events,
     handoff,
     plan_text,
@@ -70,6 +72,11 @@ def test_orchestrator_killed_mid_round_resumes_without_redoing(
     assert not list(folder.glob("*.rejected-*"))
     commits = git(repo, "rev-list", "--count", "main..handoff/T-9")
     assert commits == "2", "each implementer round committed exactly once"
+
+
+def new_seal(home: Path, ticket: str, old: str) -> bool | None:
+    """The reviewer's pane runs another process than the one holding seal old."""
+    return as_peer(home, ticket, "reviewer").get("HANDOFF_SEAL", old) != old or None
 
 
 def _screen(folder: Path, role: str) -> str:
@@ -250,3 +257,40 @@ def test_stop_names_each_transcript_after_the_round_its_peer_worked_on(
     kept = sorted(p.name for p in (ticket_path(handoff_home, "T-21") / "transcripts").glob("*.log"))
     # the reviewer still on screen reviewed round 1; the implementer works on round 2
     assert kept == ["implementer-2.log", "reviewer-1.log"], kept
+
+
+@fault("18.8", "`handoff recycle` of the same peer three times in one round",
+       "each is one fresh start of the peer and none a death: the orchestrator sees the "
+       "recycle's marker, waits for the new process and judges it afresh",
+       "the round, its relaunch budget and the ticket's phase")
+def test_recycles_by_hand_are_no_deaths_and_start_the_peer_once_each(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG],
+                          "reviewer": {"pause_until": "go"}}}, test=ALL_TESTS)
+    runner = spawn("start", "T-11", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "orchestrator.log")
+    try:
+        folder = wait_until(lambda: list(handoff_home.glob("*/T-11/state.json")),
+                            what="ticket dir")[0].parent
+        for n in range(1, 4):
+            wait_until(lambda: "paused until" in _screen(folder, "reviewer"),
+                       what="the reviewer to wait")
+            before = as_peer(handoff_home, "T-11", "reviewer")["HANDOFF_SEAL"]
+            recycled = handoff("recycle", "T-11", "reviewer", cwd=repo)
+            assert recycled.returncode == 0, recycled.stderr
+            wait_until(functools.partial(new_seal, handoff_home, "T-11", before),
+                       what=f"recycle {n} done")
+            wait_event(handoff_home, "T-11", "peer", role="reviewer", state="recycled",
+                       timeout=30)
+        (folder / "go").write_text("")
+        final = wait_phase(handoff_home, "T-11", "passed", "escalated", "needs-human")
+        assert runner.wait(timeout=30) == 0
+    finally:
+        runner.kill()
+        runner.wait()
+    assert final["phase"] == "passed" and final["relaunches"] == 0
+    log = events(handoff_home, "T-11")
+    assert [e for e in log if e["kind"] == "death"] == []
+    assert len([e for e in log if e["kind"] == "launch" and e["role"] == "reviewer"]) == 1, \
+        "the orchestrator launched it once; the three recycles started it themselves"
+    assert [e["by"] for e in log if e["kind"] == "recycle"] == ["hand"] * 3

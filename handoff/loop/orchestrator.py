@@ -28,7 +28,7 @@ from handoff.loop.submission import digest, provenance, set_aside, spend
 from handoff.loop.validators import check_implementer, check_reviewer
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import Peers, self_argv
-from handoff.machinery.processes import environ
+from handoff.machinery.processes import environ, process_alive
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
@@ -49,6 +49,8 @@ from handoff.role import ROLES, phase_of
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TICK = 0.5
+#: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale
+RECYCLE_GRACE = 60.0
 SETTLE = 1.0
 MAX_REJECTIONS = 3
 
@@ -71,6 +73,8 @@ class Watching:
     monitor: PeerMonitor
     message: str
     since_ns: int
+    #: the process it judges: another one in the pane was started by a `handoff recycle`
+    pid: int = 0
 
 
 def signal_clock() -> int:
@@ -305,6 +309,9 @@ class Orchestrator:
                 pane, lost = peers.look(role), ""
             except ServerGone as gone:
                 pane, lost = None, gone.message
+            if (pane is None or pane.dead) and self.recycled_by_hand(role):
+                watcher.follow(None)
+                return TICK  # a person's `handoff recycle` is starting it afresh
             if pane is None or pane.dead:
                 watcher.follow(None)
                 if not self.revive(role, brief, pane is not None,
@@ -337,6 +344,16 @@ class Orchestrator:
             self.event("watch", state="polling", every=POLL_INTERVAL, reason=watcher.polling)
         return watcher
 
+    def recycled_by_hand(self, role: str) -> bool:
+        """A `handoff recycle` of the role is under way (its marker is fresh and its process
+        alive): the peer's end is its doing, not a death to count and relaunch."""
+        marker = self.tdir.recycling(role)
+        try:
+            pid, age = int(marker.read_text(encoding="utf-8")), time.time() - marker.stat().st_mtime
+        except (OSError, ValueError):
+            return False
+        return age < RECYCLE_GRACE and process_alive(pid)
+
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""
         watching = self.monitors.get(role)
@@ -353,9 +370,16 @@ class Orchestrator:
         """Read the screen of the peer's live pane (just looked up) and act on what it shows;
         False: a person must step in."""
         watching = self.monitors.get(role)
+        if watching is not None and watching.pid and watching.pid != pane.pid:
+            # started afresh by a person (`handoff recycle`): judged afresh, signals from now
+            self.launched_ns[role] = signal_clock()
+            self.event("peer", role, state="recycled", evidence=f"pid {watching.pid} was "
+                       f"replaced by pid {pane.pid} in its pane (handoff recycle)")
+            watching = None
         if watching is None:
             watching = self.monitors[role] = self.watching(
                 role, first_message(brief), self.launched_ns.get(role, signal_clock()))
+            watching.pid = pane.pid
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
         screen = peers.screen_of(pane)
         signals = read_signals(self.tdir.signals(role), watching.since_ns)

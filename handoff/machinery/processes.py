@@ -94,6 +94,17 @@ def environ(pid: int | str) -> dict[str, str]:
     return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
 
 
+def process_alive(pid: int) -> bool:
+    """pid names a live process (of any user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
+
+
 def group_alive(pgid: int) -> bool:
     """Some process of the group still runs (a zombie has finished: it only awaits reaping)."""
     if not has_proc():

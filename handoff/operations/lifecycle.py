@@ -6,6 +6,7 @@ where a ticket stands (`status`) is read by handoff.operations.standing.
 from __future__ import annotations
 
 import getpass
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -364,7 +365,12 @@ def recycle(ws: Workspace, role: str) -> Path:
     made = ws.ensure_worktree(state, role)
     if made:
         ws.tdir.events.append("worktree", round=state.round, role=role, **made)
-    ws.launch(state, role, brief)
+    marker = ws.tdir.recycling(role)
+    atomic_write(marker, str(os.getpid()))
+    try:
+        ws.launch(state, role, brief)
+    finally:
+        marker.unlink(missing_ok=True)
     ws.tdir.events.append("recycle", round=state.round, role=role, by="hand", brief=str(brief))
     return brief
 

@@ -169,6 +169,11 @@ class TicketDir:
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
 
+    def recycling(self, role: str) -> Path:
+        """Held (with its pid) by a `handoff recycle` while it restarts the role's peer: the
+        orchestrator sees the old process end and must not take it for a death."""
+        return self.path / f"recycling-{role}"
+
     def signals(self, role: str) -> Path:
         """Where the role's CLI hooks drop their signal files."""
         return self.path / "signals" / role
