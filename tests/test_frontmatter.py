@@ -91,7 +91,13 @@ def test_join_keeps_the_order_of_the_fields() -> None:
     assert [line.split(":")[0] for line in text.splitlines()[1:4]] == ["z", "a", "m"]
 
 
-def test_a_report_or_plan_with_yaml_aliases_is_refused_with_where() -> None:
+def test_yaml_aliases_are_read_within_a_bound_and_refused_past_it() -> None:
+    data, _ = split("---\ntest: &t [python, -m, pytest]\nreview: [*t]\n---\nbody\n")
+    assert data["review"] == [["python", "-m", "pytest"]]
+    nested = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcd", "bcde", strict=True):
+        nested.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 10)}]")
     with pytest.raises(FrontmatterError) as caught:
-        split("---\nmust_fix: &m [a, b]\nshould_fix: *m\n---\nbody\n")
-    assert "aliases (*m) are not accepted" in str(caught.value)
+        split("---\n" + "\n".join(nested) + "\n---\nbody\n")
+    assert "(frontmatter line 4)" in str(caught.value)
+    assert "stand for more than 10000 values" in str(caught.value)

@@ -24,7 +24,7 @@ from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.loop import metering, notify, submission, summary
 from handoff.loop.gate import end_left_gate, excerpt, record_path, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
-from handoff.loop.submission import digest, provenance, set_aside, spend
+from handoff.loop.submission import provenance, set_aside, spend
 from handoff.loop.validators import check_implementer, check_reviewer
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import Peers, self_argv
@@ -41,7 +41,7 @@ from handoff.providers.signals import read_signals
 from handoff.record import seals
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
-from handoff.record.store import atomic_write
+from handoff.record.store import atomic_write, digest, file_digest
 from handoff.record.ticket import FINISHED, State, TicketDir, brief_round
 from handoff.record.usage import over_budget, per_round
 from handoff.role import ROLES, phase_of
@@ -190,12 +190,46 @@ class Orchestrator:
             notify.show_phase(state, peers.tmux)
             self.event("session", session=state.session, socket=state.socket)
 
+    def hand(self, path: Path, render: Callable[[], str]) -> None:
+        """Write what handoff hands a peer (a brief, a diff) and record its digest. A file of
+        that name whose digest is not the recorded one (planted by a peer before handoff wrote
+        it, or changed since) is written again, and that is said; a resumed orchestrator finds
+        its own file and leaves it."""
+        name = str(path.relative_to(self.tdir.path))
+        found = file_digest(path)
+        if found and found == self.state.handed.get(name):
+            return
+        text = render()
+        if found and found != digest(text):
+            self.event("replaced", file=name, why="it was not what handoff wrote: a peer's file "
+                       "is never handed on as handoff's")
+        atomic_write(path, text)
+        self.state.handed[name] = digest(text)
+        self.save()
+
+    def plan_unchanged(self) -> bool:
+        """The plan is the one a person approved; else the ticket waits for a person."""
+        now = file_digest(self.tdir.plan_md)
+        if not self.state.plan_digest:  # approved by a handoff that kept no digest
+            self.state.plan_digest = now
+            self.save()
+        if now == self.state.plan_digest:
+            return True
+        self.event("plan-changed", approved=self.state.plan_digest, now=now)
+        self.state.after_answer = self.state.phase
+        self.transition("needs-human", f"{self.tdir.plan_md} changed after it was approved: "
+                        "handoff runs no plan nobody approved. Put the approved plan back, or "
+                        f"read the change and 'handoff answer {self.state.ticket} \"approved\"' "
+                        "to approve the plan as it is now")
+        return False
+
     def implementing(self) -> None:
+        if not self.plan_unchanged():
+            return
         self.setup()
         n = self.state.round
         brief = self.tdir.brief("implementer", n)
-        if not brief.exists():
-            atomic_write(brief, self.render_implementer_brief(n))
+        self.hand(brief, lambda: self.render_implementer_brief(n))
         self.ensure_briefed("implementer", brief, fresh=False)
         self.pass_on_note("implementer", brief)
         report = self.wait_for_report("implementer", n, brief)
@@ -587,6 +621,8 @@ class Orchestrator:
         self.transition("gating")
 
     def gating(self) -> None:
+        if not self.plan_unchanged():
+            return
         left = end_left_gate(record_path(self.tdir.path))
         if left is not None:  # a killed orchestrator's gate: ended first, never two at once
             self.event("gate", result="ended", reason="left running by an earlier orchestrator",
@@ -626,19 +662,19 @@ class Orchestrator:
                                        result.output)])
 
     def reviewing(self) -> None:
+        if not self.plan_unchanged():
+            return
         self.setup()
         n = self.state.round
         commit = self.state.commit_of(n)
         diff = self.tdir.diff(n)
-        if not diff.exists():
-            atomic_write(diff, self.ws.repo.diff(self.state.base_commit, commit) + "\n")
+        self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
         if self.ws.worktrees.head("reviewer") != commit:
             self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
                                              f"reviewer-scratch-{n}.patch")
         brief = self.tdir.brief("reviewer", n)
-        if not brief.exists():
-            ctx = self.ws.brief_context(self.state, "reviewer", n)
-            atomic_write(brief, briefs.reviewer(ctx, commit, diff))
+        self.hand(brief, lambda: briefs.reviewer(self.ws.brief_context(self.state, "reviewer", n),
+                                                 commit, diff))
         self.ensure_briefed("reviewer", brief, fresh=True)
         self.pass_on_note("reviewer", brief)
         report = self.wait_for_report("reviewer", n, brief)
@@ -675,6 +711,10 @@ class Orchestrator:
                 watcher.wait(TICK)
         self.state.answers_used = number
         text = path.read_text(encoding="utf-8")
+        approved = file_digest(self.tdir.plan_md)
+        if approved != self.state.plan_digest:  # the person was told it changed, and answered
+            self.state.plan_digest = approved
+            self.event("plan-approved", by="answer", digest=approved)
         same_round, self.state.after_answer = self.state.after_answer, ""
         if same_round:  # the same round: its peer is told the answer (or started afresh if dead)
             self.state.relaunches = 0

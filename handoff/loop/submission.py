@@ -4,7 +4,6 @@ submitting process judges only when no orchestrator runs (handoff.cli.filing).""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from handoff.protocol.intake import refusal
 from handoff.record import seals
 from handoff.record.events import now
 from handoff.record.seals import Seals
-from handoff.record.store import atomic_write, atomic_write_json
+from handoff.record.store import atomic_write, atomic_write_json, digest
 from handoff.record.ticket import State, TicketDir
 
 
@@ -77,10 +76,6 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
     write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
     atomic_write(target, text)
     return target, []
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: str, round_: int,

@@ -29,7 +29,13 @@ from handoff.protocol import plan as plan_mod
 from handoff.protocol import reports
 from handoff.protocol.reports import Finding
 from handoff.record.lock import TicketLock, holder
-from handoff.record.store import atomic_write, keep_private, private_dir, validate_ticket_id
+from handoff.record.store import (
+    atomic_write,
+    file_digest,
+    keep_private,
+    private_dir,
+    validate_ticket_id,
+)
 from handoff.record.ticket import FINISHED, State, TicketDir, ticket_dir
 from handoff.role import check_role
 
@@ -113,6 +119,7 @@ def approve(ws: Workspace) -> State:
     if state.phase != "awaiting-approval":
         return state
     state.round = 1
+    state.plan_digest = file_digest(ws.tdir.plan_md)
     ws.tdir.move(state, "implementing", "plan approved")
     return state
 

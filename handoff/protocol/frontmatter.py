@@ -11,23 +11,50 @@ class FrontmatterError(ValueError):
     pass
 
 
-class _PlainLoader(yaml.SafeLoader):
-    """YAML without aliases: a few hundred bytes of nested `*name` references expand into
-    billions of strings (a config of 489 bytes took 2.2 GB and 50 s to show in an error); a
-    plan, a report or a config never needs one."""
+#: nodes that aliases may add, in all, to one document
+ALIAS_EXPANSION = 10_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """YAML whose aliases may not expand without bound: a few hundred bytes of nested `*name`
+    references stand for billions of strings (a config of 489 bytes took 2.2 GB and 50 s to
+    show in an error). An alias costs the size of the node it repeats; past ALIAS_EXPANSION
+    nodes in all the document is refused, at once."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.expanded = 0
+        self.sizes: dict[int, int] = {}
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
-                None, None, f"aliases (*{event.anchor}) are not accepted: write the value out",
-                event.start_mark)
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self.expanded += self.size(node, set())
+                if self.expanded > ALIAS_EXPANSION:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"its aliases (*{event.anchor} and others) stand for more "
+                        f"than {ALIAS_EXPANSION} values: write the values out", event.start_mark)
         return super().compose_node(parent, index)
+
+    def size(self, node: yaml.Node, seen: set[int]) -> int:
+        """The values node stands for, its aliases expanded (a node inside itself counts once)."""
+        if id(node) in self.sizes:
+            return self.sizes[id(node)]
+        if id(node) in seen or isinstance(node, yaml.ScalarNode):
+            return 1
+        seen.add(id(node))
+        parts = [p for pair in node.value for p in pair] \
+            if isinstance(node, yaml.MappingNode) else list(node.value)
+        total = 1 + sum(self.size(part, seen) for part in parts)
+        self.sizes[id(node)] = total
+        return total
 
 
 def load_yaml(text: str) -> Any:
-    """yaml.safe_load, refusing aliases (a YAMLError says where)."""
-    return yaml.load(text, Loader=_PlainLoader)
+    """yaml.safe_load, with aliases bounded (a YAMLError says where)."""
+    return yaml.load(text, Loader=_BoundedLoader)
 
 
 def split(text: str) -> tuple[dict[str, Any], str]:

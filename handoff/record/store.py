@@ -153,5 +153,18 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def digest(text: str) -> str:
+    """sha256 of text as UTF-8: how handoff knows a file is still what it wrote or judged."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """digest of a file's text; '' when it is missing or unreadable."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

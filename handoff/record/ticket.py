@@ -78,6 +78,11 @@ class State:
     after_answer: str = ""
     #: a person's answer still to be passed on to the peer of the same round
     note_for_peer: str = ""
+    #: sha256 of plan.md as approved: a later change is refused until a person answers
+    plan_digest: str = ""
+    #: sha256 of each file handoff handed a peer (briefs, diffs), by its name in the folder:
+    #: a file of that name it did not write is never taken for its own
+    handed: dict[str, str] = field(default_factory=dict)
     reason: str = ""
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
