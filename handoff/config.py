@@ -306,28 +306,49 @@ def _read(path: Path) -> Any:
         raise UsageError(f"{path}: not valid YAML: {exc}") from None
 
 
+def files(home: Path, repo: Path | None) -> list[Path]:
+    """The configuration files in force, the later winning."""
+    found = (home / "config.yaml", repo / REPO_CONFIG if repo else None)
+    return [path for path in found if path is not None and path.is_file()]
+
+
 def load(home: Path, repo: Path | None) -> Config:
     """Read the user's and the repo's config files (both optional) over the defaults."""
     defaults = Config()
     merged: dict[str, Any] = {f.name: getattr(defaults, f.name) for f in fields(Config)}
-    for path in (home / "config.yaml", repo / REPO_CONFIG if repo else None):
-        if path is not None and path.is_file():
-            _apply(merged, _read(path), str(path))
+    for path in files(home, repo):
+        _apply(merged, _read(path), str(path))
     return Config(**merged)
 
 
+def settings(home: Path, repo: Path | None) -> list[tuple[str, Any, Path]]:
+    """Each setting that is not the default: its key, its value in force and the file it
+    comes from (the last file that sets it)."""
+    config, defaults = load(home, repo), Config()
+    source: dict[str, Path] = {}
+    for path in files(home, repo):
+        data = _read(path)
+        source.update(dict.fromkeys(data if isinstance(data, dict) else {}, path))
+    return [(key, getattr(config, key), path) for key, path in source.items()
+            if key in {f.name for f in fields(Config)}
+            and getattr(config, key) != getattr(defaults, key)]
+
+
 TEMPLATE = """\
-# handoff configuration for this repository (all keys optional)
-max_rounds: 3          # review rounds before escalating
-max_gate_bounces: 3    # failed verification gates before escalating
-max_relaunches: 2      # restarts of a dying peer per round before asking a person
-gate_timeout: 900      # seconds the verification command may take
-start_timeout: 120     # seconds a new peer may take to show its input line or start work
-stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
-turn_grace: 5          # seconds after a turn ended without a report before a nudge
-unrecognised_timeout: 60  # seconds with no hook signal and an unreadable screen before it is said
-# api_patience: 60     # seconds a CLI may retry an unreachable API before a person is asked
-setup_timeout: 900     # seconds each post_create command may take
+# handoff configuration for this repository: commit it with the code (an untracked file here
+# would make `handoff finish` refuse). Every key is optional: the commented lines show the
+# defaults; uncomment one to change it here ($HANDOFF_HOME/config.yaml holds your own, and
+# this file wins over it; `handoff doctor` says which file each setting comes from).
+# max_rounds: 3          # review rounds before escalating
+# max_gate_bounces: 3    # failed verification gates before escalating
+# max_relaunches: 2      # restarts of a dying peer per round before asking a person
+# gate_timeout: 900      # seconds the verification command may take
+# start_timeout: 120     # seconds a new peer may take to show its input line or start work
+# stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
+# turn_grace: 5          # seconds after a turn ended without a report before a nudge
+# unrecognised_timeout: 60  # seconds with no hook signal and an unreadable screen before it is said
+# api_patience: 60       # seconds a CLI may retry an unreachable API before a person is asked
+# setup_timeout: 900     # seconds each post_create command may take
 roles:
   implementer:
     provider: {implementer}
@@ -338,10 +359,10 @@ roles:
     # answer: []           # start-up screens handoff may answer itself, e.g. [trust]
   reviewer:
     provider: {reviewer}
-share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modules, mode: copy}}]
-post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
-env_allow: []          # extra environment variables every peer may see
-# notify: []           # argv told when a ticket needs you or ends (the event as JSON on stdin)
+# share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modules, mode: copy}}]
+# post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
+# env_allow: []          # extra environment variables every peer may see
+# notify: []             # argv told when a ticket needs you or ends (the event as JSON on stdin)
 # budget: {{tokens: 2000000, cost_usd: 5}}  # past it the ticket waits for you (either or both)
 """
 

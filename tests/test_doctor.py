@@ -263,3 +263,23 @@ def test_doctor_names_claudes_back_end_and_what_it_lacks(
     assert handoff("doctor", cwd=repo).returncode == 0
     rows = {r["provider"]: r for r in json.loads(handoff("providers", "--json", cwd=repo).stdout)}
     assert "back-end bedrock" in str(rows["claude"]["reaches"])
+
+
+def test_inits_file_leaves_the_users_settings_in_force_and_doctor_says_where_each_comes_from(
+        repo: Path, handoff_home: Path) -> None:
+    """`handoff init` writes every default commented out: a `stall_timeout: 12` of the user's
+    own config.yaml still holds, and doctor names the file of every setting not the default."""
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text("stall_timeout: 12\nmax_rounds: 5\n")
+    made = handoff("init", cwd=repo)
+    assert made.returncode == 0, made.stderr
+    assert "git add .handoff.yaml && git commit" in made.stdout, "init says to commit it"
+    (repo / ".handoff.yaml").write_text((repo / ".handoff.yaml").read_text()
+                                        .replace("# max_rounds: 3", "max_rounds: 2"))
+    done = handoff("doctor", cwd=repo)
+    ok = lines(done.stdout, "OK")
+    assert any(f"config: valid: {handoff_home / 'config.yaml'}, {repo / '.handoff.yaml'}" in o
+               for o in ok), done.stdout
+    assert any(f"config stall_timeout: 12.0 (from {handoff_home / 'config.yaml'})" in o
+               for o in ok), done.stdout
+    assert any(f"config max_rounds: 2 (from {repo / '.handoff.yaml'})" in o for o in ok)

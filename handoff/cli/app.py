@@ -181,7 +181,9 @@ def init(repo: RepoOpt = None) -> None:
     typer.echo(f"found on PATH: {found}\nchose: implementer {implementer}, reviewer {reviewer}"
                + (" (the built-in scripted agent: install a CLI and edit the file)"
                   if not installed else ""))
-    typer.echo(f"wrote {path}\nnext: handoff doctor, then handoff start TICKET --plan plan.md")
+    typer.echo(f"wrote {path}\ncommit it with your code (handoff finish refuses a checkout with "
+               f"untracked files): git add {REPO_CONFIG} && git commit -m 'handoff config'\n"
+               "next: handoff doctor, then handoff start TICKET --plan plan.md")
 
 
 def _repo_top(repo: Path | None) -> Path | None:

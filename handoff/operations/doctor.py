@@ -25,6 +25,14 @@ def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
     return allowlisted_env({}, (*provider.passthrough(dict(os.environ)), *cfg.env_allow))
 
 
+def shown_value(value: object) -> str:
+    """A setting as one short line (a role by its provider, anything long cut)."""
+    if isinstance(value, dict):
+        value = {k: getattr(v, "provider", v) for k, v in value.items()}
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def tool_checks() -> list[Check]:
     found = []
     for tool in tools.MINIMUM:
@@ -109,9 +117,11 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     except HandoffError as exc:
         found.append(Check("FAIL", "config", exc.message, exc.hint))
         return found
-    found.append(Check("OK", "config", "valid" + (f" ({repo / config_mod.REPO_CONFIG})"
-                                                   if repo and (repo / config_mod.REPO_CONFIG)
-                                                   .is_file() else " (defaults)")))
+    used = config_mod.files(home, repo)
+    found.append(Check("OK", "config", "valid: " + (", ".join(map(str, used)) if used
+                                                     else "the defaults (no config file)")))
+    for key, value, path in config_mod.settings(home, repo):
+        found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
     for role in ROLES:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     return found
