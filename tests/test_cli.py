@@ -354,3 +354,23 @@ def test_a_reader_that_went_away_is_an_expected_end(argv: list[str], repo: Path,
     from handoff.cli import crash
 
     assert not list(crash.folder().glob("crash-*")), "no crash log for an expected end"
+
+
+def test_hints_after_close_point_the_right_way(repo: Path, tmp_path: Path,
+                                               handoff_home: Path) -> None:
+    """A ticket closed before its plan was approved had no branch; a second close changes
+    nothing; its old reason goes; `start` of its id does not suggest a resume that refuses."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    handoff("start", "H-1", "--plan", str(plan), cwd=repo, input_text="")  # awaiting approval
+    closed = handoff("close", "H-1", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert "it had no branch" in closed.stdout and "handoff/H-1" not in closed.stdout
+    assert handoff("close", "H-1", cwd=repo).returncode == 0
+    phases = [(e["from"], e["to"]) for e in _events(handoff_home, "H-1") if e["kind"] == "phase"]
+    assert phases.count(("closed", "closed")) == 0 and phases[-1][1] == "closed"
+    [row] = json.loads(handoff("status", "--json", cwd=repo).stdout)
+    assert row["reason"] == "closed by handoff close", row
+    again = handoff("start", "H-1", "--plan", str(plan), "--yes", cwd=repo)
+    assert again.returncode == 2
+    assert "it is closed" in again.stderr and "pick a new id" in again.stderr
+    assert "handoff resume" not in again.stderr

@@ -429,8 +429,9 @@ def close(
         typer.echo(f"{ticket} closed; its repository is gone, with its worktrees and branch; "
                    f"record in {ws.tdir.path}")
     else:
-        typer.echo(f"{ticket} closed; worktrees removed: {removed}; branch {result['branch']} "
-                   f"kept; record in {ws.tdir.path}")
+        branch = f"branch {result['branch']} kept" if result["branch"] else "it had no branch"
+        typer.echo(f"{ticket} closed; worktrees removed: {removed}; {branch}; "
+                   f"record in {ws.tdir.path}")
     if result["discarded_work"]:
         typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
                    "(git apply it to get it back)")

@@ -69,7 +69,7 @@ def create(home: Path, new: NewTicket) -> Workspace:
     if tdir.state_file.exists():
         phase = tdir.load().phase
         raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
-                         f"continue it with 'handoff resume {ticket}', or pick a new id")
+                         _existing_hint(ticket, phase, tdir))
     refuse_stale(tdir)
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
@@ -112,6 +112,17 @@ def _title(text: str) -> str:
         if line.startswith("# "):
             return line[2:].strip()
     return ""
+
+
+def _existing_hint(ticket: str, phase: str, tdir: TicketDir) -> str:
+    """What to do with a ticket id that is taken, by where that ticket stands."""
+    if phase == "closed":
+        return f"it is closed (its record stays in {tdir.path}): pick a new id"
+    if phase == "passed":
+        return f"take it with 'handoff finish {ticket}', or pick a new id"
+    if phase == "escalated":
+        return f"give it more rounds with 'handoff resume {ticket} --more-rounds 1', or pick a new id"
+    return f"continue it with 'handoff resume {ticket}', or pick a new id"
 
 
 def approve(ws: Workspace) -> State:
@@ -448,9 +459,13 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     # what was not handoff's worktree stays where it is, and is named
     left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()
-    ws.tdir.move(state, "closed", removed=removed, kept_worktrees=keep_worktrees, left=left,
-                 repo_gone=ws.repo_gone)
-    return {"ticket": state.ticket, "removed": removed, "branch": state.branch or ws.branch(),
+    if state.phase != "closed":  # a second close changes nothing and says so
+        ws.tdir.move(state, "closed", "closed by handoff close", removed=removed,
+                     kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone)
+    branch = state.branch or ws.branch()
+    return {"ticket": state.ticket, "removed": removed,
+            # a ticket closed before its plan was approved never had a branch
+            "branch": branch if not ws.repo_gone and ws.repo.branch_head(branch) else "",
             "stopped": stopped, "discarded_work": str(kept) if kept else None, "left": left,
             "repo_gone": ws.repo_gone}
 
