@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +147,9 @@ def test_escalates_at_max_rounds_with_open_findings(repo: Path, tmp_path: Path,
     assert "max-rounds" in current["reason"]
     final = (ticket_path(handoff_home, "T-1") / "final-report.md").read_text()
     assert "Open findings" in final and "test_neg" in final
+    # what the reviewer says it ran (its report's "Tests run"), not what the plan asked for
+    assert f"reviewer: `{shlex.join(ALL_TESTS)}` exit 1; verdict fail" in \
+        " ".join(final.split()), final
     shown = handoff("status", "T-1", cwd=repo).stdout
     assert "next: handoff resume T-1 --more-rounds 1" in shown, shown
     assert len(final.split()) <= 150

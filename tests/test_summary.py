@@ -52,7 +52,7 @@ def test_words_counts_whitespace_separated_words() -> None:
 
 def test_a_small_report_shows_everything() -> None:
     text = report(changed=[("calc.py", 2, 2), ("tests/test_calc.py", 10, 0)],
-                  verified=["gate `make test` pass (orchestrator)", "reviewer ran 1 test command(s)"],
+                  verified=["gate `make test` pass (orchestrator)", "reviewer: `make check` exit 0"],
                   outcome="escalated", reason="still failing after 3 review round(s)",
                   findings=[Finding("calc.py", 9, "neg() returns its argument")])
     assert "PROJ-7" in text
@@ -61,7 +61,7 @@ def test_a_small_report_shows_everything() -> None:
     assert branch_at_commit(text, SHA)
     assert "calc.py" in text and "tests/test_calc.py" in text
     assert "gate `make test` pass (orchestrator)" in text
-    assert "reviewer ran 1 test command(s)" in text
+    assert "reviewer: `make check` exit 0" in text
     assert "neg() returns its argument" in text
     assert words(text) <= WORD_LIMIT
 

@@ -77,6 +77,12 @@ class Watching:
     pid: int = 0
 
 
+def clip_words(text: str, words: int) -> str:
+    """At most words words of text (the final report has a word budget)."""
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+
+
 def signal_clock() -> int:
     """Now, for comparing with signal files' mtimes. File times come from a coarse clock that
     may lag a few milliseconds: a little slack keeps a hook that fired just after us."""
@@ -741,14 +747,17 @@ class Orchestrator:
         if plan.test and str(last) in state.gates:
             verified.append(f"gate `{' '.join(plan.test)}` {state.gates[str(last)]} "
                             f"(orchestrator)")
+        review: Report | None = None
         if str(last) in state.verdicts:
-            verified.append(f"reviewer ran {len(plan.review_commands)} test command(s), "
-                            f"verdict {state.verdicts[str(last)]} at {short_sha(commit)}")
-        open_findings: list[Finding] = []
-        if state.phase == "escalated" and str(last) in state.verdicts:
-            report, _ = reports.parse(self.tdir.report("reviewer", last).read_text(
+            review, _ = reports.parse(self.tdir.report("reviewer", last).read_text(
                 encoding="utf-8"), "reviewer")
-            open_findings = list(report.must_fix) if report else []
+            # what the reviewer says it ran, in its own words: the plan only says what it was
+            # asked to run
+            said = (review.sections.get("tests run") or "").strip().splitlines() if review else []
+            ran = clip_words(said[0], 14) if said else "its report names no tests run"
+            verified.append(f"reviewer: {ran}; verdict {state.verdicts[str(last)]} at "
+                            f"{short_sha(commit)}")
+        open_findings = list(review.must_fix) if review and state.phase == "escalated" else []
         changed = self.ws.repo.diffstat(state.base_commit, commit) if commit != state.base_commit \
             else []
         return summary.final_report(

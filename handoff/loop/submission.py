@@ -48,6 +48,10 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
         return None, [refused]
     refused = Seals(tdir.path).check(role, n, seals.stamp(seal, role, n) if seal else "")
     if refused:
+        # a submit from another session (another role's peer, an old round's, a shell) is
+        # a forgery attempt: logged, as the README says, though nothing is filed
+        tdir.events.append("forgery", round=state.round, role=role, report="",
+                           why=f"a submit for the {role} of round {n} was refused: {refused}")
         return None, [f"this `handoff submit` did not run in the {role}'s own session for round "
                       f"{n} ({refused}): only the {role} handoff started and briefed for round "
                       f"{n} can file its report; run the submit command from your brief in "

@@ -118,7 +118,8 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
-    "forgery": lambda e: f"FORGED report set aside as {e.get('report')}: {e.get('why')}",
+    "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
+                          if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
     "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"
     if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "

@@ -210,8 +210,10 @@ def review(brief: dict[str, Any]) -> None:
     if head != commit:
         findings.append({"file": ".", "line": 0,
                          "reason": f"worktree is at {head[:10]}, not the commit under review"})
+    ran = []
     for argv in brief.get("tests") or []:
         code, output = run_command(list(argv), worktree)
+        ran.append(f"`{shlex.join(argv)}` exit {code}")
         if code != 0:
             block = first_failure(output)
             file, line = failing_location(block, worktree)
@@ -221,7 +223,8 @@ def review(brief: dict[str, Any]) -> None:
     text = (f"---\nverdict: {verdict}\ncommit: '{commit}'\n"
             + (_yaml_findings(findings) if findings else "must_fix: []\n")
             + "should_fix: []\n---\n## Summary\n"
-            + f"Ran {len(brief.get('tests') or [])} test command(s) at {commit[:10]}: {verdict}.\n")
+            + f"Ran {len(ran)} test command(s) at {commit[:10]}: {verdict}.\n"
+            + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")
     submit(brief, text)
 
 

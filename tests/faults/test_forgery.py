@@ -99,7 +99,8 @@ def test_a_hand_written_review_never_counts(receipt: str, repo: Path, tmp_path: 
 
 @fault("1", "the implementer runs `handoff submit --role reviewer` from its own session while "
             "the reviewer works",
-       "submit refuses it (its stamp is not the reviewer's for that round); nothing is filed",
+       "submit refuses it (its stamp is not the reviewer's for that round); nothing is filed; "
+       "a `forgery` event logs each refused submit",
        "the reviewer's own report, filed later; the events")
 def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
                                            handoff_home: Path) -> None:
@@ -125,6 +126,9 @@ def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
         runner.kill()
         runner.wait()
     assert final["phase"] == "escalated" and final["verdicts"] == {"1": "fail"}
+    forged = [e for e in events(handoff_home, "F-2") if e["kind"] == "forgery"]
+    assert len(forged) == 2 and all(e["report"] == "" and e["role"] == "reviewer" for e in forged)
+    assert "no stamp" in forged[1]["why"], "each refused submit is logged with why"
 
 
 def planted_reviewer_brief(folder: Path, repo: Path, ticket: str, sha: str) -> str:
