@@ -564,6 +564,12 @@ class Orchestrator:
                                              self.state.last_commit(), worktree_state=False)
             else:
                 problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
+        if not problems and report is not None and role == "reviewer" and \
+                report.verdict == "pass":
+            changed = self.changed_checkout(self.state.commit_of(n))
+            if changed:  # a pass counts only from the exact commit
+                problems = [f"the review passed in a checkout that is not the commit under "
+                            f"review any more ({changed}): it is reset, review it again"]
         if not problems and report is not None:
             self.event("submission", role, report=path.name, accepted=True,
                        commit=report.commit, **({"status": report.status} if report.status
@@ -582,8 +588,25 @@ class Orchestrator:
             self.next_round([], [("Your last report was not accepted",
                                   "".join(f"- {p}\n" for p in problems))])
         else:
+            self.point_reviewer(n)
             self.launch(role, self.tdir.brief(role, n), "report rejected")
         return None
+
+    def point_reviewer(self, n: int) -> None:
+        """The reviewer's checkout back at round n's commit, whatever was left in it kept."""
+        self.ws.worktrees.point_reviewer(self.state.commit_of(n), self.tdir.path /
+                                         "transcripts" / f"reviewer-scratch-{n}.patch")
+
+    def changed_checkout(self, commit: str) -> str:
+        """Why the reviewer's checkout (where the gate and the review run) is no longer exactly
+        commit: its HEAD moved or tracked files changed ('' when it is). Untracked files (test
+        output) change nothing a test ran on."""
+        head = self.ws.worktrees.head("reviewer")
+        if head != commit:
+            return f"its HEAD is {short_sha(head)}, not {short_sha(commit)}"
+        changed = [e[3:] for e in self.ws.worktrees.dirty(self.ws.worktrees.path("reviewer"))
+                   if not e.startswith("??")]
+        return f"tracked files changed: {', '.join(changed[:5])}" if changed else ""
 
     def record_usage(self, role: str) -> None:
         """What the role's CLI spent on the round just reported, from its own session files
@@ -642,8 +665,7 @@ class Orchestrator:
             self.ws.keep_session(self.state, "reviewer", transcript)
             peers.retire("reviewer", transcript)
             self.event("recycle", "reviewer", stage="stopped", by="orchestrator")
-        self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
-                                         f"reviewer-scratch-{n}.patch")
+        self.point_reviewer(n)
         if plan.test is None:
             self.state.gates[str(n)] = "skipped"
             self.event("gate", result="skipped", reason="the plan names no test command")
@@ -653,6 +675,16 @@ class Orchestrator:
         result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
                           self.ws.config.gate_timeout, self.tdir.gate_log(n),
                           record=record_path(self.tdir.path))
+        changed = self.changed_checkout(commit) if result.passed else ""
+        if changed:  # a pass counts only at the exact commit: someone wrote into the checkout
+            self.event("gate", result="void", why=changed, log=self.tdir.gate_log(n).name,
+                       commit=commit)
+            self.state.after_answer = "gating"
+            self.transition("needs-human", f"the gate passed, but its checkout changed while it "
+                            f"ran ({changed}): its pass is not taken. Look at the reviewer's "
+                            f"worktree (a peer may have written into it), then 'handoff answer "
+                            f"{self.state.ticket} \"go\"' runs the gate again on a reset checkout")
+            return
         self.state.gates[str(n)] = "pass" if result.passed else "fail"
         self.event("gate", result=self.state.gates[str(n)], summary=result.summary(),
                    log=self.tdir.gate_log(n).name, commit=commit)
@@ -676,8 +708,7 @@ class Orchestrator:
         diff = self.tdir.diff(n)
         self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
         if self.ws.worktrees.head("reviewer") != commit:
-            self.ws.worktrees.point_reviewer(commit, self.tdir.path / "transcripts" /
-                                             f"reviewer-scratch-{n}.patch")
+            self.point_reviewer(n)
         brief = self.tdir.brief("reviewer", n)
         self.hand(brief, lambda: briefs.reviewer(self.ws.brief_context(self.state, "reviewer", n),
                                                  commit, diff))

@@ -194,3 +194,59 @@ def test_a_changed_approved_plan_waits_for_a_person(repo: Path, tmp_path: Path,
     assert [e["kind"] for e in events(handoff_home, "F-8")].count("plan-changed") == 1
     assert [e for e in events(handoff_home, "F-8") if e["kind"] == "gate"] == [], \
         "no gate ran on a plan nobody approved"
+
+
+FIXED_CALC = ("def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n\n\n"
+              "def neg(a):\n    return -a\n")
+
+
+@fault("18.3", "while the gate runs in the reviewer's checkout, a peer rewrites a tracked file "
+       "there (or moves its HEAD)",
+       "the gate's pass is void (`gate` event `void`): the ticket goes to `needs-human` naming the "
+       "file; an answer runs the gate again on a reset checkout",
+       "the implementer's commit; what was written, in the reviewer's scratch patch")
+def test_a_gate_whose_checkout_changed_while_it_ran_passes_nothing(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    import sys
+
+    slow = [sys.executable, "-c", "import time; time.sleep(2)"]
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=slow,
+                                          review=[ALL_TESTS]))
+    runner = spawn("start", "F-9", "--plan", str(plan), "--yes", "--foreground",
+                   "--max-rounds", "1", cwd=repo, log=tmp_path / "F-9.log")
+    try:
+        wait_event(handoff_home, "F-9", "gate", result="running", timeout=60)
+        (repo / ".worktrees" / "F-9" / "reviewer" / "calc.py").write_text(FIXED_CALC)
+        stopped = wait_phase(handoff_home, "F-9", "needs-human", "passed", "escalated")
+    finally:
+        runner.kill()
+        runner.wait()
+    assert stopped["phase"] == "needs-human", stopped
+    assert "tracked files changed: calc.py" in stopped["reason"]
+    [void] = [e for e in events(handoff_home, "F-9") if e.get("result") == "void"]
+    assert void["kind"] == "gate" and "calc.py" in void["why"]
+    assert "1" not in stopped["gates"], "no gate result was taken"
+
+
+@fault("18.3", "before the reviewer runs its tests, a peer makes the reviewer's checkout pass "
+       "(fixes the code there, uncommitted)",
+       "the pass is refused (the checkout is not the commit under review): the checkout is "
+       "reset, the reviewer starts again and reviews the real commit",
+       "the implementer's commit; the refused report as `.rejected-N.md`")
+def test_a_pass_from_a_changed_reviewer_checkout_is_refused(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    runner, folder, _ = forged_round(repo, tmp_path, handoff_home, "F-10",
+                                     reviewer={"pause_until": "review"})
+    try:
+        (folder / "go").write_text("go\n")
+        wait_event(handoff_home, "F-10", "launch", role="reviewer")
+        (repo / ".worktrees" / "F-10" / "reviewer" / "calc.py").write_text(FIXED_CALC)
+        (folder / "review").write_text("go\n")
+        assert runner.wait(timeout=120) == EXIT_ESCALATED
+    finally:
+        runner.kill()
+        runner.wait()
+    log = events(handoff_home, "F-10")
+    refused = [e for e in log if e["kind"] == "submission" and not e["accepted"]]
+    assert refused and "not the commit under review" in refused[0]["problems"][0]
+    assert [e["verdict"] for e in log if e["kind"] == "verdict"] == ["fail"]
