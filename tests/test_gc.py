@@ -12,7 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import PYTHON, git, wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -261,3 +264,47 @@ def test_a_vanished_ticket_s_dirty_worktree_is_kept_then_saved_outside_its_recor
     assert "draft.txt" in patch.read_text() and not folder.exists(), \
         "the patch is kept, and no folder is made where the record was"
     assert registered(repo) == {repo.resolve()}
+
+
+@fault("18.7", "`handoff gc` under another HANDOFF_HOME (and tmux socket) while a ticket's "
+       "peers work in its worktrees, with --force",
+       "kept: each worktree records which HANDOFF_HOME and ticket made it, and gc never removes "
+       "one whose owner's record lives, nor one any process works in (its cwd or an open file)",
+       "both worktrees and the live ticket")
+def test_gc_of_another_home_keeps_a_live_tickets_worktrees(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, _, _ = paused_ticket(repo, tmp_path, handoff_home, "GC1")
+    try:
+        monkeypatch.setenv("HANDOFF_HOME", str(tmp_path / "other-home"))
+        monkeypatch.setenv("HANDOFF_TMUX_SOCKET", "handoff-gc-other")
+        found = gc("--force", "--repo", str(repo), cwd=repo)
+        kept = {i["path"]: i for i in found if i["kind"] == "worktree"}
+        for role in ("implementer", "reviewer"):
+            item = kept[str(worktree_dir(repo, "GC1", role))]
+            assert not item["removed"] and f"HANDOFF_HOME {handoff_home}" in item["why"], item
+            assert worktree_dir(repo, "GC1", role).is_dir()
+    finally:
+        stop_runner(runner)
+
+
+@fault("18.7", "`handoff gc` of a worktree whose ticket has no record anywhere, while a process "
+       "(not a pane of gc's tmux socket) works in it",
+       "kept, naming the process", "the worktree")
+def test_gc_keeps_a_worktree_a_process_works_in(repo: Path, tmp_path: Path,
+                                                handoff_home: Path) -> None:
+    passed_ticket(repo, tmp_path, "GC2")
+    folder = ticket_path(handoff_home, "GC2")
+    assert handoff("stop", "GC2", cwd=repo).returncode == 0
+    shutil.rmtree(folder)
+    path = worktree_dir(repo, "GC2", "implementer")
+    worker = subprocess.Popen(["sleep", "120"], cwd=path)
+    try:
+        found = gc("--force", cwd=repo)
+    finally:
+        worker.kill()
+        worker.wait()
+    item = {i["path"]: i for i in found}[str(path)]
+    assert not item["removed"] and f"pid {worker.pid} (sleep) works in it" in item["why"], item
+    assert path.is_dir()
+    others = {i["path"]: i for i in found}[str(worktree_dir(repo, "GC2", "reviewer"))]
+    assert others["removed"], "the worktree nobody works in goes"

@@ -76,7 +76,7 @@ class Workspace:
     @property
     def worktrees(self) -> TicketWorktrees:
         return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
-                               self.config.post_create, self.config.setup_timeout)
+                               self.config.post_create, self.config.setup_timeout, self.home)
 
     def peers(self, state: State) -> Peers:
         return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)

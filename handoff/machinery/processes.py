@@ -94,6 +94,44 @@ def environ(pid: int | str) -> dict[str, str]:
     return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
 
 
+def working_in(folder: Path, spared: tuple[str, str] = ("", "")) -> str:
+    """A live process whose current directory, or one of whose open files, is in folder:
+    "pid N (its command)", or '' (none found; without /proc nothing can be found). Another
+    user's processes cannot be read and are not seen. spared: (variable, prefix): a process
+    whose environment has that variable starting so is not counted (the peers gc ends)."""
+    folder = folder.resolve()
+    name, prefix = spared
+    for proc in Path("/proc").iterdir() if has_proc() else ():
+        if not proc.name.isdigit() or proc.name == str(os.getpid()):
+            continue
+        for link in _places(proc):
+            if link == folder or link.is_relative_to(folder):
+                if name and environ(proc.name).get(name, "").startswith(prefix):
+                    break
+                try:
+                    command = (proc / "comm").read_text(encoding="utf-8").strip()
+                except OSError:
+                    command = "?"
+                return f"pid {proc.name} ({command})"
+    return ""
+
+
+def _places(proc: Path) -> Iterator[Path]:
+    """Where a process works: its cwd, then each open file (paths, not sockets or pipes)."""
+    try:
+        yield Path(os.readlink(proc / "cwd"))
+        fds = list((proc / "fd").iterdir())
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("/"):
+            yield Path(target)
+
+
 def process_alive(pid: int) -> bool:
     """pid names a live process (of any user)."""
     try:

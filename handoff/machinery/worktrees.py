@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import glob
+import json
 import os
 import shutil
 import threading
@@ -41,6 +42,8 @@ from handoff.machinery.repo import Repo, git, git_timeout, load_gitpython
 from handoff.role import ROLES
 
 WORKTREES_DIR = ".worktrees"
+#: in a worktree's git admin folder: the HANDOFF_HOME and ticket that made it
+OWNER_FILE = "handoff-owner.json"
 LOCK_FILE = "handoff-worktrees.lock"
 SETUP_MARK = "handoff-setup-done"
 #: (in the worktree's git dir) what the setup left that git does not ignore, NUL-separated:
@@ -171,6 +174,8 @@ class TicketWorktrees:
     post_create: tuple[tuple[str, ...], ...] = ()
     #: seconds each post_create command may take (config `setup_timeout`)
     setup_timeout: float = 900.0
+    #: the HANDOFF_HOME whose ticket these worktrees are (recorded in each one's admin folder)
+    home: Path | None = None
 
     @property
     def root(self) -> Path:
@@ -281,6 +286,27 @@ class TicketWorktrees:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repo.exclude(f"/{WORKTREES_DIR}/")
         self.repo.git.worktree("add", *self._add_args(role, path, rev))
+        self.record_owner(path)
+
+    def record_owner(self, path: Path) -> None:
+        """Which handoff made this worktree (its HANDOFF_HOME and ticket), kept in the
+        worktree's own git admin folder, where git keeps it and removes it with the worktree:
+        a gc of another HANDOFF_HOME must not take a live ticket's worktree for a stray."""
+        admin = self.admin_dir(path)
+        if admin is not None and self.home is not None:
+            (admin / OWNER_FILE).write_text(json.dumps(
+                {"home": str(self.home.resolve()), "ticket": self.ticket}) + "\n",
+                encoding="utf-8")
+
+    def owner(self, path: Path) -> dict[str, str]:
+        """What record_owner wrote ({} for a worktree an older handoff made)."""
+        admin = self.admin_dir(path)
+        try:
+            data = json.loads((admin / OWNER_FILE).read_text(encoding="utf-8")) if admin else {}
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, str)} \
+            if isinstance(data, dict) else {}
 
     def _add_args(self, role: str, path: Path, rev: str) -> list[str]:
         if role == "reviewer":

@@ -5,10 +5,12 @@ does); one a tmux pane still works in kept."""
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 from handoff import config as config_mod
 from handoff.errors import HandoffError, WorkAtRisk
+from handoff.machinery import processes, reaper
 from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
@@ -85,6 +87,14 @@ def _one_worktree(home: Path, wt: TicketWorktrees, role: str, record: Record | N
     if user:
         return Leftover("worktree", str(path), f"{why}, but a pane of {user} works in it: kept",
                         removable=False)
+    owner = _other_owner(home, wt, path)
+    if owner:
+        return Leftover("worktree", str(path), f"{why}, but {owner}: kept", removable=False)
+    # the ticket's own peers are not counted: gc ends them with its session
+    worker = processes.working_in(path, (reaper.MARKER, f"{home / wt.repo.key / wt.ticket}#"))
+    if worker:
+        return Leftover("worktree", str(path), f"{why}, but {worker} works in it: kept",
+                        removable=False)
     dirty = wt.dirty(path)
     if dirty and not options.force:
         listing = ", ".join(e[3:] for e in dirty[:3]) + (" …" if len(dirty) > 3 else "")
@@ -105,6 +115,27 @@ def _one_worktree(home: Path, wt: TicketWorktrees, role: str, record: Record | N
     except HandoffError as exc:
         item.removable, item.why = False, f"{why}; removing it failed: {exc.message}"
     return item
+
+
+def _other_owner(home: Path, wt: TicketWorktrees, path: Path) -> str:
+    """The live ticket of another HANDOFF_HOME that made this worktree, said as such; '' when
+    this home made it, an older handoff did (no owner recorded), or the other home's record of
+    it is gone or closed."""
+    owner = wt.owner(path)
+    other = Path(owner.get("home") or home)
+    if other == home.resolve() or other == home:
+        return ""
+    record = other / wt.repo.key / owner.get("ticket", wt.ticket)
+    if not record.exists():
+        return ""  # provably gone: no record of it anywhere
+    try:
+        phase = json.loads((record / "state.json").read_text(encoding="utf-8")).get("phase")
+    except (OSError, ValueError, AttributeError):
+        phase = None  # unreadable: not provably closed
+    if phase == "closed":
+        return ""
+    return (f"it belongs to ticket {wt.ticket} of HANDOFF_HOME {other}, whose record lives "
+            f"({record})")
 
 
 def _patch_path(home: Path, wt: TicketWorktrees, role: str, record: Record | None) -> Path:
