@@ -374,3 +374,29 @@ def test_hints_after_close_point_the_right_way(repo: Path, tmp_path: Path,
     assert again.returncode == 2
     assert "it is closed" in again.stderr and "pick a new id" in again.stderr
     assert "handoff resume" not in again.stderr
+
+
+def test_a_terminal_that_went_away_is_an_expected_end(repo: Path, tmp_path: Path,
+                                                      handoff_home: Path) -> None:
+    """What an orchestrator meets when its tmux server dies: its terminal answers every write
+    with EIO. No crash log, exit 1."""
+    import pty
+
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    handoff("start", "P-2", "--plan", str(plan), cwd=repo, input_text="")
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import os, sys, time\n"
+                              "sys.stdin.readline()\n"  # until the test closed the terminal
+                              "from handoff.cli.entry import run\n"
+                              "sys.exit(run(['log', 'P-2']))\n"],
+                             cwd=repo, stdin=subprocess.PIPE, stdout=terminal,
+                             stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    os.close(controller)  # the terminal is gone: every write to it now fails with EIO
+    _, err = child.communicate("go\n", timeout=60)
+    assert child.returncode == 1, err
+    assert "internal error" not in err and "Traceback" not in err
+    from handoff.cli import crash
+
+    assert not list(crash.folder().glob("crash-*"))

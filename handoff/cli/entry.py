@@ -6,6 +6,7 @@ expected ends here: one line and a crash log (handoff.cli.crash), never a bare t
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Sequence
 
@@ -29,9 +30,10 @@ def _lane(argv: list[str]) -> int | None:
 
 
 def _reader_gone() -> int:
-    """The reader of our output went away (`handoff status | head -1`): an expected end, as
-    for click's own commands: nothing more is printed, exit 1. Later writes, and the flush at
-    exit, go nowhere instead of raising again."""
+    """The reader of our output went away (`handoff status | head -1`, or the terminal itself
+    with its tmux server): an expected end, as for click's own commands: nothing more is
+    printed, exit 1. Later writes, and the flush at exit, go nowhere instead of raising
+    again."""
     import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -50,6 +52,14 @@ def run(argv: Sequence[str]) -> int:
 
         return cli_main(argv)
     except BrokenPipeError:
+        return _reader_gone()
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            from handoff.cli import crash
+
+            return crash.report(exc, argv)
+        # our terminal is gone (its tmux server or window ended under us): an expected end,
+        # nobody left to tell; the ticket's record says where it stood (handoff resume)
         return _reader_gone()
     except Exception as exc:  # a bug: expected failures are HandoffErrors, handled below us
         from handoff.cli import crash
