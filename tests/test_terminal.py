@@ -74,7 +74,13 @@ def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
     run_in_terminal(terminal, repo, "start", "T-3", "--plan", str(plan), "--foreground")
     wait_until(lambda: "Approve this plan for T-3?" in screen(terminal), what="the prompt")
-    assert "# Fix calc" in screen(terminal), "the plan is shown before the question"
+    shown = screen(terminal)
+    assert "# Fix calc" in shown, "the plan is shown before the question"
+    # and what else is approved: who runs with which powers, from where, how far
+    assert "implementer: scripted; permissions bypassed" in shown
+    assert "reviewer: scripted; permissions bypassed" in shown
+    assert "branch handoff/T-3" in shown and "at most 3 review round(s)" in shown
+    assert "sandbox: none" in shown
     assert state(handoff_home, "T-3")["phase"] == "awaiting-approval"
 
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "y", "Enter"],

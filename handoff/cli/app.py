@@ -137,6 +137,7 @@ def _approve(ws: Workspace, yes: bool) -> bool:
         lifecycle.ask_for_approval(ws)
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
+    typer.echo("".join(f"  {line}\n" for line in lifecycle.approval_summary(ws)))
     if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
         lifecycle.approve(ws)
         return True

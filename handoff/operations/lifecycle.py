@@ -125,6 +125,25 @@ def _existing_hint(ticket: str, phase: str, tdir: TicketDir) -> str:
     return f"continue it with 'handoff resume {ticket}', or pick a new id"
 
 
+def approval_summary(ws: Workspace) -> list[str]:
+    """What a person approves besides the plan's text: who runs, from where, how far, and
+    with which powers (shown above the plan by `start`)."""
+    state, plan = ws.state(), ws.plan()
+    lines = []
+    for role in ("implementer", "reviewer"):
+        provider = ws.provider(role)
+        power = ("permissions bypassed: it acts without asking" if provider.mode == "bypass"
+                 else f"permission mode {provider.mode}: it stops on each question")
+        reach = provider.reaches(dict(os.environ))
+        lines.append(f"{role}: {provider.name}{' (' + reach + ')' if reach else ''}; {power}")
+    lines.append(f"base: {state.base} at {state.base_commit[:12]}; branch {branch_name(state.ticket)}")
+    gate = " ".join(plan.test) if plan.test else "none (the plan names no test command)"
+    lines.append(f"rounds: at most {state.max_rounds} review round(s); gate: {gate}")
+    lines.append("sandbox: none: the peers run as you, with whatever your user can read and "
+                 "write; only what they commit on the branch is judged")
+    return lines
+
+
 def approve(ws: Workspace) -> State:
     state = ws.state()
     if state.phase != "awaiting-approval":
