@@ -132,6 +132,13 @@ def test_only_the_tickets_that_changed_are_read_again(
     waiting_ticket(repo, tmp_path, "C-1")
     assert board.refresh() and set(by_ticket(board)) == {"A-1", "B-1", "C-1"}
     assert ticket_path(handoff_home, "C-1") in board.folders()
+    # a ticket folder made a moment before its state.json, and a new repository's folder,
+    # are watched at once: the state written into them wakes the board
+    early = folder.parent / "D-1"
+    early.mkdir()
+    other_repo = handoff_home / "other-0123456789"
+    other_repo.mkdir()
+    assert {early, other_repo} <= set(board.folders())
 
 
 def test_an_unreadable_state_is_marked_and_hides_no_other_ticket(
@@ -190,3 +197,19 @@ def test_time_in_phase_reads_at_a_glance() -> None:
     assert row.in_phase(at("2026-11-30T08:05:00+00:00")) == "3h05m"
     assert row.in_phase(at("2026-12-02T09:00:00+00:00")) == "2d04h"
     assert replace(row, phase_since="").in_phase(at("2026-11-30T05:00:00+00:00")) == "-"
+
+
+def test_a_long_ticket_id_is_cut_in_its_column_and_whole_in_the_details(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    from datetime import UTC, datetime
+
+    from handoff.cli.board_app import TICKET_WIDTH, cells, details
+
+    long_id = "T-" + "x" * 62
+    waiting_ticket(repo, tmp_path, long_id)
+    board = Board(handoff_home)
+    board.refresh()
+    [row] = board.rows()
+    shown = cells(row, datetime.now(UTC))["ticket"]
+    assert isinstance(shown, str) and len(shown) == TICKET_WIDTH and shown.endswith("…")
+    assert long_id in details(row)

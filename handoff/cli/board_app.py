@@ -42,17 +42,25 @@ COLUMNS = (("needs", "NEEDS YOU"), ("ticket", "TICKET"), ("repo", "REPO"), ("pha
            ("round", "ROUND"), ("implementer", "IMPLEMENTER"), ("reviewer", "REVIEWER"),
            ("in_phase", "IN PHASE"), ("last", "LAST EVENT"))
 PEER_WIDTH = 34
+#: the ticket and repo columns (longer ones are cut; the details show them whole)
+TICKET_WIDTH = 24
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _peer_cell(row: Row, role: str) -> str:
     peer = row.peers[role]
-    text = peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}"
-    return text if len(text) <= PEER_WIDTH else text[:PEER_WIDTH - 1] + "…"
+    return _cut(peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}", PEER_WIDTH)
 
 
 def cells(row: Row, now: datetime) -> dict[str, str | Text]:
     needs = Text(f"► {row.needs.upper()}", style="bold reverse") if row.needs else Text("")
-    return {"needs": needs, "ticket": row.ticket, "repo": row.repo_name, "phase": row.phase,
+    # a 64-character id (ids may be that long) would push every other column off the screen;
+    # the details line below the table shows it whole
+    return {"needs": needs, "ticket": _cut(row.ticket, TICKET_WIDTH),
+            "repo": _cut(row.repo_name, TICKET_WIDTH), "phase": row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
             "implementer": _peer_cell(row, "implementer"),
             "reviewer": _peer_cell(row, "reviewer"), "in_phase": row.in_phase(now),

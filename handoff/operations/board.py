@@ -186,11 +186,12 @@ class Board:
 
     def folders(self) -> list[Path]:
         """What the watcher must watch: home (a new repo), each repo folder (a new ticket) and
-        each ticket folder (its state, events and lock). Only folders that exist."""
-        repos = [self.home / self.repo_key] if self.repo_key else \
-            sorted({t.tdir.path.parent for t in self._tracked.values()})
-        found = [self.home, *repos, *(t.tdir.path for t in self._tracked.values())]
-        return [f for f in found if f.is_dir()]
+        each ticket folder (its state, events and lock): every one on disk, not only those
+        already read. A ticket's folder is made a moment before its state.json: a board that
+        watched only the tickets it had read saw a new one only at its next rescan (10 s)."""
+        repos = [self.home / self.repo_key] if self.repo_key else _subfolders(self.home)
+        tickets = [t for repo in repos for t in _subfolders(repo)]
+        return [f for f in (self.home, *repos, *tickets) if f.is_dir()]
 
     def _ticket_dirs(self) -> list[Path]:
         return [tdir.path for tdir in all_tickets(self.home, self.repo_key)]
@@ -269,3 +270,11 @@ def _fold_new_events(path: Path, offset: int, fold: Fold) -> int:
         if isinstance(event, dict):
             fold.feed(event)
     return offset + end
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """folder's own folders, sorted (handoff's hidden ones, such as .launch, aside)."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
