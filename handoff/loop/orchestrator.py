@@ -597,16 +597,21 @@ class Orchestrator:
         self.ws.worktrees.point_reviewer(self.state.commit_of(n), self.tdir.path /
                                          "transcripts" / f"reviewer-scratch-{n}.patch")
 
-    def changed_checkout(self, commit: str) -> str:
+    def changed_checkout(self, commit: str, untracked: bool = False) -> str:
         """Why the reviewer's checkout (where the gate and the review run) is no longer exactly
-        commit: its HEAD moved or tracked files changed ('' when it is). Untracked files (test
-        output) change nothing a test ran on."""
+        commit: its HEAD moved, tracked files changed, or (untracked: for the gate, which starts
+        on a checkout cleaned of them) files not ignored appeared, such as a planted
+        conftest.py; '' when it is exactly commit."""
         head = self.ws.worktrees.head("reviewer")
         if head != commit:
             return f"its HEAD is {short_sha(head)}, not {short_sha(commit)}"
-        changed = [e[3:] for e in self.ws.worktrees.dirty(self.ws.worktrees.path("reviewer"))
-                   if not e.startswith("??")]
-        return f"tracked files changed: {', '.join(changed[:5])}" if changed else ""
+        entries = self.ws.worktrees.dirty(self.ws.worktrees.path("reviewer"))
+        changed = [e[3:] for e in entries if not e.startswith("??")]
+        if changed:
+            return f"tracked files changed: {', '.join(changed[:5])}"
+        new = [e[3:] for e in entries if e.startswith("??")] if untracked else []
+        return (f"files appeared that .gitignore does not cover: {', '.join(new[:5])} (a test "
+                "that writes files should write them where .gitignore says)") if new else ""
 
     def record_usage(self, role: str) -> None:
         """What the role's CLI spent on the round just reported, from its own session files
@@ -675,7 +680,7 @@ class Orchestrator:
         result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
                           self.ws.config.gate_timeout, self.tdir.gate_log(n),
                           record=record_path(self.tdir.path))
-        changed = self.changed_checkout(commit) if result.passed else ""
+        changed = self.changed_checkout(commit, untracked=True) if result.passed else ""
         if changed:  # a pass counts only at the exact commit: someone wrote into the checkout
             self.event("gate", result="void", why=changed, log=self.tdir.gate_log(n).name,
                        commit=commit)

@@ -55,7 +55,7 @@ def started_by(home: Path) -> list[int]:
     return found
 
 
-@fault("18.1", "a peer reads another peer's seal (or a provider key) from tmux's "
+@fault("18.1, 18.5, 18.6", "a peer reads another peer's seal (or a provider key) from tmux's "
        "`#{pane_start_command}` or any process's world-readable /proc/<pid>/cmdline",
        "refused: every process starts through a launcher that reads its environment from a 0600 "
        "file and deletes it; no value is ever on a command line",
