@@ -116,6 +116,9 @@ def test_every_provider_reads_the_roles_own_markers_instead_of_its_screen_rules(
     assert reading.state == "busy" and reading.draft == ""
     assert [d.name for d in mended.rules.dialogs] == \
         [d.name for d in get(RoleSpec(provider="claude")).rules.dialogs], "its dialogs stay"
+    for name in REGISTRY:  # each provider, whatever its own rules depend on
+        own = get(RoleSpec(provider=name, markers={"composer": ">>>", "busy": "^WORKING"}))
+        assert own.read(screen).state == "busy", name
 
 
 def test_gemini_and_opencode_launch_lines(tmp_path: Path) -> None:

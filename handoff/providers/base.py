@@ -119,8 +119,12 @@ class Provider:
 
     def __init__(self, spec: RoleSpec | None = None) -> None:
         self.spec = spec or RoleSpec(provider=self.name)
-        if self.spec.markers:
-            self.rules = with_markers(type(self).rules, self.spec.markers)
+        rules = self.own_rules()
+        self.rules = with_markers(rules, self.spec.markers) if self.spec.markers else rules
+
+    def own_rules(self) -> ScreenRules:
+        """How this CLI's screen reads, as set up for this role (before its own markers)."""
+        return type(self).rules
 
     @property
     def mode(self) -> str:

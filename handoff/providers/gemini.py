@@ -54,8 +54,7 @@ class Gemini(Provider):
     exit_keys = ("/quit", "Enter")
     probe_flags = True
 
-    @property
-    def rules(self) -> ScreenRules:  # type: ignore[override]
+    def own_rules(self) -> ScreenRules:
         return rules_for("*" if self.mode == "bypass" else ">")
 
     def argv(self, launch: Launch) -> list[str]:
