@@ -68,7 +68,9 @@ def test_the_board_follows_tickets_and_approves_and_stops_them_by_key(
                                                  "pause_before_report": str(go)}},
                                             test=ADD_ONLY), "paused.md")
     assert handoff("start", "W-1", "--plan", str(paused), cwd=repo).returncode == 1
-    shows(terminal, "W-1", "APPROVE", "awaiting-approval")
+    # woken by the new folders, not found by the next RESCAN (10 s): a new repository's and a
+    # new ticket's folders are watched as soon as they exist
+    shows(terminal, "W-1", "APPROVE", "awaiting-approval", timeout=6)
     # the whole width of the terminal, whatever COLUMNS says (the environment of this
     # terminal's tmux server, started from pytest, holds COLUMNS=80)
     assert "LAST EVENT" in screen(terminal)
