@@ -175,6 +175,8 @@ def test_providers_lists_every_provider_and_what_is_installed(
     assert by_name["claude"]["path"] == str(claude) and by_name["claude"]["roles"] == \
         ["implementer"]
     assert by_name["scripted"]["roles"] == ["reviewer"]
+    assert {n for n, r in by_name.items() if r["signals"].startswith("hooks")} == \
+        {"claude", "codex", "scripted"}, "the CLIs whose hooks handoff wires"
     assert by_name["command"]["installed"] is False
     assert all(row["support"] for row in rows)
     table = handoff("providers", cwd=repo).stdout

@@ -82,7 +82,8 @@ def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | Non
         return [Check("FAIL", what, missing, _install_hint(provider))]
     version = provider.version() if probe else None
     found = [Check("OK", what, f"{provider.executable()}"
-                   + (f" (version {version})" if version else ""))]
+                   + (f" (version {version})" if version else "")
+                   + f"; watched by {watched_by(provider)}")]
     unproven = provider.unproven(version)
     if unproven:
         found.append(Check("WARN", f"{what} version", unproven,
@@ -99,6 +100,11 @@ def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | Non
         found += [Check(c.level, f"{role}: {c.what}", c.detail, c.fix)
                   for c in provider.checks(repo, peer_env(provider, cfg))]
     return found
+
+
+def watched_by(provider: Provider) -> str:
+    """How handoff knows what a peer of this provider does."""
+    return "hooks, the screen as fallback" if provider.signals else "the screen alone"
 
 
 def _install_hint(provider: Provider) -> str:
@@ -167,7 +173,8 @@ def provider_rows(cfg: Config) -> list[dict[str, object]]:
                      "version": version, "roles": roles, "support": SUPPORT.get(name, ""),
                      "proven": proven_range(provider.proven) or None,
                      "unproven": provider.unproven(version),
-                     "reaches": provider.reaches(peer_env(provider, cfg)) or None})
+                     "reaches": provider.reaches(peer_env(provider, cfg)) or None,
+                     "signals": watched_by(provider)})
     return rows
 
 
