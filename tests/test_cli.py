@@ -264,7 +264,8 @@ def test_the_state_tree_is_private_whatever_the_umask(repo: Path, tmp_path: Path
 
 def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> None:
     """Run ticket until its orchestrator dies of an error: the plan is damaged while the
-    implementer works, and the orchestrator reads it again at the gate."""
+    implementer works; at the gate the ticket waits for a person (the plan is not the approved
+    one), who approves it as it is; the orchestrator then reads it at the gate."""
     go = tmp_path / "go"
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go)}},
                                           test=ADD_ONLY))
@@ -277,6 +278,8 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
                    what="the implementer to commit")
         (ticket_path(home, ticket) / "plan.md").write_text("---\ntest: [unclosed\n---\n# plan\n")
         go.write_text("go\n")
+        wait_phase(home, ticket, "needs-human")
+        assert handoff("answer", ticket, "approved", cwd=repo).returncode == 0
         assert runner.wait(timeout=60) == 2, (tmp_path / "run.log").read_text()
     finally:
         runner.kill()
