@@ -17,8 +17,8 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
-    state,
     wait_event,
+    wait_phase,
     with_inotify_watches,
     write_plan,
 )
@@ -96,8 +96,10 @@ def test_the_board_follows_tickets_and_approves_and_stops_them_by_key(
     plain = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY), "p.md")
     started = handoff("start", "P-1", "--plan", str(plain), "--yes", cwd=repo)
     assert started.returncode == 0, started.stderr
+    # the ticket's end first: the board, woken at once by each change, may show a row's words
+    # ("passed" in its last event) a moment before the phase is
+    assert wait_phase(handoff_home, "P-1", "passed", "escalated")["phase"] == "passed"
     shows(terminal, "P-1", "passed", "reported")
-    assert state(handoff_home, "P-1")["phase"] == "passed"
 
     # the stop key (confirmed) on the selected ticket, W-1: as `handoff stop W-1`
     press(terminal, "s")

@@ -35,6 +35,7 @@ from handoff.machinery.watch import POLL_INTERVAL, Watcher
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
 from handoff.operations import lifecycle
 from handoff.operations.board import ROLES, Board, Row
+from handoff.record.store import private_dir
 
 #: seconds between the safety-net rescans (stats only; a ticket is read when it changed)
 RESCAN = 10.0
@@ -173,6 +174,9 @@ class BoardApp(App[None]):
     # ---- keeping the rows up to date ----------------------------------------------------
     def follow_tickets(self) -> None:
         """Sleep in the watcher; on a change, refresh the board and hand the rows over."""
+        # HANDOFF_HOME itself is watched for a first repository: before any ticket it may not
+        # exist yet, and a watcher of nothing would wake only at the RESCAN
+        private_dir(self.board.home)
         while not self._done.is_set():
             folders = self.board.folders()
             with Watcher(folders) as watcher:
