@@ -73,6 +73,8 @@ class Config:
     share: tuple[Share, ...] = ()
     post_create: tuple[tuple[str, ...], ...] = ()
     env_allow: tuple[str, ...] = ()
+    #: control files beyond handoff's own (protected.DEFAULT) a ticket may not change unasked
+    protected: tuple[str, ...] = ()
     #: a command told when the ticket needs its person or ends: argv, the event as JSON on stdin
     notify: tuple[str, ...] = ()
     #: the ticket goes to needs-human when its peers' usage passes this (None: no limit)
@@ -138,6 +140,8 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
                 _strings(source, f"post_create[{i}]", v, allow_empty=False)
                 for i, v in enumerate(value)
             )
+        elif key == "protected":
+            base[key] = _strings(source, key, value)
         elif key == "env_allow":
             base["env_allow"] = _strings(source, key, value)
             for name in base["env_allow"]:

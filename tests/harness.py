@@ -28,8 +28,8 @@ ADD_ONLY = unittest_argv("tests.test_calc.AddTest")
 
 
 def plan_text(rounds: dict[int, dict[str, Any]], test: list[str] | None = None,
-              review: list[list[str]] | None = None) -> str:
-    front: dict[str, Any] = {}
+              review: list[list[str]] | None = None, **more: Any) -> str:
+    front: dict[str, Any] = dict(more)
     if test is not None:
         front["test"] = test
     if review is not None:

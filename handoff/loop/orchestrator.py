@@ -32,7 +32,7 @@ from handoff.machinery.processes import environ, process_alive
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
-from handoff.protocol import briefs, reports
+from handoff.protocol import briefs, protected, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.reports import Finding, Report
 from handoff.providers.base import first_message, shown
@@ -49,6 +49,8 @@ from handoff.role import ROLES, phase_of
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TICK = 0.5
+#: the answers that let a ticket's change of control files stand
+ALLOW_WORDS = ("allow", "allowed", "yes", "go", "ok", "approve", "approved")
 #: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale
 RECYCLE_GRACE = 60.0
 SETTLE = 1.0
@@ -227,6 +229,29 @@ class Orchestrator:
                         "handoff runs no plan nobody approved. Put the approved plan back, or "
                         f"read the change and 'handoff answer {self.state.ticket} \"approved\"' "
                         "to approve the plan as it is now")
+        return False
+
+    def control_files_allowed(self) -> bool:
+        """The round's commit changes no control file the plan or a person did not allow;
+        else the ticket waits for a person, naming the files."""
+        n = self.state.round
+        commit = self.state.commit_of(n)
+        touched = protected.touched(
+            self.ws.repo.changed_paths(self.state.base_commit, commit),
+            (*protected.DEFAULT, *self.ws.config.protected),
+            (*self.ws.plan().may_change, *self.state.allowed_changes))
+        if not touched:
+            return True
+        self.state.asked_changes = touched
+        self.state.after_answer = "gating"
+        self.event("protected", files=touched, commit=commit)
+        shown = ", ".join(touched[:8]) + (f" and {len(touched) - 8} more" if len(touched) > 8
+                                          else "")
+        self.transition("needs-human", f"round {n}'s commit changes control files, which steer "
+                        f"handoff or the peers and which the plan does not list under "
+                        f"may_change: {shown}. 'handoff answer {self.state.ticket} allow' lets "
+                        "them stand and runs the gate; any other answer goes to the implementer "
+                        "as its next round (e.g. \"put CLAUDE.md back\")")
         return False
 
     def implementing(self) -> None:
@@ -655,7 +680,7 @@ class Orchestrator:
         self.transition("gating")
 
     def gating(self) -> None:
-        if not self.plan_unchanged():
+        if not self.plan_unchanged() or not self.control_files_allowed():
             return
         left = end_left_gate(record_path(self.tdir.path))
         if left is not None:  # a killed orchestrator's gate: ended first, never two at once
@@ -757,6 +782,13 @@ class Orchestrator:
         if approved != self.state.plan_digest:  # the person was told it changed, and answered
             self.state.plan_digest = approved
             self.event("plan-approved", by="answer", digest=approved)
+        if self.state.asked_changes:  # the ticket asked about control files its commit changed
+            asked, self.state.asked_changes = self.state.asked_changes, []
+            if " ".join(text.split()).lower().rstrip(".!") in ALLOW_WORDS:
+                self.state.allowed_changes = sorted({*self.state.allowed_changes, *asked})
+                self.event("protected-allowed", files=asked)
+            else:  # not allowed: the answer goes to the implementer, the gate waits for it
+                self.state.after_answer = ""
         same_round, self.state.after_answer = self.state.after_answer, ""
         if same_round:  # the same round: its peer is told the answer (or started afresh if dead)
             self.state.relaunches = 0

@@ -134,6 +134,11 @@ class Repo:
     def diff(self, base: str, commit: str) -> str:
         return git(self.top, "diff", "--binary", f"{base}...{commit}")
 
+    def changed_paths(self, base: str, commit: str) -> list[str]:
+        """Every path the commit's side changed since base (a rename names both its ends)."""
+        out = git(self.top, "diff", "--name-only", "--no-renames", "-z", f"{base}...{commit}")
+        return [path for path in out.split("\0") if path]
+
     def diffstat(self, base: str, commit: str) -> list[tuple[str, int, int]]:
         """(path, added, removed) per file changed between base and commit."""
         out = git(self.top, "diff", "--numstat", f"{base}...{commit}")

@@ -6,6 +6,7 @@ A plan is Markdown, optionally with YAML frontmatter:
     test: python -m pytest -q          # the verification command (gate + implementer)
     review:                            # the reviewer's test commands (default: [test])
       - python -m pytest -q
+    may_change: [CLAUDE.md]            # control files this ticket may change (protected.py)
     ---
 
 Fenced blocks tagged `handoff-script` carry machine-readable per-round actions that the
@@ -35,6 +36,8 @@ class Plan:
     test: Argv | None = None
     review: tuple[Argv, ...] = ()
     scripts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: control files (handoff.protocol.protected) the approved plan lets the ticket change
+    may_change: tuple[str, ...] = ()
 
     @property
     def review_commands(self) -> tuple[Argv, ...]:
@@ -69,16 +72,24 @@ def parse(text: str, source: str = "plan") -> Plan:
             data, _ = split(text)
         except FrontmatterError as exc:
             raise UsageError(f"{source}: {exc}") from None
-    unknown = set(data) - {"test", "review"}
+    unknown = set(data) - {"test", "review", "may_change"}
     if unknown:
         raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",
-                         "a plan's frontmatter knows 'test' and 'review'")
+                         "a plan's frontmatter knows 'test', 'review' and 'may_change'")
+    may_change = data.get("may_change", [])
+    if isinstance(may_change, str):
+        may_change = [may_change]
+    if not isinstance(may_change, list) or not all(isinstance(v, str) and v.strip()
+                                                   for v in may_change):
+        raise UsageError(f"{source}: 'may_change' must be a list of paths or patterns",
+                         "e.g. may_change: [CLAUDE.md, .github/workflows/]")
     test = _argv(source, "test", data["test"]) if "test" in data else None
     review_raw = data.get("review", [])
     if not isinstance(review_raw, list):
         review_raw = [review_raw]
     review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
-    return Plan(text=text, test=test, review=review, scripts=_scripts(text, source))
+    return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
+                may_change=tuple(may_change))
 
 
 def _scripts(text: str, source: str) -> dict[int, dict[str, Any]]:

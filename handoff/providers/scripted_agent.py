@@ -120,7 +120,9 @@ def implement(brief: dict[str, Any]) -> None:
     for edit in script.get("edits", []):
         path = worktree / edit["file"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        if "content" in edit:
+        if edit.get("delete"):
+            path.unlink(missing_ok=True)
+        elif "content" in edit:
             path.write_text(edit["content"], encoding="utf-8")
         else:
             old = path.read_text(encoding="utf-8")

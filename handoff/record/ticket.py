@@ -83,6 +83,10 @@ class State:
     #: sha256 of each file handoff handed a peer (briefs, diffs), by its name in the folder:
     #: a file of that name it did not write is never taken for its own
     handed: dict[str, str] = field(default_factory=dict)
+    #: control files a person's answer let this ticket change (handoff.protocol.protected)
+    allowed_changes: list[str] = field(default_factory=list)
+    #: control files a person is asked about now: their answer allows them, or sends them back
+    asked_changes: list[str] = field(default_factory=list)
     reason: str = ""
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
