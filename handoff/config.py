@@ -23,6 +23,8 @@ from handoff.role import ROLES
 
 REPO_CONFIG = ".handoff.yaml"
 SHARE_MODES = ("symlink", "copy")
+#: `sandbox:` modes (handoff.machinery.sandbox); the first is the default
+SANDBOX_MODES = ("auto", "on", "off")
 MAX_SECONDS = 30 * 24 * 3600
 SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout",
            "unrecognised_timeout")
@@ -43,6 +45,21 @@ class Budget:
 
     tokens: int | None = None
     cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How peers and the gate are fenced in (handoff.machinery.sandbox): `auto` where
+    bubblewrap works, `on` or refuse to start, `off`; holes and extra hidden paths."""
+
+    mode: str = "auto"
+    #: more paths a peer may write (package caches a build needs: ~/.cache/pip, ~/.npm)
+    write: tuple[str, ...] = ()
+    #: more paths a peer never sees
+    hide: tuple[str, ...] = ()
+
+    def paths(self, which: str) -> list[Path]:
+        return [Path(p).expanduser() for p in (self.write if which == "write" else self.hide)]
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class Config:
     env_allow: tuple[str, ...] = ()
     #: control files beyond handoff's own (protected.DEFAULT) a ticket may not change unasked
     protected: tuple[str, ...] = ()
+    sandbox: Sandbox = field(default_factory=Sandbox)
     #: a command told when the ticket needs its person or ends: argv, the event as JSON on stdin
     notify: tuple[str, ...] = ()
     #: the ticket goes to needs-human when its peers' usage passes this (None: no limit)
@@ -108,7 +126,7 @@ def _strings(source: str, key: str, value: Any, allow_empty: bool = True) -> tup
     return tuple(value)
 
 
-def _apply(base: dict[str, Any], data: Any, source: str) -> None:
+def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) -> None:
     if data is None:
         return
     if not isinstance(data, dict):
@@ -140,6 +158,8 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
                 _strings(source, f"post_create[{i}]", v, allow_empty=False)
                 for i, v in enumerate(value)
             )
+        elif key == "sandbox":
+            base[key] = _sandbox(source, value, base[key], personal)
         elif key == "protected":
             base[key] = _strings(source, key, value)
         elif key == "env_allow":
@@ -148,6 +168,47 @@ def _apply(base: dict[str, Any], data: Any, source: str) -> None:
                 _passable(f"{source}: env_allow", name)
         else:  # a field added to Config without its reader here
             raise AssertionError(f"config key {key!r} has no reader in config._apply")
+
+
+SANDBOX_HINT = ("e.g. sandbox: auto, or sandbox: {mode: on, write: [~/.cache/pip], "
+                "hide: [~/work/secrets]}")
+
+
+def _sandbox(source: str, value: Any, before: Sandbox, personal: bool) -> Sandbox:
+    """sandbox: MODE, or {mode, write, hide}. A repository's own file may tighten the sandbox,
+    never open it: `off` and `write` come from the person's config alone, so a repository that
+    is cloned, or a commit that reached main, cannot unfence the peers that work on it."""
+    spec = {"mode": value} if isinstance(value, str | bool) else value
+    if not isinstance(spec, dict):
+        raise UsageError(f"{source}: 'sandbox' must be a mode or a mapping", SANDBOX_HINT)
+    unknown = set(spec) - {"mode", "write", "hide"}
+    if unknown:
+        raise UsageError(f"{source}: sandbox: unknown key(s) {sorted(map(str, unknown))}",
+                         SANDBOX_HINT)
+    mode = spec.get("mode", before.mode)
+    if mode is False:  # YAML reads a bare `off` as false, `on` as true
+        mode = "off"
+    elif mode is True:
+        mode = "on"
+    if mode not in SANDBOX_MODES:
+        raise UsageError(f"{source}: sandbox.mode must be one of {', '.join(SANDBOX_MODES)}, "
+                         f"not {mode!r:.40}", SANDBOX_HINT)
+    write, hide = before.write, before.hide
+    for key in ("write", "hide"):
+        if key not in spec:
+            continue
+        paths = _strings(source, f"sandbox.{key}", spec[key])
+        for path in paths:
+            if not Path(path).expanduser().is_absolute():
+                raise UsageError(f"{source}: sandbox.{key}: {path!r} is not an absolute path",
+                                 "write it from / or ~, e.g. ~/.cache/pip")
+        write, hide = (paths, hide) if key == "write" else (write, paths)
+    if not personal and (mode == "off" or spec.get("write")):
+        opened = "sandbox: off" if mode == "off" else "sandbox.write"
+        raise UsageError(f"{source}: {opened} is only taken from your own config: a "
+                         "repository may tighten its peers' sandbox, never open it",
+                         "put it in $HANDOFF_HOME/config.yaml (handoff doctor names that file)")
+    return Sandbox(mode=str(mode), write=write, hide=hide)
 
 
 def _passable(where: str, name: str) -> None:
@@ -321,7 +382,7 @@ def load(home: Path, repo: Path | None) -> Config:
     defaults = Config()
     merged: dict[str, Any] = {f.name: getattr(defaults, f.name) for f in fields(Config)}
     for path in files(home, repo):
-        _apply(merged, _read(path), str(path))
+        _apply(merged, _read(path), str(path), personal=path == home / "config.yaml")
     return Config(**merged)
 
 

@@ -206,9 +206,9 @@ def pane_screen(folder: Path, role: str, current: dict[str, object]) -> str:
 def paused_ticket(repo: Path, tmp_path: Path, home: Path, ticket: str,
                   **script: object) -> tuple[subprocess.Popen[bytes], Path, dict[str, object]]:
     """A foreground orchestrator whose implementer committed round 1 and now waits (paused
-    before its report) for tmp_path/go; returns it, the ticket folder and its state."""
-    go = tmp_path / "go"
-    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go),
+    before its report) for a file `go` in the ticket folder (which a sandboxed peer sees, unlike
+    the test's own folder); returns it, the ticket folder and its state."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": "go",
                                                **script}}, test=ADD_ONLY))
     runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / f"{ticket}.log")

@@ -266,8 +266,7 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
     """Run ticket until its orchestrator dies of an error: the plan is damaged while the
     implementer works; at the gate the ticket waits for a person (the plan is not the approved
     one), who approves it as it is; the orchestrator then reads it at the gate."""
-    go = tmp_path / "go"
-    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": str(go)}},
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": "go"}},
                                           test=ADD_ONLY))
     runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / "run.log")
@@ -277,7 +276,7 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
         wait_until(lambda: git(repo, "rev-list", f"main..handoff/{ticket}"),
                    what="the implementer to commit")
         (ticket_path(home, ticket) / "plan.md").write_text("---\ntest: [unclosed\n---\n# plan\n")
-        go.write_text("go\n")
+        (ticket_path(home, ticket) / "go").write_text("go\n")
         wait_phase(home, ticket, "needs-human")
         assert handoff("answer", ticket, "approved", cwd=repo).returncode == 0
         assert runner.wait(timeout=60) == 2, (tmp_path / "run.log").read_text()

@@ -139,6 +139,8 @@ def config_keys() -> dict[str, Any]:
         keys[f"share[].{f.name}"] = f.default
     for f in fields(config_mod.Budget):
         keys[f"budget.{f.name}"] = f.default
+    for f in fields(config_mod.Sandbox):
+        keys[f"sandbox.{f.name}"] = f.default
     return keys
 
 

@@ -63,9 +63,8 @@ def test_the_board_follows_tickets_and_approves_and_stops_them_by_key(
     wait_until(lambda: "no tickets yet" in screen(terminal), 30, "the empty board")
 
     # a plan waiting for approval appears, marked, without a key press
-    go = tmp_path / "go"
     paused = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD],
-                                                 "pause_before_report": str(go)}},
+                                                 "pause_before_report": "go"}},
                                             test=ADD_ONLY), "paused.md")
     assert handoff("start", "W-1", "--plan", str(paused), cwd=repo).returncode == 1
     # woken by the new folders, not found by the next RESCAN (10 s): a new repository's and a

@@ -137,9 +137,9 @@ def test_no_marker_of_the_session_that_started_handoff_reaches_a_peer_or_the_tmu
     (repo / ".handoff.yaml").write_text("env_allow: [CLAUDE_CODE_MAX_OUTPUT_TOKENS]\n")
     git(repo, "add", ".handoff.yaml")
     git(repo, "commit", "-q", "-m", "config")
-    go = tmp_path / "go"
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD],
-                                               "pause_before_report": str(go)}}, test=ADD_ONLY))
+                                               "pause_before_report": "go"}}, test=ADD_ONLY))
+    go = ticket_path(handoff_home, "MK-1") / "go"
     started = handoff("start", "MK-1", "--plan", str(plan), "--yes", cwd=repo)
     assert started.returncode == 0, started.stderr
     wait_event(handoff_home, "MK-1", "launch", role="implementer")

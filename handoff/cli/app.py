@@ -132,6 +132,7 @@ def _approve(ws: Workspace, yes: bool) -> bool:
 
     if yes:
         lifecycle.approve(ws)
+        typer.echo(lifecycle.sandbox_line(ws))
         return True
     if sys.stdin is None or not sys.stdin.isatty():
         lifecycle.ask_for_approval(ws)

@@ -53,6 +53,13 @@ def submit(report: Path, directory: str | None, role: str | None, round_: int | 
     request: dict[str, object] = {"role": who, "round": round_, "report": text,
                                   "seal": os.environ.get(SEAL_ENV, ""), "file": str(report)}
     verdict = hand_over(folder, request)
+    if verdict is None and not os.access(folder, os.W_OK):
+        # a sandboxed peer sees its ticket's folder read-only: only the orchestrator files
+        return _print_verdict(None, [
+            f"no orchestrator is listening for this ticket and this peer may not write "
+            f"{folder} (it runs in handoff's sandbox), so the report cannot be filed now; "
+            f"{report} stays as it is: run the same command again once the ticket runs "
+            "('handoff resume' by a person)"])
     if verdict is None:  # nobody listens: the ticket is stopped, judge it here
         from handoff.loop.submission import file_report
 

@@ -20,7 +20,7 @@ import selectors
 import subprocess
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,16 +115,19 @@ def record_path(ticket_dir: Path) -> Path:
 
 
 def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
-             log: Path, record: Path | None = None) -> GateResult:
+             log: Path, record: Path | None = None,
+             fence: Callable[[Sequence[str]], list[str]] | None = None) -> GateResult:
     """Run argv in its own process group and wait for it, at most timeout seconds; record:
-    where to note the running gate (see end_left_gate)."""
+    where to note the running gate (see end_left_gate); fence: what runs it in the sandbox
+    (the log and the result name argv itself)."""
     started = time.monotonic()
     token = uuid.uuid4().hex
     if record is not None:  # before it starts: a crash right after the fork still leaves a trace
         atomic_write_json(record, _record(argv, token, None))
     try:
         child = subprocess.Popen(
-            list(argv), cwd=cwd, env={**env, TOKEN: token}, stdin=subprocess.DEVNULL,
+            fence(argv) if fence is not None else list(argv), cwd=cwd,
+            env={**env, TOKEN: token}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
     except OSError as exc:  # not found, not executable, not a program (ENOEXEC), bad cwd

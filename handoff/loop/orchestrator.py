@@ -150,8 +150,10 @@ class Orchestrator:
                 carried, self.state.relaunches = self.state.relaunches, 0
                 if carried:
                     self.save()
+                fenced = self.ws.sandbox()
                 self.event("orchestrator", pid=os.getpid(), relaunches_before=carried,
-                           intake=self.intake.error or "listening")
+                           intake=self.intake.error or "listening",
+                           sandbox=fenced.why if fenced is not None else "none")
                 while self.state.phase not in FINISHED:
                     step = {
                         "awaiting-approval": None,
@@ -704,7 +706,7 @@ class Orchestrator:
         self.event("gate", result="running", command=list(plan.test), commit=commit)
         result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
                           self.ws.config.gate_timeout, self.tdir.gate_log(n),
-                          record=record_path(self.tdir.path))
+                          record=record_path(self.tdir.path), fence=self.ws.gate_fence())
         changed = self.changed_checkout(commit, untracked=True) if result.passed else ""
         if changed:  # a pass counts only at the exact commit: someone wrote into the checkout
             self.event("gate", result="void", why=changed, log=self.tdir.gate_log(n).name,

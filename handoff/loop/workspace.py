@@ -12,6 +12,7 @@ import shutil
 import signal
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from handoff import config as config_mod
 from handoff import trace
 from handoff.config import Config
 from handoff.errors import NotFound, UsageError
+from handoff.loop import fences
 from handoff.loop.monitor import Timing
+from handoff.machinery import sandbox
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
 from handoff.machinery.tmux import Tmux
@@ -146,8 +149,40 @@ class Workspace:
         round_ = brief_round(brief)
         if round_ is not None:
             Seals(self.tdir.path).grant(role, round_, launch.seal)
-        peers.launch(self.provider(role), launch, {**self.env(role), seals.ENV: launch.seal})
+        env = {**self.env(role), seals.ENV: launch.seal}
+        found = self.sandbox()
+        fence = None
+        if found is not None:
+            walls = fences.peer(role, self.provider(role), env, home=self.home, tdir=self.tdir,
+                                repo=self.repo, worktrees=self.worktrees, config=self.config)
+
+            def fence(argv: list[str]) -> list[str]:
+                return sandbox.wrap(found.bwrap, walls, argv)
+        peers.launch(self.provider(role), launch, env, fence)
         return launch
+
+    def sandbox(self) -> sandbox.Support | None:
+        """bubblewrap, when this ticket's peers and gate run fenced in; None when they run as
+        the person does (`sandbox: off`, or `auto` where bubblewrap cannot work). UsageError
+        for `sandbox: on` where it cannot."""
+        mode = self.config.sandbox.mode
+        if mode == "off":
+            return None
+        found = sandbox.support()
+        if found.available:
+            return found
+        if mode == "on":
+            raise UsageError(f"sandbox: on, but {found.why}", found.fix)
+        return None
+
+    def gate_fence(self) -> Callable[[Sequence[str]], list[str]] | None:
+        """What runs the gate in the sandbox, when the peers run in one."""
+        found = self.sandbox()
+        if found is None:
+            return None
+        walls = fences.gate(home=self.home, repo=self.repo, worktrees=self.worktrees,
+                            config=self.config, env=self.env("reviewer"))
+        return lambda argv: sandbox.wrap(found.bwrap, walls, argv)
 
     def transcript_for(self, state: State, role: str) -> Path:
         """Where the role's pane history is kept: named after the round its process worked on

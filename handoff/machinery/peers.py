@@ -104,10 +104,14 @@ class Peers:
         except ServerGone:
             return None
 
-    def launch(self, provider: Provider, launch: Launch, env: dict[str, str]) -> str:
-        """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window."""
+    def launch(self, provider: Provider, launch: Launch, env: dict[str, str],
+               fence: Callable[[list[str]], list[str]] | None = None) -> str:
+        """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window
+        (fence: what puts its command line in the sandbox, when it runs in one)."""
         mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
-        argv = with_env({**env, **provider.env(launch), **mark}, provider.argv(launch),
+        program = provider.argv(launch)
+        argv = with_env({**env, **provider.env(launch), **mark},
+                        fence(program) if fence is not None else program,
                         self.tmux.config.parent)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away

@@ -13,7 +13,7 @@ from pathlib import Path
 from handoff import config as config_mod
 from handoff.config import Config
 from handoff.errors import HandoffError, MissingTool
-from handoff.machinery import tools
+from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
 from handoff.providers.base import proven_range
@@ -128,9 +128,27 @@ def run(home: Path, repo: Path | None) -> list[Check]:
                                                      else "the defaults (no config file)")))
     for key, value, path in config_mod.settings(home, repo):
         found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
+    found.append(sandbox_check(cfg))
     for role in ROLES:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     return found
+
+
+def sandbox_check(cfg: Config) -> Check:
+    """Whether the peers and the gate run fenced in, and why not where they do not."""
+    mode = cfg.sandbox.mode
+    if mode == "off":
+        return Check("WARN", "sandbox", "off (sandbox: off): the peers run as you, with all "
+                     "your user can read and write", "sandbox: auto fences them in where "
+                     "bubblewrap works")
+    found = sandbox.support()
+    if found.available:
+        return Check("OK", "sandbox", f"on, {found.why}: each peer writes only its worktree, "
+                     "its CLI's state and its drafts; credentials, other tickets and the tmux "
+                     "socket are hidden; the network stays open")
+    level = "FAIL" if mode == "on" else "WARN"
+    return Check(level, "sandbox", f"{'sandbox: on, but ' if mode == 'on' else 'off: '}"
+                 f"{found.why}", found.fix)
 
 
 def ready_to_start(cfg: Config, repo: Path) -> None:
@@ -138,6 +156,8 @@ def ready_to_start(cfg: Config, repo: Path) -> None:
     failing = [c for role in ROLES
                for c in provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=False)
                if c.level == "FAIL"]
+    fenced = sandbox_check(cfg)
+    failing += [fenced] if fenced.level == "FAIL" else []
     if failing:
         raise MissingTool("; ".join(f"{c.what}: {c.detail}" for c in failing),
                           "; ".join(c.fix for c in failing if c.fix)

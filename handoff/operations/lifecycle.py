@@ -18,7 +18,7 @@ from handoff.loop import notify
 from handoff.loop.gate import end_left
 from handoff.loop.orchestrator import Orchestrator, gate_note
 from handoff.loop.workspace import Workspace
-from handoff.machinery import tools
+from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.machinery.repo import Repo
 from handoff.machinery.tmux import Tmux, socket_name
@@ -139,9 +139,22 @@ def approval_summary(ws: Workspace) -> list[str]:
     lines.append(f"base: {state.base} at {state.base_commit[:12]}; branch {branch_name(state.ticket)}")
     gate = " ".join(plan.test) if plan.test else "none (the plan names no test command)"
     lines.append(f"rounds: at most {state.max_rounds} review round(s); gate: {gate}")
-    lines.append("sandbox: none: the peers run as you, with whatever your user can read and "
-                 "write; only what they commit on the branch is judged")
+    lines.append(sandbox_line(ws))
     return lines
+
+
+def sandbox_line(ws: Workspace) -> str:
+    """The sandbox in force, in one line (UsageError for sandbox: on where it cannot be)."""
+    found = ws.sandbox()
+    if found is not None:
+        return (f"sandbox: {found.why}: each peer writes only its worktree (the implementer "
+                "also its branch), its CLI's state and its drafts; it sees no credentials, no "
+                "other ticket, no other process; the network stays open")
+    if ws.config.sandbox.mode == "off":
+        return ("sandbox: off (your config): the peers run as you, with whatever your user can "
+                "read and write; only what they commit on the branch is judged")
+    return (f"sandbox: none, {sandbox.support().why}: the peers run as you, with whatever your "
+            "user can read and write (handoff doctor says how to mend it)")
 
 
 def approve(ws: Workspace) -> State:

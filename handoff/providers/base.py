@@ -176,6 +176,16 @@ class Provider:
         CLI's session markers never pass, whatever this says: machinery.peers.allowlisted_env.)"""
         return (*self.env_allow, *self.spec.env)
 
+    def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
+        """The folders the CLI itself writes outside the worktree (its settings, logins,
+        session logs): writable inside the sandbox, made first when missing, as the CLI would
+        make them (env: where its configuration variables point)."""
+        return []
+
+    def state_files(self, env: Mapping[str, str]) -> list[Path]:
+        """Single files it rewrites outside those folders (writable when they exist)."""
+        return []
+
     def reaches(self, env: Mapping[str, str]) -> str:
         """How this role's CLI reaches its model and what passes for it, for doctor and
         `handoff providers` ('' when there is nothing to choose)."""

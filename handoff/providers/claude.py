@@ -264,6 +264,12 @@ class Claude(Provider):
                    and not re.search(re.escape(flag) + r"[\s,=]", text)]
         return f"its --help does not list {', '.join(unknown)}" if unknown else None
 
+    def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
+        return [config_dir(env)]
+
+    def state_files(self, env: Mapping[str, str]) -> list[Path]:
+        return [state_file(env)]
+
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         found: list[Check] = []
         if self.mode == "bypass" and is_root() and env.get("IS_SANDBOX") != "1":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,9 @@ class Codex(Provider):
             argv += ["-m", spec.model]
         return [*argv, *spec.args, launch.message]
 
+    def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
+        return [codex_home(env)]
+
     def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
         """The key variable a custom model provider names (env_key) passes too."""
         config = read_config(codex_home(env))
@@ -147,7 +151,7 @@ def hook_flags(folder: Path) -> list[str]:
     return [*flags, "--dangerously-bypass-hook-trust"]
 
 
-def codex_home(env: dict[str, str]) -> Path:
+def codex_home(env: Mapping[str, str]) -> Path:
     home = env.get("CODEX_HOME")
     return Path(home) if home else Path(env.get("HOME") or os.path.expanduser("~")) / ".codex"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from handoff.errors import EXIT_ESCALATED
 from tests.conftest import PYTHON, git, wait_until
 from tests.faults.catalog import fault
@@ -62,6 +64,15 @@ while not (folder / "go").exists() and time.monotonic() < deadline:
 child.kill()
 sys.exit(subprocess.call(ADD))
 '''
+
+
+@pytest.fixture(autouse=True)
+def unfenced(handoff_home: Path) -> None:
+    """These cases follow the gate's processes by the pids it writes into the test's folder,
+    which a sandboxed gate can neither write nor name from outside its PID namespace: they run
+    with the sandbox off (tests/faults/test_sandbox.py bounds a sandboxed gate)."""
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text("sandbox: off\n", encoding="utf-8")
 
 
 def gate_plan(tmp_path: Path, mode: str, rounds: dict[int, dict[str, object]] | None = None,

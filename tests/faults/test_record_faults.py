@@ -119,7 +119,7 @@ def test_a_torn_event_log_is_read_around_and_reported(
     assert logged.returncode == 0 and "skipped 1 unreadable line" in logged.stderr
     status = handoff("status", "R-3", cwd=repo)
     assert status.returncode == 0 and "1 unreadable line(s) skipped" in status.stdout
-    (tmp_path / "go").write_text("go\n", encoding="utf-8")
+    (folder / "go").write_text("go\n", encoding="utf-8")
     resumed = handoff("resume", "R-3", "--foreground", cwd=repo)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "note: events.jsonl has 1 unreadable line(s)" in resumed.stderr
@@ -251,8 +251,11 @@ def test_a_full_state_disk_fails_clearly_and_keeps_the_record_whole(
         try:
             commits = branch_commits(repo, "R-7")
             before = state(handoff_home, "R-7")
+            # the release is written before the disk fills and renamed after (a rename needs no
+            # room): the implementer sees it in its ticket folder, where a sandboxed one looks
+            (folder / "go.ready").write_text("go\n", encoding="utf-8")
             filler = fill(handoff_home)
-            (tmp_path / "go").write_text("go\n", encoding="utf-8")  # its draft has no room
+            (folder / "go.ready").rename(folder / "go")  # its draft has no room
             code = runner.wait(timeout=90)
             output = (tmp_path / "R-7.log").read_text(encoding="utf-8", errors="replace")
             assert code == 1, output

@@ -1,0 +1,152 @@
+"""A peer fenced in with bubblewrap: the filesystem read-only but for what its work needs, the
+credential folders empty, a private /tmp, and a PID namespace of its own.
+
+A `Fence` says what one process may see and touch; `wrap` turns it into a `bwrap` command line
+around the process's argv (the launcher execs it, so the pane's pid is bwrap's and the
+orchestrator's pidfd, reaper and `/proc` reads follow the peer from outside, where every pid of
+the sandbox is visible). The policy (which paths a role needs) is `handoff.loop.fences`.
+
+Mounts are laid out shallow to deep, so a deeper rule wins inside a shallower one: the
+repository's git directory read-only, its objects writable; the handoff home hidden, the
+ticket's folder visible again, its drafts writable and its seals hidden.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+READ, WRITE, HIDE = "read", "write", "hide"
+
+#: what never reaches a peer, under the person's home: keys, tokens, cloud and registry logins
+HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub",
+                  ".netrc", ".git-credentials", ".config/git/credentials", ".docker", ".kube",
+                  ".gnupg", ".password-store", ".pypirc", ".npmrc", ".gem/credentials",
+                  ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d",
+                  ".config/op", ".vault-token", ".local/share/keyrings")
+#: sockets outside the home that hand out power over the machine
+HIDDEN_ELSEWHERE = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What one sandboxed process may see and touch. `read` paths stay visible read-only where
+    a private /tmp or a hidden folder would cover them; `write` ones are writable; `hide` ones
+    are emptied. Later rules for the same path win."""
+
+    workdir: Path
+    rules: tuple[tuple[str, Path], ...] = ()
+
+    def with_rules(self, kind: str, paths: Iterable[Path]) -> Fence:
+        return Fence(self.workdir, (*self.rules, *((kind, Path(p)) for p in paths)))
+
+    def laid_out(self) -> list[tuple[str, Path]]:
+        """The rules that take effect, one per existing path, shallow to deep."""
+        chosen: dict[Path, str] = {}
+        for kind, path in self.rules:
+            real = Path(os.path.realpath(path))
+            if not os.path.lexists(real):
+                continue  # nothing to show or hide, and no mount point for it in a read-only root
+            chosen.pop(real, None)
+            chosen[real] = kind
+        order = sorted(enumerate(chosen.items()), key=lambda item: (len(item[1][0].parts),
+                                                                    item[0]))
+        return [(kind, path) for _, (path, kind) in order]
+
+    def writable(self) -> list[Path]:
+        return [path for kind, path in self.laid_out() if kind == WRITE]
+
+
+def wrap(bwrap: str, fence: Fence, argv: Sequence[str]) -> list[str]:
+    """argv run inside fence."""
+    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for kind, path in fence.laid_out():
+        where = str(path)
+        if kind == WRITE:
+            out += ["--bind", where, where]
+        elif kind == READ:
+            out += ["--ro-bind", where, where]
+        elif path.is_dir() and not path.is_symlink():
+            out += ["--tmpfs", where]
+        else:
+            out += ["--ro-bind", "/dev/null", where]
+    # its own processes only (no other peer's environment or seal); ended with its pane;
+    # as root, no capability to remount what it was given read-only
+    out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        out += ["--cap-drop", "ALL"]
+    return [*out, "--chdir", str(fence.workdir), "--", *argv]
+
+
+def credentials(home: Path) -> list[Path]:
+    """The credential folders and files a peer never sees (whether they exist or not)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or (f"/run/user/{os.getuid()}"
+                                                     if hasattr(os, "getuid") else "")
+    return [*(home / name for name in HIDDEN_IN_HOME), *(Path(p) for p in HIDDEN_ELSEWHERE),
+            *([Path(runtime)] if runtime else [])]
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether peers can be sandboxed here: bubblewrap's path, or why not and what to do."""
+
+    bwrap: str
+    why: str
+    fix: str = ""
+
+    @property
+    def available(self) -> bool:
+        return bool(self.bwrap)
+
+
+@functools.cache
+def support() -> Support:
+    """Probed once per process: bubblewrap runs a command in the layout peers get."""
+    if sys.platform != "linux":
+        return Support("", f"the sandbox is bubblewrap, which needs Linux; this is "
+                       f"{platform.system() or sys.platform}: peers run unsandboxed",
+                       "run handoff on Linux for sandboxed peers, or set sandbox: off to say "
+                       "you know")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Support("", "bubblewrap (bwrap) is not installed",
+                       "install it: apt install bubblewrap (Debian, Ubuntu), dnf install "
+                       "bubblewrap (Fedora), pacman -S bubblewrap (Arch)")
+    probe = wrap(bwrap, Fence(Path("/")), ["true"])
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Support("", f"bubblewrap could not be run: {exc}", "run `bwrap --version`")
+    if done.returncode == 0:
+        return Support(bwrap, f"bubblewrap ({bwrap})")
+    said = " ".join((done.stderr or done.stdout).split())[:200]
+    return Support("", f"bubblewrap cannot make a sandbox here: {said}", userns_fix())
+
+
+def userns_fix() -> str:
+    """What keeps unprivileged user namespaces (which bubblewrap needs) off on this system."""
+    def sysctl(name: str) -> str:
+        try:
+            return Path("/proc/sys", *name.split(".")).read_text().strip()
+        except OSError:
+            return ""
+    if sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        return ("AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later): "
+                "give bwrap a profile that allows them (an /etc/apparmor.d/bwrap file with "
+                "'abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap "
+                "flags=(unconfined) { userns, }' then `sudo systemctl reload apparmor`), or "
+                "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`")
+    if sysctl("kernel.unprivileged_userns_clone") == "0":
+        return "`sudo sysctl kernel.unprivileged_userns_clone=1` (user namespaces are off)"
+    if sysctl("user.max_user_namespaces") == "0":
+        return "`sudo sysctl user.max_user_namespaces=15000` (user namespaces are off)"
+    return ("bubblewrap needs unprivileged user namespaces (or to be setuid root): inside a "
+            "container, run it with them allowed; else set sandbox: off")

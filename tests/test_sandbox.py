@@ -1,0 +1,145 @@
+"""handoff.machinery.sandbox: a fence's layout, and real bubblewrap runs of it, as the user the
+tests run as and as an unprivileged user the suite creates (people run handoff as themselves,
+CI as root)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handoff.machinery.sandbox import (
+    HIDE,
+    READ,
+    WRITE,
+    Fence,
+    credentials,
+    support,
+    userns_fix,
+    wrap,
+)
+
+
+def test_rules_are_laid_out_shallow_to_deep_and_the_last_rule_for_a_path_wins(
+        tmp_path: Path) -> None:
+    home, ticket, drafts = tmp_path / "home", tmp_path / "home" / "t", tmp_path / "home" / "t" / "d"
+    drafts.mkdir(parents=True)
+    fence = Fence(tmp_path).with_rules(WRITE, [drafts]).with_rules(READ, [ticket]).with_rules(
+        HIDE, [home, tmp_path / "missing"]).with_rules(WRITE, [home])
+    assert fence.laid_out() == [(WRITE, home), (READ, ticket), (WRITE, drafts)]
+
+
+def test_the_credentials_list_names_the_usual_keys_and_agent_sockets(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
+    hidden = credentials(Path("/home/ann"))
+    for path in ("/home/ann/.ssh", "/home/ann/.aws", "/home/ann/.config/gcloud",
+                 "/home/ann/.config/gh", "/home/ann/.netrc", "/home/ann/.git-credentials",
+                 "/home/ann/.docker", "/home/ann/.kube", "/home/ann/.gnupg", "/run/user/4242"):
+        assert Path(path) in hidden
+
+
+def test_without_bubblewrap_on_path_support_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    support.cache_clear()
+    try:
+        found = support()
+    finally:
+        support.cache_clear()
+    assert not found.available and "not installed" in found.why
+    assert "apt install bubblewrap" in found.fix
+    assert "sysctl" in userns_fix() or "user namespaces" in userns_fix()
+
+
+def run_fenced(fence: Fence, script: str,
+               user: int | None = None) -> subprocess.CompletedProcess[str]:
+    found = support()
+    assert found.available, f"the sandbox tests need bubblewrap: {found.why} ({found.fix})"
+    argv = wrap(found.bwrap, fence, ["sh", "-c", script])
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, user=user,
+                          stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "HOME": "/"})
+
+
+def layout(root: Path) -> tuple[Fence, Path, Path, Path]:
+    """A worktree the fence writes, a home it reads, a key it hides."""
+    work, home = root / "work", root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE\n")
+    (home / "notes.txt").write_text("mine\n")
+    work.mkdir()
+    fence = Fence(work).with_rules(READ, [home]).with_rules(
+        HIDE, credentials(home)).with_rules(WRITE, [work])
+    return fence, work, home, home / "notes.txt"
+
+
+CHECKS = """
+set -u
+echo made > made.txt && echo wrote-worktree
+cat {home}/.ssh/id_ed25519 2>/dev/null && echo read-key
+echo lost > {notes} 2>/dev/null && echo wrote-home
+echo x > /tmp/{scratch} && echo wrote-tmp
+ls /proc | grep -c '^[0-9]' | sed 's/^/processes=/'
+"""
+
+
+def judged(done: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.strip() for line in done.stdout.splitlines()}
+
+
+def test_a_fenced_command_writes_its_worktree_and_nothing_of_the_home(tmp_path: Path) -> None:
+    fence, work, home, notes = layout(tmp_path)
+    scratch = f"handoff-scratch-{uuid.uuid4().hex}"
+    done = run_fenced(fence, CHECKS.format(home=home, notes=notes, scratch=scratch))
+    said = judged(done)
+    assert "wrote-worktree" in said and (work / "made.txt").read_text() == "made\n", done.stderr
+    assert "read-key" not in said and "wrote-home" not in said
+    assert "wrote-tmp" in said and not (Path("/tmp") / scratch).exists(), "a private /tmp"
+    assert notes.read_text() == "mine\n"
+    assert int(next(s for s in said if s.startswith("processes=")).split("=")[1]) <= 5
+
+
+@pytest.fixture(scope="module")
+def unprivileged() -> Iterator[int]:
+    """A user of its own, made for these tests and removed after (or the user the tests run as
+    when they do not run as root)."""
+    if os.geteuid() != 0:
+        yield os.geteuid()
+        return
+    name = f"hsbx{uuid.uuid4().hex[:8]}"
+    useradd = shutil.which("useradd")
+    assert useradd, "useradd is needed to make an unprivileged user for the sandbox tests"
+    subprocess.run([useradd, "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                   check=True, capture_output=True, timeout=30)
+    try:
+        yield pwd.getpwnam(name).pw_uid
+    finally:
+        subprocess.run([shutil.which("userdel") or "userdel", name], capture_output=True,
+                       timeout=30)
+
+
+def test_the_same_fence_holds_for_an_unprivileged_user(unprivileged: int) -> None:
+    # outside pytest's temp tree, which only its own user may enter
+    root = Path(tempfile.mkdtemp(prefix="handoff-sandbox-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        fence, work, home, notes = layout(root)
+        for path in (work, home, home / ".ssh", home / ".ssh" / "id_ed25519", notes):
+            os.chown(path, unprivileged, unprivileged)
+        done = run_fenced(fence, CHECKS.format(home=home, notes=notes, scratch="x"),
+                          user=unprivileged)
+        said = judged(done)
+        assert "wrote-worktree" in said, (done.stdout, done.stderr, userns_fix())
+        assert (work / "made.txt").stat().st_uid == unprivileged
+        assert "read-key" not in said and "wrote-home" not in said
+        assert notes.read_text() == "mine\n"
+        assert int(next(s for s in said if s.startswith("processes=")).split("=")[1]) <= 5
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
