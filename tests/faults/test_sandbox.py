@@ -92,7 +92,8 @@ def test_an_escape_is_stopped_by_the_sandbox_and_gets_through_without_it(
         isolated: dict[str, str]) -> None:
     fenced = attacked(repo, tmp_path / "on", handoff_home, isolated, attack, "on", role)
     assert fenced["got_through"] is False, fenced
-    assert fenced["final"]["phase"] == "passed", fenced["final"]["reason"]
+    final = fenced["final"]
+    assert isinstance(final, dict) and final["phase"] == "passed", final
     assert (Path(isolated["HOME"]) / "important" / "thesis.tex").is_file()
     assert git(repo, "rev-parse", "main") == git(repo, "rev-parse", "handoff/ATK-" + attack
                                                  + "-on~1"), "main did not move"
