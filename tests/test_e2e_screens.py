@@ -63,20 +63,30 @@ def claude_json(isolated: dict[str, str]) -> dict[str, object]:
 # ---- Claude Code ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("sandbox", ["on", "off"])
 def test_claude_trust_screen_answered_when_the_config_allows(
-        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        sandbox: str, repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
         claude: Path, anthropic: AnthropicStandIn) -> None:
     claude_home(Path(isolated["HOME"]), [])  # set up, but the repo is not trusted
+    before = (Path(isolated["HOME"]) / ".claude.json").read_bytes()
     configure(handoff_home, {"implementer": role("claude", claude, answer=["trust"]),
-                             "reviewer": role("claude", claude, answer=["trust"])})
+                             "reviewer": role("claude", claude, answer=["trust"])},
+              sandbox=sandbox)
     final, runner = run_to(repo, tmp_path, handoff_home, "TR-1", "passed", "needs-human")
     try:
         assert final["phase"] == "passed", final["reason"]
         answered = [e for e in events(handoff_home, "TR-1") if e["kind"] == "dialog"]
+        assert "trust this folder" in answered[0]["evidence"]
+        if sandbox == "on":
+            # a sandboxed peer cannot rewrite ~/.claude.json: the trust it was given is not
+            # remembered, each launch is asked and answered, the person's file stays as it was
+            assert {(e["role"], tuple(e["keys"])) for e in answered} == {
+                ("implementer", ("Down", "Enter")), ("reviewer", ("Down", "Enter"))}
+            assert (Path(isolated["HOME"]) / ".claude.json").read_bytes() == before
+            return
         # Claude Code saves the trust for the main checkout: the reviewer's worktree, in the
         # same repository, is trusted from then on
         assert [(e["role"], e["keys"]) for e in answered] == [("implementer", ["Down", "Enter"])]
-        assert "trust this folder" in answered[0]["evidence"]
         projects = claude_json(isolated)["projects"]
         assert isinstance(projects, dict)
         assert projects[str(repo)]["hasTrustDialogAccepted"] is True
@@ -110,12 +120,14 @@ def test_claude_api_key_screen_answered_or_escalated(
         repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
         claude: Path, anthropic: AnthropicStandIn, monkeypatch: pytest.MonkeyPatch,
         allowed: bool) -> None:
+    """With the sandbox off, as Claude Code remembers an approval only where it may write
+    ~/.claude.json (the sandboxed case is the trust screen's above)."""
     claude_home(Path(isolated["HOME"]), [repo])
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-standin-0123456789abcdefghijklmnop")
     answer = ["api-key"] if allowed else []
     configure(handoff_home, {"implementer": role("claude", claude, answer=answer),
-                             "reviewer": role("claude", claude, answer=answer)})
+                             "reviewer": role("claude", claude, answer=answer)}, sandbox="off")
     final, runner = run_to(repo, tmp_path, handoff_home, "AK-1", "needs-human", "passed")
     try:
         answered = [e for e in events(handoff_home, "AK-1") if e["kind"] == "dialog"]

@@ -139,9 +139,9 @@ def test_no_marker_of_the_session_that_started_handoff_reaches_a_peer_or_the_tmu
     git(repo, "commit", "-q", "-m", "config")
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD],
                                                "pause_before_report": "go"}}, test=ADD_ONLY))
-    go = ticket_path(handoff_home, "MK-1") / "go"
     started = handoff("start", "MK-1", "--plan", str(plan), "--yes", cwd=repo)
     assert started.returncode == 0, started.stderr
+    go = ticket_path(handoff_home, "MK-1") / "go"
     wait_event(handoff_home, "MK-1", "launch", role="implementer")
     st = state(handoff_home, "MK-1")
     server = int(subprocess.run(["tmux", "-L", st["socket"], "display-message", "-p", "#{pid}"],

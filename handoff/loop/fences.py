@@ -42,7 +42,7 @@ def peer(role: str, provider: Provider, env: Mapping[str, str], *, home: Path,
     if role in WRITERS:
         fence = fence.with_rules(READ, others(repo, tdir.ticket))
     state = [path for path in provider.state_dirs(env) if _made(path)]
-    fence = fence.with_rules(WRITE, [*state, *provider.state_files(env)])
+    fence = fence.with_rules(WRITE, state)
     return _holes(fence, config)
 
 

@@ -182,10 +182,6 @@ class Provider:
         make them (env: where its configuration variables point)."""
         return []
 
-    def state_files(self, env: Mapping[str, str]) -> list[Path]:
-        """Single files it rewrites outside those folders (writable when they exist)."""
-        return []
-
     def reaches(self, env: Mapping[str, str]) -> str:
         """How this role's CLI reaches its model and what passes for it, for doctor and
         `handoff providers` ('' when there is nothing to choose)."""

@@ -265,10 +265,11 @@ class Claude(Provider):
         return f"its --help does not list {', '.join(unknown)}" if unknown else None
 
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
+        # not ~/.claude.json: Claude Code rewrites it through a new file beside it, renamed
+        # over it, and the home around it stays read-only. So a sandboxed peer never changes
+        # the person's trust, approved keys or settings there; what it answers (a trust
+        # screen, a key) is not remembered for the next launch (measured on 2.1.328)
         return [config_dir(env)]
-
-    def state_files(self, env: Mapping[str, str]) -> list[Path]:
-        return [state_file(env)]
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         found: list[Check] = []
