@@ -44,7 +44,7 @@ def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN,
         ticket=ticket, round=round_, ticket_text=TICKET_TEXT, plan=parse(plan_text),
         plan_path=tdir / "plan.md", worktree=tdir.parent / "worktrees" / role,
         submit=("/opt/handoff/bin/handoff", "submit", "--dir", str(tdir), "--role", role),
-        draft=tdir / "drafts" / f"{role}-{round_}.md",
+        draft=tdir / "drafts" / role / f"{role}-{round_}.md",
     )
 
 
@@ -198,8 +198,8 @@ def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None
               "trust me, it works\n## Verification\nall green\n## Deviations\nNone\n"
               "## Open questions\nNone\n")
     (tdir / "impl-report-1.md").write_text(report, encoding="utf-8")
-    (tdir / "drafts").mkdir()
-    (tdir / "drafts" / "implementer-1.md").write_text(report, encoding="utf-8")
+    (tdir / "drafts" / "implementer").mkdir(parents=True)
+    (tdir / "drafts" / "implementer" / "implementer-1.md").write_text(report, encoding="utf-8")
     for round_ in (1, 2):
         brief = briefs.reviewer(context(tdir, "reviewer", round_), SHA, tdir / f"diff-{round_}.patch")
         assert "IMPL-REPORT-SENTINEL-55ab" not in brief

@@ -255,7 +255,7 @@ def test_the_state_tree_is_private_whatever_the_umask(repo: Path, tmp_path: Path
     walked = [handoff_home, *handoff_home.rglob("*")]
     for name in ("events.jsonl", "lock", "state.json", "state.json.bak", "plan.md"):
         assert folder / name in walked, name
-    assert any(p.parent.name == "drafts" for p in walked), "a peer's draft is in the walk"
+    assert any(p.parent.parent.name == "drafts" for p in walked), "a peer's draft is in the walk"
     assert handoff_home / "tmux.conf" in walked
     loose = [f"{oct(p.lstat().st_mode & 0o777)} {p}" for p in walked
              if p.lstat().st_mode & 0o777 != (0o700 if p.is_dir() else 0o600)]

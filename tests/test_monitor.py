@@ -85,6 +85,16 @@ def test_hooks_come_first_the_stop_hook_ends_a_turn_without_any_screen() -> None
     assert actions(m.observe(1008.0, None)) == [("nudge", "turn-ended")]
 
 
+def test_the_evidence_names_the_hook_as_the_cli_calls_it() -> None:
+    m = monitor()
+    arrived = m.observe(1001.0, None, [signal("prompt", {"hook_event_name": "BeforeAgent"})])
+    assert arrived[0].evidence == "hook BeforeAgent: the prompt arrived"
+    ended = m.observe(1002.0, None, [signal("stop", {"hook_event_name": "AfterAgent"})])
+    assert ended[0].evidence == "hook AfterAgent: the turn ended"
+    odd = monitor().observe(1001.0, None, [signal("prompt", {"hook_event_name": "x\x1b[2J"})])
+    assert odd[0].evidence == "hook UserPromptSubmit: the prompt arrived", "never a raw escape"
+
+
 def test_a_stop_hook_before_any_prompt_arrived_is_not_a_finished_turn() -> None:
     m = monitor()
     assert [d for d in m.observe(1001.0, None, [signal("stop")]) if d.action != "note"] == []

@@ -36,7 +36,7 @@ def peer(role: str, provider: Provider, env: Mapping[str, str], *, home: Path,
     fence = fence.with_rules(READ, [tdir.path])
     fence = fence.with_rules(HIDE, [tdir.path / "seals"])
     # made now: a folder that is not there has no mount point in the read-only ticket folder
-    drafts, signals = private_dir(tdir.path / "drafts"), private_dir(tdir.signals(role))
+    drafts, signals = private_dir(tdir.drafts(role)), private_dir(tdir.signals(role))
     fence = fence.with_rules(WRITE, [drafts, signals])
     fence = fence.with_rules(WRITE, _git_paths(role, repo, worktrees, tdir.ticket))
     if role in WRITERS:

@@ -110,21 +110,24 @@ class PeerMonitor:
         self.last_progress = now
         if signal.event == PROMPT:
             self.arrived, self.ended_at, self.ended_by_hook = True, None, False
-            return self._note("working", "hook UserPromptSubmit: the prompt arrived")
+            return self._note("working",
+                              f"hook {signal.hook('UserPromptSubmit')}: the prompt arrived")
         if signal.event == STOP and self.arrived:
             # the screen may have shown the end a moment before the hook ran: the hook is
             # the better evidence, the time stays the first sign's
             seen = f" (the screen showed it too: {self.ended_by})" if self.ended_at else ""
-            self.ended_at, self.ended_by = self.ended_at or now, "hook Stop" + seen
+            hook = f"hook {signal.hook('Stop')}"
+            self.ended_at, self.ended_by = self.ended_at or now, hook + seen
             self.ended_by_hook = True
-            return self._note("turn-ended", "hook Stop: the turn ended")
+            return self._note("turn-ended", f"{hook}: the turn ended")
         if signal.event == NOTIFICATION and signal.data.get("notification_type") == \
                 "permission_prompt":
             return [Decision("escalate", WAITING_FOR_PERMISSION,
                              f"hook Notification: {signal.detail()}", fix=PERMISSION_FIX)]
         if signal.event == PERMISSION:
             return [Decision("escalate", WAITING_FOR_PERMISSION,
-                             f"hook PermissionRequest: {signal.detail()}", fix=PERMISSION_FIX)]
+                             f"hook {signal.hook('PermissionRequest')}: {signal.detail()}",
+                             fix=PERMISSION_FIX)]
         if signal.event == NOTIFICATION:
             return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
         return []

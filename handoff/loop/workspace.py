@@ -126,7 +126,7 @@ class Workspace:
             plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
             submit=tuple(self_argv("submit", "--dir", str(self.tdir.path), "--role", role,
                                    "--round", str(round_))),
-            draft=self.tdir.path / "drafts" / f"{role}-{round_}.md",
+            draft=self.tdir.drafts(role) / f"{role}-{round_}.md",
         )
 
     def ensure_worktree(self, state: State, role: str) -> dict[str, Any] | None:

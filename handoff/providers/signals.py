@@ -40,6 +40,13 @@ class Signal:
     mtime_ns: int
     data: dict[str, Any]
 
+    def hook(self, usual: str) -> str:
+        """The CLI's own name of the hook that wrote it (Gemini's BeforeAgent, …), where the
+        hook's input says it; else usual (Claude Code's name for that signal)."""
+        name = self.data.get("hook_event_name")
+        return name if isinstance(name, str) and 0 < len(name) <= 40 and name.isprintable() \
+            else usual
+
     def detail(self) -> str:
         """A short description of what the hook carried, for the event log."""
         said = [str(self.data[key])[:100] for key in ("notification_type", "type", "tool_name",

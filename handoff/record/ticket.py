@@ -183,6 +183,11 @@ class TicketDir:
         orchestrator sees the old process end and must not take it for a death."""
         return self.path / f"recycling-{role}"
 
+    def drafts(self, role: str) -> Path:
+        """Where the role's peer writes its reports before filing them: its own folder, the
+        one place of the ticket folder it may write inside the sandbox."""
+        return self.path / "drafts" / role
+
     def signals(self, role: str) -> Path:
         """Where the role's CLI hooks drop their signal files."""
         return self.path / "signals" / role

@@ -4,7 +4,7 @@ does its job as the scripted agent would (the same process: handoff sees one pee
     python attacker.py ATTACK ROLE MESSAGE
 
 Run as a `command` peer by tests/faults/test_sandbox.py. Where the result goes must be a place
-the peer may write in the sandbox too: its ticket's drafts folder (`attack-ATTACK.json`).
+the peer may write in the sandbox too: its own drafts folder (`drafts/ROLE/attack-ATTACK.json`).
 """
 
 from __future__ import annotations
@@ -105,8 +105,9 @@ def main(args: list[str]) -> None:
         got, detail = ATTACKS[attack]()
     except (OSError, subprocess.SubprocessError) as exc:
         got, detail = False, f"{type(exc).__name__}: {exc}"
-    (TICKET_DIR / "drafts").mkdir(exist_ok=True)
-    (TICKET_DIR / "drafts" / f"attack-{attack}.json").write_text(
+    drafts = TICKET_DIR / "drafts" / role
+    drafts.mkdir(parents=True, exist_ok=True)
+    (drafts / f"attack-{attack}.json").write_text(
         json.dumps({"attack": attack, "got_through": got, "detail": detail}))
     print(f"attack {attack}: {'got through' if got else 'stopped'} ({detail[:120]})", flush=True)
     os.execv(sys.executable, [sys.executable, "-m", "handoff.providers.scripted_agent", role,

@@ -58,7 +58,7 @@ def attacked(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, str],
                    cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     final = wait_phase(home, ticket, "passed", "escalated", "needs-human", timeout=90)
-    found = ticket_path(home, ticket) / "drafts" / f"attack-{attack}.json"
+    found = ticket_path(home, ticket) / "drafts" / role / f"attack-{attack}.json"
     assert found.is_file(), f"the attacker never ran: {final['reason']}"
     result: dict[str, object] = json.loads(found.read_text())
     result["final"] = final
