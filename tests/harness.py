@@ -191,8 +191,14 @@ def as_peer(home: Path, ticket: str, role: str) -> dict[str, str]:
                            capture_output=True, text=True, timeout=15, check=True).stdout
     pids = [line.split()[1] for line in panes.splitlines() if line.split()[0] == role]
     assert pids, f"no {role} pane in {panes!r}"
-    environ = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
-    return dict(entry.decode().split("=", 1) for entry in environ if b"=" in entry)
+
+    def launched() -> dict[str, str] | None:
+        # the pane's launcher replaces itself by the CLI: until then its environment is tmux's
+        if b"launcher.py" in Path(f"/proc/{pids[0]}/cmdline").read_bytes():
+            return None
+        environ = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+        return dict(entry.decode().split("=", 1) for entry in environ if b"=" in entry)
+    return wait_until(launched, timeout=30, what=f"the {role}'s launcher to start its CLI")
 
 
 def pane_screen(folder: Path, role: str, current: dict[str, object]) -> str:

@@ -85,6 +85,27 @@ def test_hooks_come_first_the_stop_hook_ends_a_turn_without_any_screen() -> None
     assert actions(m.observe(1008.0, None)) == [("nudge", "turn-ended")]
 
 
+def test_a_bare_input_line_does_not_end_a_turn_its_prompt_hook_started() -> None:
+    """Gemini CLI and opencode show their input line while they work: after the prompt hook,
+    only the Stop hook (or a screen that says the turn ended) ends the turn at once; a bare
+    input line does only when it lasts, so a lost Stop hook still ends it."""
+    m = monitor()
+    m.observe(1001.0, None, [signal("prompt")])
+    assert m.observe(1002.0, ready()) == [] and m.observe(1020.0, ready()) == []
+    assert m.next_look(1020.0, hooks=True) <= 12.0, "looked at again when the bare line is due"
+    assert m.observe(1025.0, busy()) == [], "still working, as its prompt hook said"
+    assert m.observe(1026.0, ready()) == [], "the bare line's clock starts again"
+    late = m.observe(1057.0, ready())
+    assert actions(late) == [("note", "turn-ended")] and "with no Stop hook" in late[0].evidence
+    hooked = monitor()
+    hooked.observe(1001.0, None, [signal("prompt")])
+    hooked.observe(1002.0, ready())
+    assert actions(hooked.observe(1003.0, None, [signal("stop")])) == [("note", "turn-ended")]
+    marked = monitor()
+    marked.observe(1001.0, None, [signal("prompt")])
+    assert actions(marked.observe(1002.0, ready(ended=True))) == [("note", "turn-ended")]
+
+
 def test_the_evidence_names_the_hook_as_the_cli_calls_it() -> None:
     m = monitor()
     arrived = m.observe(1001.0, None, [signal("prompt", {"hook_event_name": "BeforeAgent"})])

@@ -64,11 +64,10 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
     handoff_home.mkdir(parents=True, exist_ok=True)
     (handoff_home / "config.yaml").write_text(
         yaml.safe_dump({"post_create": [[PYTHON, "-c", SETUP, str(runs)]]}), encoding="utf-8")
-    look1, look2 = tmp_path / "look-1", tmp_path / "look-2"
     # round 1 fixes add and mul, the review finds neg broken; round 2 fixes neg and passes
     plan = write_plan(tmp_path, plan_text(
-        {1: {"edits": [FIX_ADD, FIX_MUL], "reviewer": {"pause_until": str(look1)}},
-         2: {"edits": [FIX_NEG], "reviewer": {"pause_until": str(look2)}}},
+        {1: {"edits": [FIX_ADD, FIX_MUL], "reviewer": {"pause_until": "look-1"}},
+         2: {"edits": [FIX_NEG], "reviewer": {"pause_until": "look-2"}}},
         test=ADD_ONLY, review=[ALL_TESTS]))
     runner = spawn("start", "S-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / "orchestrator.log")
@@ -77,6 +76,8 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
         reviewer = repo / ".worktrees" / "S-1" / "reviewer"
         wait_phase(handoff_home, "S-1", "reviewing")
         folder, current = ticket_path(handoff_home, "S-1"), state(handoff_home, "S-1")
+        # in the ticket folder, where a sandboxed reviewer sees them
+        look1, look2 = folder / "look-1", folder / "look-2"
         explained(lambda: wait_until(lambda: paused_on(folder, look1, current), 60,
                                      "the round 1 reviewer to pause"))
         assert sorted(runs_of(runs)) == sorted([str(implementer), str(reviewer)])

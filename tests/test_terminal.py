@@ -80,7 +80,7 @@ def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_
     assert "implementer: scripted; permissions bypassed" in shown
     assert "reviewer: scripted; permissions bypassed" in shown
     assert "branch handoff/T-3" in shown and "at most 3 review round(s)" in shown
-    assert "sandbox: none" in shown
+    assert "sandbox: bubblewrap" in shown, "the sandbox in force is approved too"
     assert state(handoff_home, "T-3")["phase"] == "awaiting-approval"
 
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "y", "Enter"],

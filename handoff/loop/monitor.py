@@ -32,6 +32,10 @@ WORKING_LOOK = 5.0
 #: ... once it works and its hooks say when a turn starts and ends (a Notification hook says
 #: when it waits for permission): the screen is left only to tell a stall from slow work
 HOOKED_LOOK = 30.0
+#: seconds a turn a prompt hook started may show a bare input line before that is taken for
+#: its end without the Stop hook: Gemini CLI and opencode keep their input line on screen while
+#: they work, and any CLI's screen lags its hooks (a lost Stop hook still ends the turn)
+HOOKED_READY = 30.0
 _NOISE = re.compile(r"[\d·✢*✶✻✽•◦⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]+")
 
 
@@ -74,6 +78,10 @@ class PeerMonitor:
     #: the end came from the CLI's Stop hook: only its next prompt hook starts a new turn (a
     #: screen that still shows the spinner a moment later is only lagging)
     ended_by_hook: bool = False
+    #: the turn was started by the CLI's prompt hook: its Stop hook, or a screen that says the
+    #: turn ended, ends it; a bare input line only once it lasted HOOKED_READY
+    started_by_hook: bool = False
+    ready_since: float | None = None
     nudged: int = 0
     last_progress: float = 0.0
     noted: str = ""
@@ -110,6 +118,7 @@ class PeerMonitor:
         self.last_progress = now
         if signal.event == PROMPT:
             self.arrived, self.ended_at, self.ended_by_hook = True, None, False
+            self.started_by_hook, self.ready_since = True, None
             return self._note("working",
                               f"hook {signal.hook('UserPromptSubmit')}: the prompt arrived")
         if signal.event == STOP and self.arrived:
@@ -148,18 +157,26 @@ class PeerMonitor:
         if reading.state == BUSY and (reading.settling or self.ended_by_hook):
             return []  # the turn's own end-of-turn hooks, or a screen lagging behind them
         if reading.state == BUSY:
-            self.arrived, self.ended_at = True, None
+            self.arrived, self.ended_at, self.ready_since = True, None, None
             return self._note("working", reading.says())
         if reading.state == READY:
             if submitted or reading.turn_ended:
                 self.arrived = True
+            if self.started_by_hook and not reading.turn_ended and self.ended_at is None:
+                self.ready_since = self.ready_since or now
+                if now - self.ready_since < HOOKED_READY:
+                    return []  # an input line shown while it works, or a screen lagging
+                return self._end(now, f"{reading.says()} (for {now - self.ready_since:.0f}s, "
+                                      "with no Stop hook)")
             if self.arrived and self.ended_at is None:
-                self.ended_at = now
-                self.ended_by = reading.says()
-                return self._note("turn-ended", reading.says())
+                return self._end(now, reading.says())
             if not self.arrived:
                 return self._note("ready", reading.says())
         return []
+
+    def _end(self, now: float, evidence: str) -> list[Decision]:
+        self.ended_at, self.ended_by = now, evidence
+        return self._note("turn-ended", evidence)
 
     def _dialog(self, reading: Reading) -> list[Decision]:
         dialog = reading.dialog
@@ -231,6 +248,8 @@ class PeerMonitor:
             due.append(self.recognised_at + self.timing.unrecognised)
         if self.ended_at is not None:
             due.append(self.ended_at + self.timing.grace)
+        if self.ready_since is not None and self.ended_at is None:
+            due.append(self.ready_since + HOOKED_READY)
         return max(0.0, min(interval, *(at - now for at in due)))
 
     def _progress_from(self, now: float, screen: str) -> None:
@@ -250,6 +269,7 @@ class PeerMonitor:
     def after_nudge_or_answer(self, now: float) -> None:
         """A message went to the peer: its next turn is judged afresh."""
         self.arrived, self.ended_at, self.noted, self.ended_by_hook = False, None, "", False
+        self.started_by_hook, self.ready_since = False, None
         self.last_progress = now
 
 

@@ -2,12 +2,15 @@
 
 tmux keeps a window's command line (`#{pane_start_command}`) for any client on the socket to
 read, and the server forked from the client that created it keeps that client's argv for its
-whole life, readable by every local user in /proc. So no value travels on a command line: the
-environment (keys, seals) goes into a 0600 file that this script reads and deletes before it
-replaces itself with the program (same pid: the pane's pidfd and the reaper follow it).
+whole life, readable by every local user in /proc. So nothing travels on a command line: the
+environment (keys, seals) and the program's argv go into a 0600 file that this script reads
+and deletes before it replaces itself with the program (same pid: the pane's pidfd and the
+reaper follow it). The argv is there too because tmux refuses a long command line ("command
+too long"), which a sandboxed CLI's bubblewrap arguments and a role contract passed as a flag
+can reach.
 
-Run as a plain script (`python -I -S launcher.py FILE PROGRAM ARGS…`): the standard library
-only, nothing of handoff imported, so it costs a bare interpreter start.
+Run as a plain script (`python -I -S launcher.py FILE`): the standard library only, nothing of
+handoff imported, so it costs a bare interpreter start.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ import sys
 
 
 def main(args: list[str]) -> None:
-    if len(args) < 2:
-        sys.stderr.write("usage: launcher.py ENV_FILE PROGRAM [ARGS…]\n")
+    if len(args) != 1:
+        sys.stderr.write("usage: launcher.py LAUNCH_FILE\n")
         raise SystemExit(2)
-    path, argv = args[0], args[1:]
+    path = args[0]
     try:
         with open(path, encoding="utf-8") as handle:
-            env = json.load(handle)
-    except (OSError, ValueError) as exc:
+            launch = json.load(handle)
+        env, argv = launch["env"], [str(part) for part in launch["argv"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"handoff: the environment file {path} cannot be read ({exc}): "
                          "this launch was used already or its folder was cleaned\n")
         raise SystemExit(127) from None

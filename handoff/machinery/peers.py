@@ -50,14 +50,14 @@ LAUNCH_FILE_AGE = 600.0
 
 def with_env(env: dict[str, str], argv: Sequence[str], home: Path) -> list[str]:
     """argv run under exactly env (tmux would otherwise add its server's whole environment),
-    with no value on the command line: env goes into a 0600 file under home/.launch that the
-    launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher)."""
+    with nothing on the command line: env and argv go into a 0600 file under home/.launch that
+    the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher)."""
     folder = private_dir(home / ".launch")
     _drop_stale(folder)
     handle, path = tempfile.mkstemp(dir=folder, prefix="env-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
-        json.dump(env, out)
-    return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path, *argv]
+        json.dump({"env": env, "argv": list(argv)}, out)
+    return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path]
 
 
 def _drop_stale(folder: Path) -> None:

@@ -59,7 +59,9 @@ def signal(event: str) -> None:
     try:
         handle, staged = tempfile.mkstemp(prefix=f".{event}.", dir=folder)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(json.dumps({"hook_event_name": event, "source": "scripted agent"}))
+            # named as Claude Code's hooks are, whose signals these stand in for
+            named = {PROMPT: "UserPromptSubmit", STOP: "Stop"}.get(event, event)
+            out.write(json.dumps({"hook_event_name": named, "source": "scripted agent"}))
         os.replace(staged, Path(folder) / f"{event}.{Path(staged).name.rsplit('.', 1)[-1]}.json")
     except OSError:
         pass  # a hint only, like a CLI's hook: the screen and the report still tell
