@@ -176,7 +176,7 @@ def test_providers_lists_every_provider_and_what_is_installed(
         ["implementer"]
     assert by_name["scripted"]["roles"] == ["reviewer"]
     assert {n for n, r in by_name.items() if r["signals"].startswith("hooks")} == \
-        {"claude", "codex", "scripted"}, "the CLIs whose hooks handoff wires"
+        {"claude", "codex", "gemini", "opencode", "scripted"}, "the CLIs whose hooks handoff wires"
     assert by_name["command"]["installed"] is False
     assert all(row["support"] for row in rows)
     table = handoff("providers", cwd=repo).stdout

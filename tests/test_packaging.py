@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).parents[1]
 BUILD_TIMEOUT = 300.0
 DATA_FILES = ("handoff/roles/implementer.md", "handoff/roles/reviewer.md",
-              "handoff/hooks/post-create.example")
+              "handoff/hooks/post-create.example", "handoff/hooks/opencode-signal.js")
 # What a wheel build writes or reads that is no part of the source.
 NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
                                     ".mypy_cache", ".ruff_cache", ".pytest_cache", ".worktrees")

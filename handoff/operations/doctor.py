@@ -172,8 +172,8 @@ def exit_code(found: list[Check]) -> int:
 SUPPORT = {
     "claude": "full: tickets run end to end in CI against the real binary",
     "codex": "full: tickets run end to end in CI against the real binary",
-    "gemini": "launch and start-up screens tested against the real binary",
-    "opencode": "launch and start-up screens tested against the real binary",
+    "gemini": "full: tickets run end to end in CI against the real binary",
+    "opencode": "full: tickets run end to end in CI against the real binary",
     "command": "any argv template; needs roles.<role>.command",
     "scripted": "built in: acts from the plan's handoff-script blocks (demo, tests)",
 }

@@ -6,6 +6,11 @@ conversation, so the turn's prompt and the tool results so far are read back out
 handed to the brain (tests/standins/brain.py), whose one next action is rendered as a
 `tool_use` block (Claude Code then runs its own Read/Edit/Write/Bash tool) or as final text.
 
+opencode (through the AI SDK's Anthropic provider, `ANTHROPIC_BASE_URL=…/v1`) sends the same
+Messages API with tools of its own: `read`, `edit`, `write`, `bash`, taking `filePath`,
+`oldString`, `newString`, `workdir`. The dialect each request is rendered in is read from the
+tools it declares (`dialect_of`), so one stand-in drives both CLIs.
+
     with AnthropicStandIn() as api:
         env = claude_env(home, api.base_url)          # tests/standins/homes.py
         ...launch claude in tmux, wait for the work...
@@ -197,7 +202,7 @@ class AnthropicStandIn:
             if prompt is None:
                 raise StandInError("a main-loop request without any user prompt")
             action = self.mind(prompt, results)
-            block, stop = self._render(action, tools)
+            block, stop = self._render(action, body)
         except Exception as exc:  # the brain or the renderer: answer visibly, let tests fail
             error = f"{path}: {type(exc).__name__}: {exc}"
             block, stop = {"type": "text", "text": f"[anthropic stand-in error] {error}"}, "end_turn"
@@ -207,26 +212,63 @@ class AnthropicStandIn:
                      error)
         return [block], stop
 
-    def _render(self, action: Action, offered: Sequence[str]) -> tuple[dict[str, Any], str]:
+    def _render(self, action: Action, body: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         if isinstance(action, Say):
             return {"type": "text", "text": action.text}, "end_turn"
-        name: str
-        args: dict[str, Any]
-        if isinstance(action, Read):
-            name, args = "Read", {"file_path": action.path}
-        elif isinstance(action, Edit):
-            name, args = "Edit", {"file_path": action.path, "old_string": action.old,
-                                  "new_string": action.new}
-        elif isinstance(action, Write):
-            name, args = "Write", {"file_path": action.path, "content": action.content()}
-        elif isinstance(action, Shell):
-            # Claude Code's Bash keeps one shell whose cwd persists: say where, every time
-            name, args = "Bash", {"command": f"cd {_quote(action.cwd)} && {action.command}",
-                                  "description": "Run a step of the handoff brief"}
-        else:
-            raise StandInError(f"the brain returned an unknown action {action!r}")
-        return {"type": "tool_use", "id": self._next_id("toolu"), "name": _offered(name, offered),
-                "input": args}, "tool_use"
+        name, args = dialect_of(body)(action)
+        return {"type": "tool_use", "id": self._next_id("toolu"),
+                "name": _offered(name, _tool_names(body)), "input": args}, "tool_use"
+
+
+# -- dialects: one client's tool names and parameters ---------------------------------------
+
+Dialect = Callable[[Action], tuple[str, dict[str, Any]]]
+
+
+def claude_code_call(action: Action) -> tuple[str, dict[str, Any]]:
+    """Claude Code's Read/Edit/Write/Bash (snake_case parameters)."""
+    if isinstance(action, Read):
+        return "Read", {"file_path": action.path}
+    if isinstance(action, Edit):
+        return "Edit", {"file_path": action.path, "old_string": action.old,
+                        "new_string": action.new}
+    if isinstance(action, Write):
+        return "Write", {"file_path": action.path, "content": action.content()}
+    if isinstance(action, Shell):
+        # Claude Code's Bash keeps one shell whose cwd persists: say where, every time
+        return "Bash", {"command": f"cd {_quote(action.cwd)} && {action.command}",
+                        "description": "Run a step of the handoff brief"}
+    raise StandInError(f"the brain returned an unknown action {action!r}")
+
+
+def opencode_call(action: Action) -> tuple[str, dict[str, Any]]:
+    """opencode's read/edit/write/bash (camelCase parameters, measured on 1.18.33). Its bash
+    declares only command, timeout and workdir: it takes the folder as workdir, and nothing
+    the schema does not name is sent."""
+    if isinstance(action, Read):
+        return "read", {"filePath": action.path}
+    if isinstance(action, Edit):
+        return "edit", {"filePath": action.path, "oldString": action.old,
+                        "newString": action.new}
+    if isinstance(action, Write):
+        return "write", {"filePath": action.path, "content": action.content()}
+    if isinstance(action, Shell):
+        return "bash", {"command": action.command, "workdir": action.cwd}
+    raise StandInError(f"the brain returned an unknown action {action!r}")
+
+
+def dialect_of(body: Mapping[str, Any]) -> Dialect:
+    """The client's dialect, measured from its declared tools: a read tool whose schema names
+    `filePath` is opencode's; anything else is spoken to as Claude Code (the default, also for
+    requests whose schemas name no parameters)."""
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict) or str(tool.get("name", "")).lower() != "read":
+            continue
+        schema = tool.get("input_schema")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if isinstance(props, dict) and "filePath" in props:
+            return opencode_call
+    return claude_code_call
 
 
 # -- reading a request ---------------------------------------------------------------------
