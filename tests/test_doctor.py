@@ -106,8 +106,9 @@ def test_doctor_as_root_without_is_sandbox_fails_claude_in_bypass_mode(
         monkeypatch: pytest.MonkeyPatch) -> None:
     claude = install.binary("claude")
     claude_home(Path(isolated["HOME"]), [repo])
-    configure(handoff_home, {"implementer": role("claude", claude),
-                             "reviewer": role("claude", claude, permission_mode="acceptEdits")})
+    roles = {"implementer": role("claude", claude),
+             "reviewer": role("claude", claude, permission_mode="acceptEdits")}
+    configure(handoff_home, roles, sandbox="off")
     monkeypatch.delenv("IS_SANDBOX", raising=False)
     done = handoff("doctor", cwd=repo)
     root = [f for f in lines(done.stdout, "FAIL") if "as root" in f]
@@ -117,6 +118,10 @@ def test_doctor_as_root_without_is_sandbox_fails_claude_in_bypass_mode(
         assert "export IS_SANDBOX=1" in done.stdout
     else:
         assert root == []
+    # in handoff's own sandbox Claude Code is told it is in one: root needs nothing more
+    configure(handoff_home, roles, sandbox="on")
+    fenced = handoff("doctor", cwd=repo)
+    assert [f for f in lines(fenced.stdout, "FAIL") if "as root" in f] == [], fenced.stdout
 
 
 def test_doctor_reads_codexs_login_and_trust(repo: Path, handoff_home: Path,

@@ -15,12 +15,14 @@ from tests.conftest import git
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
+    as_peer,
     events,
     handoff,
     plan_text,
     processes_of,
     spawn,
     ticket_path,
+    wait_event,
     wait_phase,
     write_plan,
 )
@@ -249,12 +251,24 @@ def test_claude_set_up_never_finished_or_root_without_sandbox_refuses_to_start(
 
     claude_home(Path(isolated["HOME"]), [repo])
     monkeypatch.delenv("IS_SANDBOX")
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude)}, sandbox="off")
     done = handoff("start", "ON-2", "--plan", plan, "--yes", cwd=repo)
     if os.getuid() == 0:
         assert done.returncode == 6 and "IS_SANDBOX=1" in done.stderr, done.stderr
     else:
         assert done.returncode == 0, done.stderr
         handoff("close", "ON-2", "--force", cwd=repo)
+    # in handoff's sandbox the same start works as root: Claude Code is told it is in one
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude)}, sandbox="on")
+    fenced = handoff("start", "ON-3", "--plan", plan, "--yes", cwd=repo)
+    assert fenced.returncode == 0, fenced.stderr
+    wait_event(handoff_home, "ON-3", "peer", role="implementer", state="working")
+    assert as_peer(handoff_home, "ON-3", "implementer").get("IS_SANDBOX") == (
+        "1" if os.getuid() == 0 else None)
+    assert handoff("stop", "ON-3", cwd=repo).returncode == 0
+    assert handoff("close", "ON-3", "--force", cwd=repo).returncode == 0
 
 
 # ---- Codex ---------------------------------------------------------------------------------

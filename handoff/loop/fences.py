@@ -67,7 +67,10 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
                                     *_program_dirs(provider), *_path_dirs(env),
                                     repo.common_dir,
                                     *(repo.top / share.path for share in config.share)])
-    fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home), _tmux_dir()])
+    # TMPDIR private, as /tmp is: an empty folder of the peer's own where the path is
+    scratch = [Path(env["TMPDIR"])] if os.path.isabs(env.get("TMPDIR") or "") else []
+    fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home), _tmux_dir(),
+                                    *scratch])
     fence = fence.with_rules(WRITE, [worktree, bytecode_root()])
     return fence
 

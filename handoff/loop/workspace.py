@@ -210,7 +210,8 @@ class Workspace:
         return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
                       brief=brief, ticket_dir=self.tdir.path, contract=contract,
                       session_id=str(uuid.uuid4()), seal=seals.new(),
-                      signals=self.tdir.signals(role) if provider.signals else None)
+                      signals=self.tdir.signals(role) if provider.signals else None,
+                      sandboxed=self.sandbox() is not None)
 
     def latest_brief(self, role: str) -> Path | None:
         briefs = sorted((self.tdir.path / "inbox" / role).glob("brief-*.md"),

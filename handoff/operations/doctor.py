@@ -16,13 +16,15 @@ from handoff.errors import HandoffError, MissingTool
 from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
-from handoff.providers.base import proven_range
+from handoff.providers.base import SANDBOXED, proven_range
 from handoff.role import ROLES
 
 
 def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
-    """The environment a peer of this provider would get (what its checks must look at)."""
-    return allowlisted_env({}, (*provider.passthrough(dict(os.environ)), *cfg.env_allow))
+    """The environment a peer of this provider would get (what its checks must look at), and
+    whether it would run in the sandbox (`SANDBOXED`, for checks only: never a peer's)."""
+    fenced = {SANDBOXED: "1"} if sandboxed(cfg) else {}
+    return allowlisted_env(fenced, (*provider.passthrough(dict(os.environ)), *cfg.env_allow))
 
 
 def shown_value(value: object) -> str:
@@ -132,6 +134,11 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     for role in ROLES:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     return found
+
+
+def sandboxed(cfg: Config) -> bool:
+    """The peers would run in the sandbox (as Workspace.sandbox decides)."""
+    return cfg.sandbox.mode != "off" and sandbox.support().available
 
 
 def sandbox_check(cfg: Config) -> Check:

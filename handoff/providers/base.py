@@ -43,6 +43,10 @@ class RoleSpec:
     backend: str = ""
 
 
+#: in the environment `checks` are given (never a peer's): the peer would run in the sandbox
+SANDBOXED = "HANDOFF_CHECK_SANDBOXED"
+
+
 @dataclass(frozen=True)
 class Launch:
     """One start of a peer: who it is, where it works, and the brief it starts on."""
@@ -60,6 +64,8 @@ class Launch:
     signals: Path | None = None
     #: the secret only this process holds: it proves the reports it files (handoff.record.seals)
     seal: str = ""
+    #: it runs in handoff's sandbox (handoff.machinery.sandbox)
+    sandboxed: bool = False
 
     @property
     def message(self) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from handoff.providers.base import Check, Launch, Provider, is_root
+from handoff.providers.base import SANDBOXED, Check, Launch, Provider, is_root
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
 
@@ -245,8 +245,10 @@ class Claude(Provider):
         # no auto-update or telemetry traffic from a peer nobody watches
         # its scratch folder (claude-<uid>) goes where the user's TMPDIR says, not always /tmp
         scratch = {"CLAUDE_CODE_TMPDIR": os.environ["TMPDIR"]} if os.environ.get("TMPDIR") else {}
+        # as root, Claude Code takes bypass mode only in a sandbox it is told of: handoff's is one
+        fenced = {"IS_SANDBOX": "1"} if launch.sandboxed and is_root() else {}
         return {"CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **scratch}
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **scratch, **fenced}
 
     def flags_problem(self) -> str | None:
         """claude ignores unknown flags silently, even with --help: its --help text is the only
@@ -273,7 +275,8 @@ class Claude(Provider):
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         found: list[Check] = []
-        if self.mode == "bypass" and is_root() and env.get("IS_SANDBOX") != "1":
+        if self.mode == "bypass" and is_root() and env.get("IS_SANDBOX") != "1" \
+                and env.get(SANDBOXED) != "1":
             found.append(Check("FAIL", "claude as root", "Claude Code refuses "
                                "--dangerously-skip-permissions as root unless IS_SANDBOX=1",
                                "run handoff as a normal user, or in a sandbox export "

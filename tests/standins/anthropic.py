@@ -30,13 +30,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.standins import brain
 from tests.standins.brain import Action, Edit, Read, Say, Shell, Write
+from tests.standins.server import LocalServer, StandInError
 
 Mind = Callable[[str, Sequence[str]], Action]
 
@@ -85,11 +85,7 @@ class Exchange:
     at: float = field(default_factory=time.monotonic)
 
 
-class StandInError(AssertionError):
-    pass
-
-
-class AnthropicStandIn:
+class AnthropicStandIn(LocalServer):
     """A Messages API on 127.0.0.1:<free port>, served from a daemon thread.
 
     mind: the action chooser (default: brain.next_action); tests may pass their own, e.g. one
@@ -98,48 +94,20 @@ class AnthropicStandIn:
     """
 
     def __init__(self, mind: Mind = brain.next_action, delay: float = 0.0) -> None:
+        super().__init__()
         self.mind = mind
         self.delay = delay
         self._lock = threading.Lock()
         self._log: list[Exchange] = []
         self._errors: list[str] = []
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def start(self) -> AnthropicStandIn:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        # Claude Code keeps connections alive: handler threads must not hold up the shutdown.
-        server.daemon_threads = True
-        server.block_on_close = False
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="anthropic-standin", daemon=True)
-        self._thread.start()
-        return self
+    name = "anthropic-standin"
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> AnthropicStandIn:
-        return self.start()
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise StandInError("the stand-in is not running")
-        return int(self._server.server_address[1])
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     @property
     def base_url(self) -> str:

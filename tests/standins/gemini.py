@@ -39,15 +39,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.standins import brain
 from tests.standins.brain import Action, Edit, Read, Say, Shell, Write
 from tests.standins.openai import render as shell_command
+from tests.standins.server import LocalServer, StandInError
 
 Mind = Callable[[str, Sequence[str]], Action]
 
@@ -83,11 +83,7 @@ class Exchange:
     at: float = field(default_factory=time.monotonic)
 
 
-class StandInError(AssertionError):
-    pass
-
-
-class GeminiStandIn:
+class GeminiStandIn(LocalServer):
     """The Gemini API on 127.0.0.1:<free port>, served from a daemon thread.
 
     mind: the action chooser (default: brain.next_action). delay: seconds to wait before
@@ -95,49 +91,19 @@ class GeminiStandIn:
     """
 
     def __init__(self, mind: Mind = brain.next_action, delay: float = 0.0) -> None:
+        super().__init__()
         self.mind = mind
         self.delay = delay
         self._lock = threading.Lock()
         self._log: list[Exchange] = []
         self._errors: list[str] = []
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def start(self) -> GeminiStandIn:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        # the CLI keeps connections alive: handler threads must not hold up the shutdown
-        server.daemon_threads = True
-        server.block_on_close = False
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="gemini-standin", daemon=True)
-        self._thread.start()
-        return self
+    name = "gemini-standin"
 
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> GeminiStandIn:
-        return self.start()
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise StandInError("the stand-in is not running")
-        return int(self._server.server_address[1])
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     @property
     def base_url(self) -> str:
