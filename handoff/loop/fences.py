@@ -20,7 +20,12 @@ from handoff.config import Config
 from handoff.machinery import sandbox
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import HIDE, READ, WRITE, Fence
-from handoff.machinery.worktrees import TicketWorktrees, branch_name, bytecode_root
+from handoff.machinery.worktrees import (
+    WORKTREES_DIR,
+    TicketWorktrees,
+    branch_name,
+    bytecode_root,
+)
 from handoff.providers import Provider
 from handoff.record.store import private_dir
 from handoff.record.ticket import TicketDir
@@ -69,8 +74,10 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
                                     *(repo.top / share.path for share in config.share)])
     # TMPDIR private, as /tmp is: an empty folder of the peer's own where the path is
     scratch = [Path(env["TMPDIR"])] if os.path.isabs(env.get("TMPDIR") or "") else []
+    # every ticket's worktrees are hidden, the role's own is bound again below: a peer sees
+    # neither another ticket's checkout nor its partner's uncommitted work
     fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home), _tmux_dir(),
-                                    *scratch])
+                                    *scratch, repo.top / WORKTREES_DIR])
     fence = fence.with_rules(WRITE, [worktree, bytecode_root()])
     return fence
 

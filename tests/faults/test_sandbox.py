@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
     handoff,
+    paused_ticket,
     plan_text,
     state,
+    stop_runner,
     ticket_path,
     wait_phase,
     write_plan,
@@ -149,3 +152,54 @@ def test_a_sandboxed_gate_is_bounded_and_leaves_no_process(
     assert log.startswith("$ sh -c") and "gate up" in log
     assert started_with(handoff_home, "sleep 617") == []
     assert handoff("close", "SG-1", cwd=repo).returncode == 0
+
+
+def bwrap_args(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def pairs(args: list[str], flag: str) -> set[str]:
+    """The destinations of every `flag SRC DEST` (or `flag DEST` for --tmpfs) in args."""
+    found = set()
+    for i, arg in enumerate(args):
+        if arg == flag:
+            found.add(args[i + 1] if flag == "--tmpfs" else args[i + 2])
+    return found
+
+
+def test_the_layout_a_sandboxed_peer_gets(repo: Path, tmp_path: Path, handoff_home: Path,
+                                          isolated: dict[str, str]) -> None:
+    """What the implementer's bubblewrap is told, read from its own command line: the rules
+    behind the attacks above, including those the tests' temp folders would hide anyway."""
+    git(repo, "branch", "handoff/OTHER")  # another ticket's branch
+    runner, folder, current = paused_ticket(repo, tmp_path, handoff_home, "LAY-1")
+    try:
+        panes = subprocess.run(["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
+                                f"={current['session']}", "-F", "#{window_name} #{pane_pid}"],
+                               capture_output=True, text=True, timeout=15, check=True).stdout
+        pid = int(next(line.split()[1] for line in panes.splitlines()
+                       if line.startswith("implementer ")))
+        args = bwrap_args(pid)
+        assert Path(args[0]).name == "bwrap", args[:3]
+        worktrees = repo / ".worktrees"
+        common = repo / ".git"
+        writable, hidden = pairs(args, "--bind"), pairs(args, "--tmpfs")
+        readable = pairs(args, "--ro-bind")
+        assert str(worktrees / "LAY-1" / "implementer") in writable
+        assert str(worktrees / "LAY-1" / "reviewer") not in writable | readable
+        assert str(worktrees) in hidden, "every other checkout is hidden"
+        assert str(folder / "drafts" / "implementer") in writable
+        assert str(folder / "drafts" / "reviewer") not in writable
+        assert str(folder) in readable and str(folder / "seals") in hidden
+        assert str(handoff_home) in hidden and "/tmp" in hidden
+        assert str(common / "objects") in writable
+        assert str(common / "refs" / "heads" / "handoff") in writable
+        assert str(common / "refs" / "heads" / "handoff" / "OTHER") in readable
+        assert str(common / "refs" / "heads" / "main") not in writable
+        assert str(common) in readable and str(common / "config") not in writable
+        assert str(Path(isolated["HOME"]) / ".ssh") not in writable
+        assert "--unshare-pid" in args and "--die-with-parent" in args
+        assert args[args.index("--") + 1:][:3] == [sys.executable, "-m",
+                                                   "handoff.providers.scripted_agent"]
+    finally:
+        stop_runner(runner)
