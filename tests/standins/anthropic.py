@@ -26,7 +26,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +84,7 @@ class Exchange:
     at: float = field(default_factory=time.monotonic)
 
 
-class AnthropicStandIn(LocalServer):
+class AnthropicStandIn(LocalServer[Exchange]):
     """A Messages API on 127.0.0.1:<free port>, served from a daemon thread.
 
     mind: the action chooser (default: brain.next_action); tests may pass their own, e.g. one
@@ -97,13 +96,11 @@ class AnthropicStandIn(LocalServer):
         super().__init__()
         self.mind = mind
         self.delay = delay
-        self._lock = threading.Lock()
-        self._log: list[Exchange] = []
-        self._errors: list[str] = []
         self._ids = itertools.count(1)
 
     # -- life cycle ------------------------------------------------------------------------
 
+    label = "the Anthropic stand-in"
     name = "anthropic-standin"
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -115,10 +112,6 @@ class AnthropicStandIn(LocalServer):
         return f"http://127.0.0.1:{self.port}"
 
     # -- what tests read -------------------------------------------------------------------
-
-    def log(self) -> list[Exchange]:
-        with self._lock:
-            return list(self._log)
 
     def main_loop(self) -> list[Exchange]:
         return [e for e in self.log() if e.main_loop]
@@ -132,23 +125,7 @@ class AnthropicStandIn(LocalServer):
     def actions(self) -> list[Action]:
         return [e.action for e in self.main_loop() if e.action is not None]
 
-    @property
-    def errors(self) -> list[str]:
-        """Requests the stand-in could not answer as asked (unknown tool, brain failure…)."""
-        with self._lock:
-            return list(self._errors)
-
-    def check(self) -> None:
-        if self.errors:
-            raise StandInError("the Anthropic stand-in reported:\n" + "\n".join(self.errors))
-
     # -- answering -------------------------------------------------------------------------
-
-    def _record(self, exchange: Exchange, error: str | None = None) -> None:
-        with self._lock:
-            self._log.append(exchange)
-            if error is not None:
-                self._errors.append(error)
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:

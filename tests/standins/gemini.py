@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +82,7 @@ class Exchange:
     at: float = field(default_factory=time.monotonic)
 
 
-class GeminiStandIn(LocalServer):
+class GeminiStandIn(LocalServer[Exchange]):
     """The Gemini API on 127.0.0.1:<free port>, served from a daemon thread.
 
     mind: the action chooser (default: brain.next_action). delay: seconds to wait before
@@ -94,12 +93,10 @@ class GeminiStandIn(LocalServer):
         super().__init__()
         self.mind = mind
         self.delay = delay
-        self._lock = threading.Lock()
-        self._log: list[Exchange] = []
-        self._errors: list[str] = []
 
     # -- life cycle ------------------------------------------------------------------------
 
+    label = "the Gemini stand-in"
     name = "gemini-standin"
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -111,10 +108,6 @@ class GeminiStandIn(LocalServer):
         return f"http://127.0.0.1:{self.port}"
 
     # -- what tests read -------------------------------------------------------------------
-
-    def log(self) -> list[Exchange]:
-        with self._lock:
-            return list(self._log)
 
     def turns(self) -> list[Exchange]:
         return [e for e in self.log() if e.kind == "turn"]
@@ -128,23 +121,7 @@ class GeminiStandIn(LocalServer):
     def actions(self) -> list[Action]:
         return [e.action for e in self.turns() if e.action is not None]
 
-    @property
-    def errors(self) -> list[str]:
-        """Requests the stand-in could not answer as asked (unknown tool, brain failure…)."""
-        with self._lock:
-            return list(self._errors)
-
-    def check(self) -> None:
-        if self.errors:
-            raise StandInError("the Gemini stand-in reported:\n" + "\n".join(self.errors))
-
     # -- answering -------------------------------------------------------------------------
-
-    def _record(self, exchange: Exchange, error: str | None = None) -> None:
-        with self._lock:
-            self._log.append(exchange)
-            if error is not None:
-                self._errors.append(error)
 
     def answer(self, path: str, body: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         """The GenerateContentResponse for one generateContent/streamGenerateContent request."""

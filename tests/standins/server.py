@@ -1,24 +1,33 @@
-"""The life cycle every stand-in model server shares: an HTTP server on 127.0.0.1 (a free
-port) in a daemon thread, started and stopped around a test."""
+"""What every stand-in model server shares: an HTTP server on 127.0.0.1 (a free port) in a
+daemon thread, started and stopped around a test, and the record of what it was asked and
+could not answer."""
 
 from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Self
+from typing import Generic, Self, TypeVar
+
+#: what one stand-in records of each request it answered
+Exchange = TypeVar("Exchange")
 
 
 class StandInError(AssertionError):
     pass
 
 
-class LocalServer:
-    """Subclasses give `handler()` (the request handler class bound to them) and `name`."""
+class LocalServer(Generic[Exchange]):
+    """Subclasses give `handler()` (the request handler class bound to them), `name` and
+    `label` (how its errors are introduced)."""
 
     name = "standin"
+    label = "the stand-in"
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._log: list[Exchange] = []
+        self._errors: list[str] = []
         #: set when the server stops: a handler waiting out a deliberate delay ends at once
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -60,3 +69,25 @@ class LocalServer:
         if self._server is None:
             raise StandInError("the stand-in is not running")
         return int(self._server.server_address[1])
+
+    # -- what tests read -------------------------------------------------------------------
+
+    def log(self) -> list[Exchange]:
+        with self._lock:
+            return list(self._log)
+
+    @property
+    def errors(self) -> list[str]:
+        """Requests the stand-in could not answer as asked (unknown tool, brain failure…)."""
+        with self._lock:
+            return list(self._errors)
+
+    def check(self) -> None:
+        if self.errors:
+            raise StandInError(f"{self.label} reported:\n" + "\n".join(self.errors))
+
+    def _record(self, exchange: Exchange, error: str | None = None) -> None:
+        with self._lock:
+            self._log.append(exchange)
+            if error is not None:
+                self._errors.append(error)
