@@ -92,7 +92,7 @@ def _git_paths(role: str, repo: Repo, worktrees: TicketWorktrees, ticket: str) -
     """What a role's git commands write: its worktree's admin folder (index, HEAD, logs); for
     the implementer also the objects and handoff's branch folder, where a commit's ref is
     written (git writes `<ref>.lock` and renames it, so the folder, not the file, is bound:
-    the other entries in it are bound read-only again by `_others`)."""
+    the other entries in it are bound read-only again by `others`)."""
     admin = worktrees.admin_dir(worktrees.path(role))
     paths = [admin] if admin is not None else []
     if role in WRITERS and ticket:

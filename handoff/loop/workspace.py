@@ -166,14 +166,11 @@ class Workspace:
         the person does (`sandbox: off`, or `auto` where bubblewrap cannot work). UsageError
         for `sandbox: on` where it cannot."""
         mode = self.config.sandbox.mode
-        if mode == "off":
-            return None
-        found = sandbox.support()
-        if found.available:
-            return found
-        if mode == "on":
-            raise UsageError(f"sandbox: on, but {found.why}", found.fix)
-        return None
+        found = sandbox.in_force(mode)
+        if found is None and mode == "on":
+            why = sandbox.support()
+            raise UsageError(f"sandbox: on, but {why.why}", why.fix)
+        return found
 
     def gate_fence(self) -> Callable[[Sequence[str]], list[str]] | None:
         """What runs the gate in the sandbox, when the peers run in one."""

@@ -106,6 +106,15 @@ class Support:
         return bool(self.bwrap)
 
 
+def in_force(mode: str) -> Support | None:
+    """bubblewrap when peers run fenced in under config mode `mode` (auto or on, where it
+    works); None when they run as the person does. The one place this is decided."""
+    if mode == "off":
+        return None
+    found = support()
+    return found if found.available else None
+
+
 @functools.cache
 def support() -> Support:
     """Probed once per process: bubblewrap runs a command in the layout peers get."""

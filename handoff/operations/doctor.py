@@ -138,7 +138,7 @@ def run(home: Path, repo: Path | None) -> list[Check]:
 
 def sandboxed(cfg: Config) -> bool:
     """The peers would run in the sandbox (as Workspace.sandbox decides)."""
-    return cfg.sandbox.mode != "off" and sandbox.support().available
+    return sandbox.in_force(cfg.sandbox.mode) is not None
 
 
 def sandbox_check(cfg: Config) -> Check:

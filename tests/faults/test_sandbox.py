@@ -5,7 +5,6 @@ with `sandbox: off` the same attack gets through (so each case can fail)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -40,7 +39,8 @@ def attacker(attack: str) -> dict[str, object]:
 
 
 def attacked(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, str],
-             attack: str, mode: str, role: str = "implementer") -> dict[str, object]:
+             monkeypatch: pytest.MonkeyPatch, attack: str, mode: str,
+             role: str = "implementer") -> dict[str, object]:
     """Run one ticket with role played by the attacker; what it found, and the ticket's end."""
     tmp_path.mkdir(exist_ok=True)
     user = Path(isolated["HOME"])
@@ -56,7 +56,7 @@ def attacked(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, str],
         {"roles": roles, "sandbox": mode, "env_allow": ["ATTACK_REMOTE"]}), encoding="utf-8")
     ticket = f"ATK-{attack}-{mode}"
     plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
-    os.environ["ATTACK_REMOTE"] = f"file://{remote}"
+    monkeypatch.setenv("ATTACK_REMOTE", f"file://{remote}")
     done = handoff("start", ticket, "--plan", str(write_plan(tmp_path, plan)), "--yes",
                    cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -92,8 +92,9 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_an_escape_is_stopped_by_the_sandbox_and_gets_through_without_it(
         attack: str, role: str, repo: Path, tmp_path: Path, handoff_home: Path,
-        isolated: dict[str, str]) -> None:
-    fenced = attacked(repo, tmp_path / "on", handoff_home, isolated, attack, "on", role)
+        isolated: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fenced = attacked(repo, tmp_path / "on", handoff_home, isolated, monkeypatch, attack, "on",
+                      role)
     assert fenced["got_through"] is False, fenced
     final = fenced["final"]
     assert isinstance(final, dict) and final["phase"] == "passed", final
@@ -102,16 +103,17 @@ def test_an_escape_is_stopped_by_the_sandbox_and_gets_through_without_it(
                                                  + "-on~1"), "main did not move"
     assert fenced["remote_refs"] == ""
     # the same attack, unfenced, in a fresh repository of the same kind
-    plain = attacked_again(repo, tmp_path, handoff_home, isolated, attack, role)
+    plain = attacked_again(repo, tmp_path, handoff_home, isolated, monkeypatch, attack, role)
     assert plain["got_through"] is True, plain
 
 
 def attacked_again(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, str],
-                   attack: str, role: str) -> dict[str, object]:
+                   monkeypatch: pytest.MonkeyPatch, attack: str,
+                   role: str) -> dict[str, object]:
     user = Path(isolated["HOME"])
     for made in (".ssh", "important", "remote.git"):
         shutil.rmtree(user / made, ignore_errors=True)
-    return attacked(repo, tmp_path / "off", home, isolated, attack, "off", role)
+    return attacked(repo, tmp_path / "off", home, isolated, monkeypatch, attack, "off", role)
 
 
 def started_with(home: Path, word: str) -> list[int]:
