@@ -19,7 +19,7 @@ from handoff.protocol.frontmatter import load_yaml
 from handoff.providers import REGISTRY, Launch, Provider, RoleSpec, known, markers
 from handoff.providers.command import MARKERS
 from handoff.record.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
-from handoff.role import ROLES
+from handoff.role import DEFAULT, IMPLEMENTER, Kind, Team, check_name, kind_named
 
 REPO_CONFIG = ".handoff.yaml"
 SHARE_MODES = ("symlink", "copy")
@@ -62,6 +62,25 @@ class Sandbox:
         return [Path(p).expanduser() for p in (self.write if which == "write" else self.hide)]
 
 
+#: the placeholders a scanner's command may carry: each list one stands alone as an argument
+#: and becomes one argument per path (none: the scanner is skipped); the others are text
+LIST_PLACEHOLDERS = ("{changed_files}", "{changed_py_files}")
+TEXT_PLACEHOLDERS = ("{diff_range}", "{base}", "{commit}")
+
+
+@dataclass(frozen=True)
+class Scanner:
+    """A tool the gate runs after the plan's test command, at the same commit and with the
+    same bounds (handoff.loop.scanners): a secret scanner, a linter, a security check."""
+
+    name: str
+    #: argv, with LIST_PLACEHOLDERS and TEXT_PLACEHOLDERS
+    command: tuple[str, ...]
+    #: a required scanner's failure sends the round back, and its absence stops the gate;
+    #: an optional one's failure is shown to the reviewers, and its absence only said
+    required: bool = True
+
+
 @dataclass(frozen=True)
 class Config:
     # copied into each ticket's State when it is created (frozen there: handoff.record.ticket)
@@ -85,7 +104,7 @@ class Config:
     #: seconds each post_create command may take before it is ended with all it started
     setup_timeout: float = 900.0
     roles: dict[str, RoleSpec] = field(
-        default_factory=lambda: {role: RoleSpec() for role in ROLES}
+        default_factory=lambda: {role: RoleSpec() for role in DEFAULT.names}
     )
     share: tuple[Share, ...] = ()
     post_create: tuple[tuple[str, ...], ...] = ()
@@ -97,10 +116,17 @@ class Config:
     notify: tuple[str, ...] = ()
     #: the ticket goes to needs-human when its peers' usage passes this (None: no limit)
     budget: Budget | None = None
+    #: what the gate runs after the plan's test command (handoff.loop.scanners)
+    scanners: tuple[Scanner, ...] = ()
 
     @property
     def providers(self) -> dict[str, str]:
         return {role: spec.provider for role, spec in self.roles.items()}
+
+    @property
+    def team(self) -> Team:
+        """The roles a new ticket gets, in working order (load checked it can be made)."""
+        return Team.of((name, kind_of(name, spec)) for name, spec in self.roles.items())
 
 
 def _int(source: str, key: str, value: Any, minimum: int = 1) -> int:
@@ -162,6 +188,8 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
             base[key] = _sandbox(source, value, base[key], personal)
         elif key == "protected":
             base[key] = _strings(source, key, value)
+        elif key == "scanners":
+            base[key] = _scanners(source, value)
         elif key == "env_allow":
             base["env_allow"] = _strings(source, key, value)
             for name in base["env_allow"]:
@@ -211,6 +239,59 @@ def _sandbox(source: str, value: Any, before: Sandbox, personal: bool) -> Sandbo
     return Sandbox(mode=str(mode), write=write, hide=hide)
 
 
+SCANNER_HINT = ("e.g. scanners: [{name: gitleaks, command: [gitleaks, detect, --no-git, "
+                "--source, ., --log-opts, '{diff_range}']}, {name: bandit, command: [bandit, "
+                "-q, '{changed_py_files}'], required: false}]")
+SCANNER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+
+
+def _scanners(source: str, value: Any) -> tuple[Scanner, ...]:
+    """scanners: a list of {name, command, required}; names unique, placeholders known, a list
+    placeholder a whole argument of its own (it becomes one argument per path)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise UsageError(f"{source}: 'scanners' must be a list of {{name, command, required}}",
+                         SCANNER_HINT)
+    found: list[Scanner] = []
+    for i, item in enumerate(value):
+        where = f"{source}: scanners[{i}]"
+        if not isinstance(item, dict):
+            raise UsageError(f"{where} must be a mapping with name and command", SCANNER_HINT)
+        unknown = set(item) - {"name", "command", "required"}
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s) {sorted(map(str, unknown))}",
+                             "a scanner knows name, command and required")
+        name = item.get("name")
+        if not isinstance(name, str) or not SCANNER_NAME.fullmatch(name):
+            raise UsageError(f"{where}.name must be a short name (letters, digits, '_', '-'), "
+                             f"not {name!r:.40}", SCANNER_HINT)
+        if any(s.name == name for s in found):
+            raise UsageError(f"{where}.name: two scanners are named {name!r}",
+                             "give each scanner its own name: it names its log and events")
+        command = _strings(source, f"scanners[{i}].command", item.get("command"),
+                           allow_empty=False) if "command" in item else ()
+        if not command:
+            raise UsageError(f"{where} needs a command (an argv list)", SCANNER_HINT)
+        for arg in command:
+            for placeholder in re.findall(r"\{[a-z_]+\}", arg):
+                if placeholder not in (*LIST_PLACEHOLDERS, *TEXT_PLACEHOLDERS):
+                    raise UsageError(
+                        f"{where}.command: unknown placeholder {placeholder}",
+                        f"known: {', '.join((*LIST_PLACEHOLDERS, *TEXT_PLACEHOLDERS))}")
+                if placeholder in LIST_PLACEHOLDERS and arg != placeholder:
+                    raise UsageError(
+                        f"{where}.command: {placeholder} must be an argument of its own, not "
+                        f"part of {arg!r:.60}", "it becomes one argument per changed file")
+        if command[0] in (*LIST_PLACEHOLDERS, *TEXT_PLACEHOLDERS):
+            raise UsageError(f"{where}.command must start with the program to run")
+        required = item.get("required", True)
+        if not isinstance(required, bool):
+            raise UsageError(f"{where}.required must be true or false, not {required!r:.40}")
+        found.append(Scanner(name=name, command=command, required=required))
+    return tuple(found)
+
+
 def _passable(where: str, name: str) -> None:
     """A listed variable may reach a peer: it is no coding CLI's session marker."""
     why = markers.marker(name)
@@ -253,28 +334,50 @@ def _notify(source: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+ROLES_HINT = ("e.g. roles: {implementer: {provider: codex}, reviewer: {provider: claude}, "
+              "security: {provider: codex, kind: reviewer, focus: security}}")
+#: the shipped reviewer specialities (roles/reviewer-<focus>.md)
+FOCUSES = ("security",)
+
+
 def _roles(source: str, value: Any, before: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
+    """roles: name → spec, over the roles of the files before; `name: null` takes a role off
+    the team. A name that is not a kind says its kind (`kind:`, or `focus:` for a reviewer)."""
     if not isinstance(value, dict):
-        raise UsageError(f"{source}: 'roles' must map a role to {{provider: NAME, …}}")
-    out = dict(before)
-    for role, spec in value.items():
-        if role not in ROLES:
-            raise UsageError(f"{source}: roles.{role}: unknown role", f"roles are {ROLES}")
+        raise UsageError(f"{source}: 'roles' must map a role to {{provider: NAME, …}}",
+                         ROLES_HINT)
+    # this file's roles in its own order (testers work in it), after those only earlier
+    # files name
+    out = {name: spec for name, spec in before.items() if name not in value}
+    for name, spec in value.items():
+        try:
+            check_name(name)
+        except UsageError as exc:
+            raise UsageError(f"{source}: roles.{name!s:.40}: {exc.message}", exc.hint) from None
+        if spec is None:
+            if name == IMPLEMENTER:
+                raise UsageError(f"{source}: roles.{name}: the implementer cannot be taken off "
+                                 "the team")
+            out.pop(name, None)
+            continue
         if not isinstance(spec, dict):
-            raise UsageError(f"{source}: roles.{role} must be a mapping, e.g. {{provider: claude}}")
-        out[role] = _role(source, role, spec, before[role])
+            raise UsageError(f"{source}: roles.{name} must be a mapping, e.g. {{provider: claude}}"
+                             " (or null to take it off the team)")
+        out[name] = _role(source, name, spec, before.get(name, RoleSpec()))
     return out
 
 
 ROLE_KEYS = ("provider", "model", "args", "permission_mode", "env", "answer", "binary",
-             "command", "markers", "backend")
+             "command", "markers", "backend", "kind", "focus", "contract")
+#: what a role is, not how its CLI runs: kept when a later file changes its provider
+TEAM_KEYS = ("kind", "focus", "contract")
 
 
 def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -> RoleSpec:
     where = f"{source}: roles.{role_name}"
     unknown = set(spec) - set(ROLE_KEYS)
     if unknown:
-        raise UsageError(f"{where}: unknown key(s) {sorted(unknown)}",
+        raise UsageError(f"{where}: unknown key(s) {sorted(map(str, unknown))}",
                          f"a role knows: {', '.join(ROLE_KEYS)}")
     name = spec.get("provider", before.provider)
     if not isinstance(name, str) or name not in REGISTRY:
@@ -282,11 +385,12 @@ def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -
                          f"known providers: {', '.join(REGISTRY)}")
     cls = known(name)
     # another provider in a later file starts the role afresh: flags for one CLI never
-    # reach another
-    fields_: dict[str, Any] = {} if name != before.provider else {
-        k: getattr(before, k) for k in ROLE_KEYS if k != "provider"}
+    # reach another (what the role is stays)
+    fields_: dict[str, Any] = {k: getattr(before, k) for k in TEAM_KEYS}
+    if name == before.provider:
+        fields_.update({k: getattr(before, k) for k in ROLE_KEYS if k != "provider"})
     fields_["provider"] = name
-    for key in ("model", "permission_mode", "binary", "backend"):
+    for key in ("model", "permission_mode", "binary", "backend", "kind", "focus", "contract"):
         if key in spec:
             if not isinstance(spec[key], str):
                 raise UsageError(f"{where}.{key} must be a string")
@@ -297,8 +401,37 @@ def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -
     if "markers" in spec:
         fields_["markers"] = _markers(where, spec["markers"])
     role = RoleSpec(**fields_)
+    _check_kind(where, role_name, role)
     _check_role(where, cls(role), role)
     return role
+
+
+def kind_of(role_name: str, spec: RoleSpec) -> Kind:
+    """The role's kind: as written, else what its name says, else a reviewer when it has a
+    focus (a checked spec always has one of these)."""
+    if spec.kind:
+        return Kind(spec.kind)
+    return kind_named(role_name) or Kind.REVIEWER
+
+
+def _check_kind(where: str, role_name: str, role: RoleSpec) -> None:
+    if role.kind and role.kind not in tuple(Kind):
+        raise UsageError(f"{where}.kind must be one of {', '.join(Kind)}, not {role.kind!r:.40}")
+    if not role.kind and kind_named(role_name) is None and not role.focus:
+        raise UsageError(f"{where}: say what the role is: kind: reviewer (or tester)",
+                         f"e.g. roles: {{{role_name}: {{provider: claude, kind: reviewer, "
+                         "focus: security}}")
+    kind = kind_of(role_name, role)
+    if (role_name == IMPLEMENTER) != (kind is Kind.IMPLEMENTER):
+        raise UsageError(f"{where}: the implementer is the role named {IMPLEMENTER!r}, and only "
+                         "it", "give this role kind reviewer or tester")
+    if role.focus and (kind is not Kind.REVIEWER or role.focus not in FOCUSES):
+        raise UsageError(f"{where}.focus {role.focus!r:.40} is not a reviewer's shipped focus",
+                         f"focus is for reviewers: {', '.join(FOCUSES)}; or contract: a file "
+                         "of your own")
+    if role.contract and (Path(role.contract).is_absolute() or ".." in Path(role.contract).parts):
+        raise UsageError(f"{where}.contract must be a path inside the repository, not "
+                         f"{role.contract!r:.60}", "e.g. contract: .handoff/api-reviewer.md")
 
 
 def _check_role(where: str, provider: Provider, role: RoleSpec) -> None:
@@ -381,9 +514,16 @@ def load(home: Path, repo: Path | None) -> Config:
     """Read the user's and the repo's config files (both optional) over the defaults."""
     defaults = Config()
     merged: dict[str, Any] = {f.name: getattr(defaults, f.name) for f in fields(Config)}
-    for path in files(home, repo):
+    sources = files(home, repo)
+    for path in sources:
         _apply(merged, _read(path), str(path), personal=path == home / "config.yaml")
-    return Config(**merged)
+    config = Config(**merged)
+    try:
+        config.team  # noqa: B018 - made once now, so a bad team is said at load, with its files
+    except UsageError as exc:
+        raise UsageError(f"{' + '.join(map(str, sources)) or 'the defaults'}: roles: "
+                         f"{exc.message}", exc.hint) from None
+    return config
 
 
 def settings(home: Path, repo: Path | None) -> list[tuple[str, Any, Path]]:
@@ -424,6 +564,11 @@ roles:
     # answer: []           # start-up screens handoff may answer itself, e.g. [trust]
   reviewer:
     provider: {reviewer}
+{security}  # tester:              # optional: adds tests for the plan's acceptance criteria
+  #   provider: {implementer}
+# scanners: []           # run by the gate after the test command, e.g.
+#   - {{name: gitleaks, command: [gitleaks, detect, --no-git, --source, .]}}
+#   - {{name: bandit, command: [bandit, -q, "{{changed_py_files}}"], required: false}}
 # share: []              # e.g. [{{path: .venv, mode: symlink}}, {{path: node_modules, mode: copy}}]
 # post_create: []        # argv lists run in each new worktree, e.g. [["npm", "ci"]]
 # env_allow: []          # extra environment variables every peer may see
@@ -432,12 +577,22 @@ roles:
 """
 
 
-def config_template(repo_top: Path, implementer: str = "scripted",
-                    reviewer: str = "scripted") -> Path | None:
-    """Write a commented .handoff.yaml into the repo; None when one exists (never overwritten)."""
+SECURITY = """\
+  security:              # reviews every round beside the reviewer, for security alone
+    provider: {provider}
+    kind: reviewer
+    focus: security
+"""
+
+
+def config_template(repo_top: Path, implementer: str = "scripted", reviewer: str = "scripted",
+                    security: str | None = None) -> Path | None:
+    """Write a commented .handoff.yaml into the repo; None when one exists (never overwritten).
+    security: the CLI of a security reviewer beside the reviewer (None: none)."""
     path = repo_top / REPO_CONFIG
     if path.exists():
         return None
-    path.write_text(TEMPLATE.format(implementer=implementer, reviewer=reviewer),
-                    encoding="utf-8")
+    path.write_text(TEMPLATE.format(
+        implementer=implementer, reviewer=reviewer,
+        security=SECURITY.format(provider=security) if security else ""), encoding="utf-8")
     return path

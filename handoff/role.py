@@ -1,21 +1,121 @@
-"""The two roles of a ticket: their names, and the phase in which each one's report is awaited.
+"""A ticket's team: its roles, each a name and a kind, in the order they work.
+
+One implementer, named `implementer`; testers, in order, after it; one or more reviewers, side
+by side. A role's name is free (validated here): it names its tmux window, its worktree
+(`.worktrees/<TICKET>/<role>`), its inbox, its reports and every event about it.
 
 Stdlib only: `handoff submit` (handoff.cli.filing) imports it in every peer's short process.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
 from handoff.errors import UsageError
 
-ROLES = ("implementer", "reviewer")
+
+class Kind(StrEnum):
+    IMPLEMENTER = "implementer"
+    TESTER = "tester"
+    REVIEWER = "reviewer"
 
 
-def check_role(role: str) -> str:
-    if role not in ROLES:
-        raise UsageError(f"unknown role {role!r}", f"roles are: {', '.join(ROLES)}")
-    return role
+#: the one implementer's name: its branch, its report file and the loop's first stage
+IMPLEMENTER = "implementer"
+#: names a role may not take: they name other parts of a ticket (the gate's checkout, the
+#: orchestrator's window, a person's answers) or would make a report's file another's
+RESERVED = ("gate", "orchestrator", "human", "impl", "review", "final", "test", "scan")
+#: no '.', ':' or '/': a window name is part of a tmux target (`session:window.pane`)
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+NAME_HINT = ("a role's name is 1–32 letters, digits, '-' or '_', starting with a letter, e.g. "
+             "security; not " + ", ".join(RESERVED))
 
 
-def phase_of(role: str) -> str:
-    """The phase in which the ticket waits for role's report."""
-    return "implementing" if role == "implementer" else "reviewing"
+def check_name(name: str) -> str:
+    """name unchanged, or a clear refusal: it becomes a window, a folder and file names."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or name.lower() in RESERVED:
+        raise UsageError(f"invalid role name {name!r:.40}", NAME_HINT)
+    return name
+
+
+def kind_named(name: str) -> Kind | None:
+    """The kind a role's name says by itself (`tester`, `reviewer`), else None."""
+    try:
+        return Kind(name)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    kind: Kind
+
+
+@dataclass(frozen=True)
+class Team:
+    """The roles of one ticket, implementer first, then the testers in their order, then the
+    reviewers. Frozen into the ticket's state when it is created: a later config change never
+    reshapes a ticket under way."""
+
+    roles: tuple[Role, ...]
+
+    @classmethod
+    def of(cls, kinds: Iterable[tuple[str, Kind]]) -> Team:
+        """The team of these (name, kind) pairs, put in working order, or a clear refusal."""
+        roles = [Role(check_name(name), Kind(kind)) for name, kind in kinds]
+        implementers = [r.name for r in roles if r.kind is Kind.IMPLEMENTER]
+        if implementers != [IMPLEMENTER]:
+            raise UsageError(f"a team has exactly one implementer, the role named "
+                             f"{IMPLEMENTER!r} (found: {', '.join(implementers) or 'none'})",
+                             "roles: {implementer: {provider: claude}, reviewer: {provider: "
+                             "codex}}")
+        if not any(r.kind is Kind.REVIEWER for r in roles):
+            raise UsageError("a team needs at least one reviewer",
+                             "roles: {reviewer: {provider: claude}} (any name, kind reviewer)")
+        if len({r.name for r in roles}) != len(roles):
+            raise UsageError("two roles have the same name")
+        order = {Kind.IMPLEMENTER: 0, Kind.TESTER: 1, Kind.REVIEWER: 2}
+        return cls(tuple(sorted(roles, key=lambda r: order[r.kind])))  # stable: config order
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, str]]) -> Team:
+        """The team state.json keeps (a list of {name, kind}); none: the team of two every
+        ticket had before teams were data."""
+        found = [(str(r.get("name", "")), Kind(str(r.get("kind", "")))) for r in records]
+        return cls.of(found) if found else DEFAULT
+
+    def records(self) -> list[dict[str, str]]:
+        return [{"name": r.name, "kind": str(r.kind)} for r in self.roles]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+    def of_kind(self, kind: Kind) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles if r.kind is kind)
+
+    @property
+    def testers(self) -> tuple[str, ...]:
+        return self.of_kind(Kind.TESTER)
+
+    @property
+    def reviewers(self) -> tuple[str, ...]:
+        return self.of_kind(Kind.REVIEWER)
+
+    def kind(self, name: str) -> Kind:
+        """The role's kind; a clear refusal for a name not on the team."""
+        for role in self.roles:
+            if role.name == name:
+                return role.kind
+        raise UsageError(f"this ticket has no role {name!r}",
+                         f"its roles are: {', '.join(self.names)}")
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
+
+DEFAULT = Team((Role(IMPLEMENTER, Kind.IMPLEMENTER), Role("reviewer", Kind.REVIEWER)))

@@ -22,6 +22,12 @@ FIX_MUL = {"file": "calc.py", "replace": "    return a + b\n\n\ndef neg",
            "with": "    return a * b\n\n\ndef neg"}
 FIX_NEG = {"file": "calc.py", "replace": "    return a\n", "with": "    return -a\n"}
 TOUCH_README = {"file": "NOTES.md", "content": "unrelated change\n"}
+#: a must-fix a scripted security reviewer raises on round 1's commit ...
+LOGGED: dict[str, Any] = {"file": "calc.py", "line": 2,
+                          "reason": "the sum is written to a world-readable log"}
+#: ... and round 2's mend of it: the line it named changes
+MEND = {"file": "calc.py", "replace": "    return a + b\n\n\ndef mul",
+        "with": "    return a + b  # not logged\n\n\ndef mul"}
 
 ALL_TESTS = unittest_argv("tests.test_calc")
 ADD_ONLY = unittest_argv("tests.test_calc.AddTest")

@@ -10,8 +10,9 @@ import pytest
 from handoff.protocol import briefs, contracts
 from handoff.protocol.briefs import BriefContext
 from handoff.protocol.frontmatter import split
+from handoff.protocol.ledger import Entry
 from handoff.protocol.plan import parse
-from handoff.protocol.reports import Finding
+from handoff.role import Kind
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 PLAN = """---
@@ -25,8 +26,9 @@ review:
 Make add() add. PLAN-SENTINEL-7f3a
 """
 TICKET_TEXT = "# PROJ-7\n\nThe calculator cannot add. TICKET-SENTINEL-91c2\n"
-FINDINGS = (Finding("calc.py", 2, "add() still subtracts"),
-            Finding("tests/test_calc.py", 0, "no test for negative numbers"))
+FINDINGS = (Entry("F1", 1, ("reviewer",), "calc.py", 2, "add() still subtracts"),
+            Entry("F2", 1, ("reviewer", "security"), "tests/test_calc.py", 0,
+                  "no test for negative numbers"))
 
 
 @pytest.fixture
@@ -41,7 +43,8 @@ def context(tdir: Path, role: str, round_: int, plan_text: str = PLAN,
             ticket: str = "PROJ-7", inline: bool = True) -> BriefContext:
     return BriefContext(
         contract=contracts.write(tdir, tdir, role), contract_inline=inline,
-        ticket=ticket, round=round_, ticket_text=TICKET_TEXT, plan=parse(plan_text),
+        ticket=ticket, role=role, kind=Kind(role), round=round_, ticket_text=TICKET_TEXT,
+        plan=parse(plan_text),
         plan_path=tdir / "plan.md", worktree=tdir.parent / "worktrees" / role,
         submit=("/opt/handoff/bin/handoff", "submit", "--dir", str(tdir), "--role", role),
         draft=tdir / "drafts" / role / f"{role}-{round_}.md",
@@ -126,7 +129,8 @@ def test_a_numeric_looking_ticket_stays_text(tdir: Path) -> None:
 
 def test_a_plan_with_its_own_frontmatter_does_not_leak_into_the_briefs(tdir: Path) -> None:
     for brief in (briefs.implementer(context(tdir, "implementer", 1), "handoff/PROJ-7"),
-                  briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch")):
+                  briefs.reviewer(context(tdir, "reviewer", 1),
+                                  briefs.Review(SHA, tdir / "diff-1.patch"))):
         fields, body = split(brief)
         assert "review" not in fields  # the plan's key, not the brief's
         assert fields["ticket"] == "PROJ-7"
@@ -149,7 +153,7 @@ def test_a_draft_path_with_spaces_is_quoted_in_the_submit_command(tmp_path: Path
 def test_reviewer_brief_frontmatter(tdir: Path) -> None:
     ctx = context(tdir, "reviewer", 2)
     diff = tdir / "diff-2.patch"
-    fields, _ = split(briefs.reviewer(ctx, SHA, diff))
+    fields, _ = split(briefs.reviewer(ctx, briefs.Review(SHA, diff)))
     assert fields["ticket"] == "PROJ-7"
     assert fields["role"] == "reviewer"
     assert fields["round"] == 2
@@ -165,7 +169,7 @@ def test_reviewer_brief_frontmatter(tdir: Path) -> None:
 def test_reviewer_brief_body_has_plan_commit_diff_and_tests(tdir: Path) -> None:
     ctx = context(tdir, "reviewer", 2)
     diff = tdir / "diff-2.patch"
-    _, body = split(briefs.reviewer(ctx, SHA, diff))
+    _, body = split(briefs.reviewer(ctx, briefs.Review(SHA, diff)))
     assert "PLAN-SENTINEL-7f3a" in body
     assert "TICKET-SENTINEL-91c2" in body
     assert SHA in body
@@ -181,14 +185,14 @@ def test_reviewer_brief_body_has_plan_commit_diff_and_tests(tdir: Path) -> None:
 def test_a_cli_that_reads_the_contract_itself_gets_only_a_pointer(tdir: Path, role: str) -> None:
     ctx = context(tdir, role, 1, inline=False)
     text = briefs.implementer(ctx, "handoff/PROJ-7") if role == "implementer" \
-        else briefs.reviewer(ctx, SHA, tdir / "diff-1.patch")
+        else briefs.reviewer(ctx, briefs.Review(SHA, tdir / "diff-1.patch"))
     assert contracts.shipped(role).strip() not in text
     assert f"also at `{ctx.contract}`" in text
 
 
 def test_reviewer_tests_default_to_the_plans_test_command(tdir: Path) -> None:
     ctx = context(tdir, "reviewer", 1, plan_text="---\ntest: make check\n---\n# Plan\n")
-    fields, body = split(briefs.reviewer(ctx, SHA, tdir / "diff-1.patch"))
+    fields, body = split(briefs.reviewer(ctx, briefs.Review(SHA, tdir / "diff-1.patch")))
     assert fields["tests"] == [["make", "check"]]
     assert "make check" in body
 
@@ -201,7 +205,8 @@ def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None
     (tdir / "drafts" / "implementer").mkdir(parents=True)
     (tdir / "drafts" / "implementer" / "implementer-1.md").write_text(report, encoding="utf-8")
     for round_ in (1, 2):
-        brief = briefs.reviewer(context(tdir, "reviewer", round_), SHA, tdir / f"diff-{round_}.patch")
+        brief = briefs.reviewer(context(tdir, "reviewer", round_),
+                                briefs.Review(SHA, tdir / f"diff-{round_}.patch"))
         assert "IMPL-REPORT-SENTINEL-55ab" not in brief
         assert "trust me" not in brief
         assert "impl-report" not in brief
@@ -209,7 +214,8 @@ def test_reviewer_brief_never_carries_the_implementer_report(tdir: Path) -> None
 
 
 def test_reviewer_brief_template_names_the_commit_under_review(tdir: Path) -> None:
-    _, body = split(briefs.reviewer(context(tdir, "reviewer", 1), SHA, tdir / "diff-1.patch"))
+    _, body = split(briefs.reviewer(context(tdir, "reviewer", 1),
+                                    briefs.Review(SHA, tdir / "diff-1.patch")))
     assert f"commit: '{SHA}'" in body
 
 
@@ -217,7 +223,8 @@ def test_notes_and_findings_are_capped_in_bytes(tdir: Path) -> None:
     """One 5 MB line of feedback (a gate's output, a finding's reason) does not make a 5 MB brief."""
     ctx = context(tdir, "implementer", 2)
     flood = "NOTE-START " + "x" * 5_000_000 + " NOTE-END"
-    huge = Finding("calc.py", 3, "REASON-START " + "y" * 5_000_000 + " REASON-END")
+    huge = Entry("F1", 1, ("reviewer",), "calc.py", 3,
+                 "REASON-START " + "y" * 5_000_000 + " REASON-END")
     text = briefs.implementer(ctx, "handoff/PROJ-7", [huge],
                               notes=[("The verification gate failed", flood)])
     assert len(text.encode()) < briefs.NOTE_LIMIT + 3 * briefs.FINDING_LIMIT + 20_000
@@ -225,3 +232,61 @@ def test_notes_and_findings_are_capped_in_bytes(tdir: Path) -> None:
         assert kept in text
     fields, _ = split(text)
     assert len(fields["findings"][0].encode()) < briefs.FINDING_LIMIT + 100
+
+
+# ---- the team: testers, more reviewers, the ledger ---------------------------------------------
+
+CRITERIA_PLAN = PLAN + "\n## Acceptance criteria\n\n- add(2, 3) is 5\n- add(-1, 1) is 0\n"
+
+
+def named(tdir: Path, role: str, kind: Kind, round_: int = 1) -> BriefContext:
+    ctx = context(tdir, "reviewer" if kind is Kind.REVIEWER else "implementer", round_,
+                  plan_text=CRITERIA_PLAN)
+    return BriefContext(**{**ctx.__dict__, "role": role, "kind": kind,
+                           "contract": contracts.write(tdir, tdir, role, kind)})
+
+
+def test_a_tester_brief_names_the_commit_to_build_on_and_every_criterion(tdir: Path) -> None:
+    ctx = named(tdir, "qa", Kind.TESTER)
+    fields, body = split(briefs.tester(ctx, SHA, tdir / "diff-1.patch"))
+    assert (fields["role"], fields["kind"], fields["commit"]) == ("qa", "tester", SHA)
+    assert fields["test"] == ["python", "-m", "unittest", "-q", "tests.test_calc.AddTest"]
+    assert f"detached at `{SHA}`" in body
+    # the plan's own criterion first, then its listed ones, numbered as reviewers name them
+    assert "- AC0: the plan's test commands pass" in body
+    assert "- AC1: add(2, 3) is 5\n- AC2: add(-1, 1) is 0\n" in body
+    assert "# Your role: tester" in body and "You are **qa**, a tester," in body
+    assert "status: done" in body and f"commit: '{SHA}'" in body
+
+
+def test_a_later_review_lists_the_open_findings_attributed_and_asks_an_answer_for_each(
+        tdir: Path) -> None:
+    answered = Entry("F3", 1, ("security",), "app.py", 9, "token in the log",
+                     answers=((2, "reviewer", "not-fixed", "app.py:9 still logs it"),))
+    review = briefs.Review(SHA, tdir / "diff-3.patch", tdir / "diff-3-since-2.patch",
+                           (*FINDINGS, answered),
+                           (("W1", "tests/test_calc.py:14: removed-assertion: `assert x`"),))
+    fields, body = split(briefs.reviewer(named(tdir, "security", Kind.REVIEWER, 3), review))
+    assert fields["earlier"] == [
+        {"id": "F1", "file": "calc.py", "line": 2, "reason": "add() still subtracts"},
+        {"id": "F2", "file": "tests/test_calc.py", "line": 0,
+         "reason": "no test for negative numbers"},
+        {"id": "F3", "file": "app.py", "line": 9, "reason": "token in the log"}]
+    assert fields["weakened"] == ["W1"]
+    assert fields["increment"] == str(tdir / "diff-3-since-2.patch")
+    assert "raised by reviewer, security in round 1" in body
+    assert "round 2: reviewer: not-fixed (app.py:9 still logs it)" in body
+    assert "answer every one under `ledger:`" in body
+    assert "`W1` tests/test_calc.py:14" in body
+    # the template has one line to fill for each
+    for ident in ("F1", "F2", "F3"):
+        assert f"{{id: {ident}, status: fixed" in body
+    assert "{id: W1, answer: justified" in body
+    assert "criterion: AC1" in body
+
+
+def test_a_first_review_has_no_ledger_and_no_increment(tdir: Path) -> None:
+    fields, body = split(briefs.reviewer(named(tdir, "security", Kind.REVIEWER),
+                                         briefs.Review(SHA, tdir / "diff-1.patch")))
+    assert fields["earlier"] == [] and fields["weakened"] == [] and "increment" not in fields
+    assert "\nledger:" not in body and "Earlier must-fix" not in body

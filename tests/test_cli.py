@@ -76,7 +76,8 @@ def test_start_twice_and_unknown_role(repo: Path, tmp_path: Path, handoff_home: 
     assert first.returncode == 0, first.stderr
     assert_clean_error(handoff("start", "T-1", "--plan", str(plan), "--yes", cwd=repo), 2,
                        "already exists", "handoff finish T-1")
-    assert_clean_error(handoff("recycle", "T-1", "janitor", cwd=repo), 2, "unknown role")
+    assert_clean_error(handoff("recycle", "T-1", "janitor", cwd=repo), 2,
+                       "this ticket has no role 'janitor'", "implementer, reviewer")
     assert_clean_error(handoff("recycle", "T-1", "reviewer", cwd=repo), 2,
                        "no work in progress (phase passed)")
 

@@ -165,7 +165,29 @@ BAD_VALUES = [
     ("turn_grace: .inf\n", "turn_grace"),
     ("api_patience: .NaN\n", "api_patience"),
     ("roles: claude\n", "roles"),
-    ("roles:\n  tester: {provider: claude}\n", "tester"),
+    ("roles:\n  security: {provider: claude}\n", "security"),
+    ("roles:\n  gate: {provider: claude, kind: reviewer}\n", "gate"),
+    ("roles:\n  a.b: {provider: claude, kind: reviewer}\n", "a.b"),
+    ("roles:\n  implementer: null\n", "implementer"),
+    ("roles:\n  reviewer: null\n", "reviewer"),
+    ("roles:\n  coder: {provider: claude, kind: implementer}\n", "coder"),
+    ("roles:\n  reviewer: {kind: implementer}\n", "reviewer"),
+    ("roles:\n  sec: {provider: claude, kind: boss}\n", "sec.kind"),
+    ("roles:\n  sec: {provider: claude, focus: style}\n", "sec.focus"),
+    ("roles:\n  qa: {provider: claude, kind: tester, focus: security}\n", "qa.focus"),
+    ("roles:\n  sec: {kind: reviewer, contract: /etc/passwd}\n", "sec.contract"),
+    ("roles:\n  sec: {kind: reviewer, contract: ../x.md}\n", "sec.contract"),
+    ("scanners: gitleaks\n", "scanners"),
+    ("scanners:\n  - {name: x}\n", "scanners[0]"),
+    ("scanners:\n  - {command: [x]}\n", "scanners[0].name"),
+    ("scanners:\n  - {name: 'a b', command: [x]}\n", "scanners[0].name"),
+    ("scanners:\n  - {name: a, command: [x]}\n  - {name: a, command: [y]}\n", "scanners[1]"),
+    ("scanners:\n  - {name: a, command: x}\n", "scanners[0].command"),
+    ("scanners:\n  - {name: a, command: [x, '{nope}']}\n", "{nope}"),
+    ("scanners:\n  - {name: a, command: [x, '--f={changed_files}']}\n", "{changed_files}"),
+    ("scanners:\n  - {name: a, command: ['{changed_files}']}\n", "scanners[0].command"),
+    ("scanners:\n  - {name: a, command: [x], required: maybe}\n", "required"),
+    ("scanners:\n  - {name: a, command: [x], when: always}\n", "when"),
     ("roles:\n  implementer: claude\n", "implementer"),
     ("roles:\n  reviewer: {provider: 3}\n", "reviewer"),
     ("roles:\n  reviewer: {model: 3}\n", "reviewer.model"),
@@ -338,3 +360,65 @@ def test_yaml_aliases_are_refused_before_they_expand(home: Path, project: Path) 
     assert time.monotonic() - started < 2
     assert str(path) in caught.value.message and "stand for more than 10000 values" in \
         caught.value.message
+
+
+# ---- the team -------------------------------------------------------------------------------------
+
+
+def test_roles_are_data_each_with_a_kind_in_working_order(home: Path, project: Path) -> None:
+    repo_file(project, "roles:\n"
+                       "  implementer: {provider: codex}\n"
+                       "  security: {provider: codex, kind: reviewer, focus: security}\n"
+                       "  reviewer: {provider: claude}\n"
+                       "  tester: {provider: claude}\n"
+                       "  e2e: {provider: scripted, kind: tester}\n")
+    team = load(home, project).team
+    assert [(r.name, str(r.kind)) for r in team.roles] == [
+        ("implementer", "implementer"), ("tester", "tester"), ("e2e", "tester"),
+        ("security", "reviewer"), ("reviewer", "reviewer")]
+    assert team.testers == ("tester", "e2e") and team.reviewers == ("security", "reviewer")
+
+
+def test_a_focus_says_a_reviewer_without_a_kind(home: Path, project: Path) -> None:
+    repo_file(project, "roles:\n  security: {provider: claude, focus: security}\n")
+    config = load(home, project)
+    assert config.team.reviewers == ("reviewer", "security")
+    assert config.roles["security"].focus == "security"
+
+
+def test_the_users_roles_and_the_repos_add_up_and_null_takes_one_off(home: Path,
+                                                                     project: Path) -> None:
+    user_file(home, "roles:\n  security: {provider: codex, focus: security}\n")
+    repo_file(project, "roles:\n  qa: {kind: tester}\n")
+    assert load(home, project).team.names == ("implementer", "qa", "reviewer", "security")
+    repo_file(project, "roles:\n  security: null\n")
+    assert load(home, project).team.names == ("implementer", "reviewer")
+
+
+def test_what_a_role_is_stays_when_a_later_file_changes_its_provider(home: Path,
+                                                                    project: Path) -> None:
+    user_file(home, "roles:\n  sec: {provider: claude, kind: reviewer, focus: security}\n")
+    repo_file(project, "roles:\n  sec: {provider: codex}\n")
+    spec = load(home, project).roles["sec"]
+    assert (spec.provider, spec.kind, spec.focus) == ("codex", "reviewer", "security")
+
+
+def test_scanners_are_read_with_their_defaults(home: Path, project: Path) -> None:
+    repo_file(project, "scanners:\n"
+                       "  - {name: gitleaks, command: [gitleaks, detect, '--log-opts={diff_range}']}\n"
+                       "  - {name: bandit, command: [bandit, -q, '{changed_py_files}'], "
+                       "required: false}\n")
+    found = load(home, project).scanners
+    assert [(s.name, s.command, s.required) for s in found] == [
+        ("gitleaks", ("gitleaks", "detect", "--log-opts={diff_range}"), True),
+        ("bandit", ("bandit", "-q", "{changed_py_files}"), False)]
+
+
+def test_the_init_template_offers_a_security_reviewer_on_a_second_cli(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    assert config_template(repo, "claude", "codex", "codex") is not None
+    config = load(tmp_path / "home", repo)
+    assert config.team.reviewers == ("reviewer", "security")
+    assert (config.roles["security"].provider, config.roles["security"].focus) == \
+        ("codex", "security")

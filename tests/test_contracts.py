@@ -8,6 +8,7 @@ import pytest
 
 from handoff.errors import UsageError
 from handoff.protocol import contracts
+from handoff.role import Kind
 
 
 @pytest.mark.parametrize("role", ["implementer", "reviewer"])
@@ -58,3 +59,28 @@ def test_write_keeps_one_file_per_role_and_follows_changes(tmp_path: Path) -> No
     (repo / ".handoff").mkdir()
     (repo / ".handoff" / "local-reviewer.md").write_text("Check the docs too.\n")
     assert "Check the docs too." in contracts.write(folder, repo, "reviewer").read_text()
+
+
+def test_a_security_reviewer_gets_the_reviewers_rules_and_its_focus(tmp_path: Path) -> None:
+    text = contracts.compose(tmp_path, "security", Kind.REVIEWER, focus="security")
+    assert text.startswith("# Your role: reviewer")
+    assert "You are **security**, a reviewer, of one ticket" in text
+    assert "## How you hand off (exactly)" in text, "the protocol stays handoff's"
+    assert "# Your focus: security" in text and "You never edit code" in text
+    assert text.index("# Your focus: security") < text.index("# How we work (both roles)")
+
+
+def test_a_projects_own_contract_is_added_to_its_kinds(tmp_path: Path) -> None:
+    (tmp_path / ".handoff").mkdir()
+    (tmp_path / ".handoff" / "api.md").write_text("# API review\n\nCheck every endpoint.\n")
+    text = contracts.compose(tmp_path, "api", Kind.REVIEWER, contract=".handoff/api.md")
+    assert "# Your role: reviewer" in text and "Check every endpoint." in text
+    with pytest.raises(UsageError) as caught:
+        contracts.compose(tmp_path, "api", Kind.REVIEWER, contract=".handoff/missing.md")
+    assert "missing.md does not exist" in caught.value.message
+
+
+def test_a_tester_gets_the_testers_contract(tmp_path: Path) -> None:
+    text = contracts.compose(tmp_path, "tester")
+    assert text.startswith("# Your role: tester") and "Do not change code that is not a test" \
+        in text

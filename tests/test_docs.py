@@ -141,6 +141,8 @@ def config_keys() -> dict[str, Any]:
         keys[f"budget.{f.name}"] = f.default
     for f in fields(config_mod.Sandbox):
         keys[f"sandbox.{f.name}"] = f.default
+    for f in fields(config_mod.Scanner):
+        keys[f"scanners[].{f.name}"] = f.default
     return keys
 
 
@@ -679,3 +681,13 @@ def test_protocol_names_every_brief_field() -> None:
     text = section(doc("protocol.md"), "Briefs")
     missing = [k for k in sorted(keys) if f"`{k}`" not in text]
     assert not missing, f"brief fields missing from docs/protocol.md: {missing}"
+
+
+def test_every_event_kind_written_is_in_the_vocabulary_and_every_one_of_it_is_written() -> None:
+    """EventKind (handoff/record/events.py) is the one list of kinds: mypy holds every call to
+    it, and this holds it to what the code writes."""
+    from typing import get_args
+
+    from handoff.record.events import EventKind
+
+    assert set(emitted_events()) == set(get_args(EventKind))

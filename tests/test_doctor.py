@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff.config import load
 from handoff.loop.orchestrator import watched_folders
 from handoff.record.ticket import TicketDir
 from tests.harness import handoff, with_inotify_watches
@@ -26,9 +27,33 @@ def lines(text: str, level: str) -> list[str]:
 
 
 def warnings(text: str) -> list[str]:
-    """doctor's warnings; in a latest-versions run (tests/standins/install.py) a release newer
-    than the proven range is expected to warn, and is not what these tests look at."""
-    return [w for w in lines(text, "WARN") if not (install.LATEST and " version: " in w)]
+    """doctor's warnings about the set-up; in a latest-versions run (tests/standins/install.py)
+    a release newer than the proven range is expected to warn, and a team whose reviewers all
+    run on the implementer's CLI is said (a choice, not a broken set-up): neither is what these
+    tests look at."""
+    return [w for w in lines(text, "WARN") if not (install.LATEST and " version: " in w)
+            and not w.startswith("WARN  team: ")]
+
+
+def test_a_team_reviewing_on_the_implementers_cli_is_said_to_be_not_independent(
+        repo: Path, handoff_home: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex"):
+        fake_cli(bin_dir, name)
+    configure(handoff_home, {"implementer": role("claude", bin_dir / "claude"),
+                             "reviewer": role("claude", bin_dir / "claude")})
+    [team] = [w for w in lines(handoff("doctor", cwd=repo).stdout, "WARN") if "team:" in w]
+    assert team == ("WARN  team: implementer (implementer, claude), reviewer (reviewer, claude): "
+                    "every reviewer runs on claude, the implementer's CLI, so the review is not "
+                    "independent")
+    (repo / ".handoff.yaml").write_text(
+        f"roles:\n  security: {{provider: codex, binary: {bin_dir / 'codex'}, "
+        "focus: security}\n")
+    said = handoff("doctor", cwd=repo).stdout
+    assert not [w for w in lines(said, "WARN") if "team:" in w]
+    assert "OK    team: implementer (implementer, claude), reviewer (reviewer, claude), " \
+        "security (reviewer, codex)" in said
 
 
 def test_doctor_with_the_defaults_is_all_ok(repo: Path) -> None:
@@ -195,6 +220,11 @@ def fake_cli(folder: Path, name: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
+def handoff_home_of(repo: Path) -> Path:
+    """A home with no config of its own: only the repository's file counts."""
+    return repo.parent / "no-home"
+
+
 def only_git_and_tmux(tmp_path: Path) -> Path:
     """A PATH holding git and tmux and nothing else a machine may have installed."""
     bin_dir = tmp_path / "bin"
@@ -215,9 +245,26 @@ def test_init_picks_the_installed_clis_and_says_so(repo: Path, tmp_path: Path,
     done = handoff("init", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "found on PATH: codex, gemini" in done.stdout
-    assert "chose: implementer codex, reviewer gemini" in done.stdout
+    assert "chose: implementer codex, reviewer gemini, security reviewer gemini (a second CLI" \
+        in done.stdout
     text = (repo / ".handoff.yaml").read_text()
     assert "provider: codex" in text and "provider: gemini" in text
+    # the file it wrote is a team: a security reviewer on the second CLI, beside the reviewer
+    team = load(handoff_home_of(repo), repo)
+    assert team.team.reviewers == ("reviewer", "security")
+    assert (team.roles["security"].provider, team.roles["security"].focus) == ("gemini", "security")
+
+
+def test_init_with_one_cli_names_no_security_reviewer_and_says_why(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = only_git_and_tmux(tmp_path)
+    fake_cli(bin_dir, "claude")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    done = handoff("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "chose: implementer claude, reviewer claude; no security reviewer: it needs a second " \
+        "installed CLI" in done.stdout
+    assert "security:" not in (repo / ".handoff.yaml").read_text().split("# tester")[0]
 
 
 def test_init_without_any_cli_falls_back_to_the_scripted_agent(

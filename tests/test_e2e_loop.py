@@ -104,7 +104,8 @@ def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str
                           f"{row['ticket']}", "a passed ticket says how to take it"
     assert set(windows(socket, row["session"])) == {"orchestrator", "implementer", "reviewer"}
     assert windows(socket, row["session"])["implementer"], "the implementer still runs"
-    assert worktree_count(Path(row["repo"])) == 3
+    # the main checkout, the implementer's, the reviewer's and the gate's own
+    assert worktree_count(Path(row["repo"])) == 4
     closed = handoff("close", row["ticket"], "--repo", row["repo"])
     assert closed.returncode == 0, closed.stderr
     assert worktree_count(Path(row["repo"])) == 1 and not tmux_alive(socket)
@@ -155,15 +156,38 @@ def test_escalates_at_max_rounds_with_open_findings(repo: Path, tmp_path: Path,
     assert len(final.split()) <= 150
 
 
-def test_same_must_fix_twice_stops_early(repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]}},
+def test_a_failure_answered_not_fixed_in_two_rounds_stops_early(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    # round 1's review fails test_mul (F1); rounds 2 and 3 leave it failing: each reviewer
+    # answers F1 not-fixed (the ledger), and the second time the loop stops
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]},
+                      3: {"edits": [{"file": "NOTES.md", "content": "again\n"}]}},
                      test=ADD_ONLY, review=[ALL_TESTS])
-    code, out = run_ticket(repo, tmp_path, "T-2", plan)
+    code, out = run_ticket(repo, tmp_path, "T-2", plan, "--max-rounds", "5")
     assert code == EXIT_ESCALATED, out
     current = state(handoff_home, "T-2")
     assert current["phase"] == "escalated"
-    assert current["reviews"] == 2, "stopped before --max-rounds (3)"
-    assert "same must-fix" in current["reason"] and "test_mul" in current["reason"]
+    assert current["reviews"] == 3, "stopped before --max-rounds (5)"
+    assert "not-fixed in two rounds" in current["reason"] and "test_mul" in current["reason"]
+    assert next(e["answers"] for e in current["ledger"] if e["id"] == "F1") == [
+        [2, "reviewer", "not-fixed", f"ran `{shlex.join(ALL_TESTS)}` exit 1 at "
+                                     f"{current['commits']['2'][:10]}"],
+        [3, "reviewer", "not-fixed", f"ran `{shlex.join(ALL_TESTS)}` exit 1 at "
+                                     f"{current['commits']['3'][:10]}"]]
+
+
+def test_the_same_must_fix_raised_again_stops_at_once(repo: Path, tmp_path: Path,
+                                                     handoff_home: Path) -> None:
+    logged = {"file": "calc.py", "line": 2, "reason": "the sum is logged"}
+    mend = {"file": "calc.py", "replace": "return a + b", "with": "return b + a"}
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG], "reviewer": {"must_fix": [logged]}},
+                      2: {"edits": [mend], "reviewer": {"must_fix": [logged]}}},
+                     test=ALL_TESTS)
+    code, out = run_ticket(repo, tmp_path, "T-5", plan)
+    assert code == EXIT_ESCALATED, out
+    current = state(handoff_home, "T-5")
+    assert current["reviews"] == 2
+    assert current["reason"] == "the same must-fix came back: calc.py:2: the sum is logged"
 
 
 def test_failing_gate_goes_back_without_a_review(repo: Path, tmp_path: Path,

@@ -164,7 +164,7 @@ def test_opencode_as_both_peers_fails_then_passes_and_leaves_the_persons_config_
     worktrees = [Path(line.split(" ", 1)[1]) for line in
                  git(repo, "worktree", "list", "--porcelain").splitlines()
                  if line.startswith("worktree ")]
-    assert worktrees[0] == repo and len(worktrees) == 3, worktrees  # and both roles'
+    assert worktrees[0] == repo and len(worktrees) == 4, worktrees  # both roles' and the gate's
     for tree in worktrees:
         assert not (tree / ".opencode").exists(), tree
         assert not (tree / "opencode.json").exists(), tree

@@ -67,7 +67,10 @@ def test_claude_on_vertex_with_a_second_accounts_config_dir_passes_as_both_peers
     doctor = handoff("doctor", cwd=repo)
     assert doctor.returncode == 0, doctor.stdout
     assert "back-end vertex (CLAUDE_CODE_USE_VERTEX=1 in the environment)" in doctor.stdout
-    assert "ANTHROPIC_VERTEX_PROJECT_ID" in doctor.stdout and "WARN" not in doctor.stdout
+    assert "ANTHROPIC_VERTEX_PROJECT_ID" in doctor.stdout
+    # the set-up warns of nothing (one CLI as both peers is said: a choice, not a fault)
+    assert [line for line in doctor.stdout.splitlines()
+            if line.startswith("WARN") and not line.startswith("WARN  team: ")] == []
 
     done = handoff("start", "VX-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    timeout=240)

@@ -47,9 +47,9 @@ def test_every_event_has_kind_round_role_and_an_aware_time(log: EventLog) -> Non
 
 
 def test_appending_never_rewrites_what_is_there(log: EventLog) -> None:
-    log.append("one")
+    log.append("created")
     before = log.path.read_bytes()
-    log.append("two")
+    log.append("phase")
     after = log.path.read_bytes()
     assert after.startswith(before)
     assert after.count(b"\n") == 2
@@ -65,10 +65,10 @@ def test_values_json_cannot_hold_are_written_as_text(log: EventLog, tmp_path: Pa
 def test_line_separators_inside_values_stay_on_one_line(log: EventLog) -> None:
     tricky = "a\nb\r\nc\u2028d\u2029e\x85f\x0bg ü 票"
     log.append("answer", text=tricky)
-    log.append("after")
+    log.append("phase")
     events, bad = log.read()
     assert bad == []
-    assert [e["kind"] for e in events] == ["answer", "after"]
+    assert [e["kind"] for e in events] == ["answer", "phase"]
     assert events[0]["text"] == tricky
 
 
@@ -83,15 +83,15 @@ def test_a_torn_last_line_is_skipped_and_reported(log: EventLog) -> None:
 
 
 def test_corrupt_lines_in_the_middle_are_reported_by_number(log: EventLog) -> None:
-    log.append("first")
+    log.append("created")
     with log.path.open("ab") as handle:
         handle.write(b"not json at all\n")
         handle.write(b"[1, 2, 3]\n")  # valid JSON, but not an event
         handle.write(b"\n")  # blank lines are neither events nor damage
         handle.write(b"\xff\xfe garbage bytes\n")
-    log.append("last")
+    log.append("stopped")
     events, bad = log.read()
-    assert [e["kind"] for e in events] == ["first", "last"]
+    assert [e["kind"] for e in events] == ["created", "stopped"]
     assert bad == [2, 3, 5]
 
 
@@ -99,9 +99,9 @@ def test_an_event_appended_after_a_torn_line_is_kept(log: EventLog) -> None:
     log.append("created")
     with log.path.open("ab") as handle:
         handle.write(b'{"kind": "ver')
-    log.append("resumed")
+    log.append("orchestrator")
     events, bad = log.read()
-    assert [e["kind"] for e in events] == ["created", "resumed"]
+    assert [e["kind"] for e in events] == ["created", "orchestrator"]
     assert bad == [2]
 
 
@@ -147,7 +147,7 @@ def test_concurrent_appends_from_several_processes_give_whole_lines(log: EventLo
 
 def test_every_line_on_disk_is_one_json_object(log: EventLog) -> None:
     for i in range(20):
-        log.append("n", i=i)
+        log.append("peer", i=i)
     lines = log.path.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == ""
     assert [json.loads(line)["i"] for line in lines[:-1]] == list(range(20))

@@ -131,7 +131,8 @@ def test_a_conflicting_base_is_refused_changing_nothing(repo: Path, tmp_path: Pa
     assert git(repo, "status", "--porcelain") == "", "no half-merged checkout"
     assert (repo / "calc.py").read_text() == calc
     assert not (Path(git(repo, "rev-parse", "--git-dir")) / "MERGE_HEAD").exists()
-    assert state(handoff_home, "F-4")["phase"] == "passed" and worktree_count(repo) == 3
+    # the main checkout, the implementer's, the reviewer's and the gate's
+    assert state(handoff_home, "F-4")["phase"] == "passed" and worktree_count(repo) == 4
 
 
 def test_a_dirty_checkout_of_the_base_is_refused_keeping_the_change(
@@ -145,7 +146,7 @@ def test_a_dirty_checkout_of_the_base_is_refused_keeping_the_change(
     assert "uncommitted or untracked changes: calc.py" in out and "hint:" in out
     assert (repo / "calc.py").read_text() == mine
     assert git(repo, "rev-parse", "HEAD") == head
-    assert state(handoff_home, "F-5")["phase"] == "passed" and worktree_count(repo) == 3
+    assert state(handoff_home, "F-5")["phase"] == "passed" and worktree_count(repo) == 4
 
 
 def test_finish_refuses_a_ticket_that_did_not_pass(repo: Path, tmp_path: Path,

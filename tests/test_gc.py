@@ -82,7 +82,8 @@ def test_a_closed_ticket_s_session_and_worktrees_go_a_live_one_s_stay(
     mark_closed(handoff_home, "T-1")
     leftovers = {("session", f"{socket}:{closed['session']}"),
                  ("worktree", str(worktree_dir(repo, "T-1", "implementer"))),
-                 ("worktree", str(worktree_dir(repo, "T-1", "reviewer")))}
+                 ("worktree", str(worktree_dir(repo, "T-1", "reviewer"))),
+                 ("worktree", str(worktree_dir(repo, "T-1", "gate")))}
 
     dry = gc("--dry-run", cwd=repo)
     assert listed(dry) == leftovers

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("cli", "operations", "loop", "machinery", "config", "providers", "protocol", "record",
           "base")
 #: the modules at the top of the package, each in the layer it serves
-TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "trace": "base",
+TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "phases": "base",
+       "trace": "base",
        "__init__": "base", "__main__": "cli"}
 
 

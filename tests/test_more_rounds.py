@@ -26,7 +26,7 @@ from tests.harness import (
     write_plan,
 )
 
-FINDINGS = "## The reviewer's findings to address this round"
+FINDINGS = "## The reviewers' must-fix findings to address this round"
 GATE = "## The verification gate failed"
 
 
@@ -123,19 +123,22 @@ def test_a_ticket_stopped_by_its_gate_gets_a_new_gate_budget(
 
 def test_more_rounds_refuses_what_is_at_no_bound(repo: Path, tmp_path: Path,
                                                  handoff_home: Path) -> None:
-    # the same must-fix twice, in the last round --max-rounds allows: the repeat stopped it
-    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]}},
+    # the same failure answered not-fixed in rounds 2 and 3, the last round --max-rounds
+    # allows: the ledger stopped it, not the limit
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [TOUCH_README]},
+                      3: {"edits": [{"file": "NOTES.md", "content": "again\n"}]}},
                      test=ADD_ONLY, review=[ALL_TESTS])
-    code, out = start(repo, tmp_path, "R-1", plan, "--max-rounds", "2")
+    code, out = start(repo, tmp_path, "R-1", plan, "--max-rounds", "3")
     assert code == EXIT_ESCALATED, out
     before = state(handoff_home, "R-1")
-    assert before["reviews"] == before["max_rounds"] == 2
+    assert before["reviews"] == before["max_rounds"] == 3
+    assert "not-fixed in two rounds" in before["reason"]
 
     code, out = more(repo, "R-1", "--more-rounds", "0")
     assert code == EXIT_USAGE and "--more-rounds must be at least 1" in out, out
     code, out = more(repo, "R-1", "--more-rounds", "2")
     assert code == EXIT_USAGE, out
-    assert "escalated without reaching a limit" in out and "same must-fix" in out
+    assert "escalated without reaching a limit" in out and "not-fixed in two rounds" in out
     assert "hint:" in out
     after = state(handoff_home, "R-1")
     assert after["phase"] == "escalated" and after["max_rounds"] == before["max_rounds"]

@@ -285,7 +285,8 @@ def test_a_plan_nobody_approved_at_a_terminal_is_told(
 
 
 def test_only_needing_and_ending_phases_are_told() -> None:
-    from handoff.record.ticket import PHASES, State
+    from handoff.phases import PHASES
+    from handoff.record.ticket import State
     told = {p for p in PHASES if notify.notice_for(State(ticket="T", repo="/r", repo_key="k",
                                                          phase=p)) is not None}
     assert told == {"awaiting-approval", "needs-human", "escalated", "passed"}

@@ -370,7 +370,7 @@ def test_git_calls_leave_no_child_behind(repo: Path, tmp_path: Path) -> None:
     assert found.uncommitted() == 0 and found.diff(head, head) == ""
     worktrees = TicketWorktrees(found, "C-1")
     worktrees.create_implementer(head)
-    worktrees.point_reviewer(head, tmp_path / "scratch.patch")
+    worktrees.point("reviewer", head, tmp_path / "scratch.patch")
     assert worktrees.head("implementer") == head and worktrees.dirty(worktrees.path("reviewer")) == []
     # no new child: one an earlier test left exiting may end meanwhile (seen once in CI)
     assert children() - before == set()

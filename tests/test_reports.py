@@ -322,3 +322,70 @@ def test_the_template_is_valid_with_an_all_digit_sha(role: str, sha: str) -> Non
     report, problems = parse(template(role, sha), role)
     assert problems == []
     assert report is not None and report.commit == sha
+
+
+# ---- the ledger, weakened tests, testers ------------------------------------------------------
+
+
+def test_a_later_review_answers_earlier_findings_and_weakened_tests() -> None:
+    text = review(must_fix=[], verdict="fail",
+                  ledger=[{"id": "F1", "status": "fixed", "evidence": "test_add passes"},
+                          {"id": "F2", "status": "not fixed", "evidence": "calc.py:9"}],
+                  weakened=[{"id": "W1", "answer": "justified", "reason": "plan drops it"}])
+    report, problems = parse(text, "reviewer")
+    assert problems == [] and report is not None
+    assert [(a.id, a.status, a.evidence) for a in report.ledger] == [
+        ("F1", "fixed", "test_add passes"), ("F2", "not-fixed", "calc.py:9")]
+    assert [a.id for a in report.not_fixed()] == ["F2"], "a not-fixed answer is what fails it"
+    assert [(w.id, w.answer) for w in report.weakened] == [("W1", "justified")]
+
+
+def test_a_pass_cannot_leave_an_earlier_finding_not_fixed_or_a_test_unjustly_weakened() -> None:
+    not_fixed = review(verdict="pass", must_fix=[],
+                       ledger=[{"id": "F1", "status": "not-fixed", "evidence": "x.py:1"}])
+    assert any("verdict 'pass' cannot" in p for p in problems_of(not_fixed, "reviewer"))
+    weakened = review(verdict="pass", must_fix=[],
+                      weakened=[{"id": "W1", "answer": "unjustified", "reason": "guarded neg"}])
+    assert any("verdict 'pass' cannot" in p for p in problems_of(weakened, "reviewer"))
+
+
+@pytest.mark.parametrize(("item", "said"), [
+    ({"id": "X1", "status": "fixed", "evidence": "t"}, "ledger[0].id"),
+    ({"id": "F1", "status": "maybe", "evidence": "t"}, "status must be fixed or not-fixed"),
+    ({"id": "F1", "status": "fixed"}, "evidence must say how you know"),
+    ({"id": "F1", "status": "fixed", "evidence": "  "}, "evidence must say how you know"),
+    ("F1 fixed", "ledger[0] must be a mapping"),
+])
+def test_a_bad_ledger_answer_is_named(item: Any, said: str) -> None:
+    problems = problems_of(review(ledger=[item]), "reviewer")
+    assert any(said in p for p in problems), problems
+
+
+def test_a_bad_weakened_answer_and_a_bad_criterion_are_named() -> None:
+    problems = problems_of(review(weakened=[{"id": "W1", "answer": "fine", "reason": "x"}],
+                                  must_fix=[{**FIX, "criterion": 2}]), "reviewer")
+    assert any("answer must be justified or unjustified" in p for p in problems)
+    assert any("must_fix[0].criterion must name a criterion" in p for p in problems)
+
+
+def test_a_must_fix_may_name_the_criterion_it_is_about() -> None:
+    report, _ = parse(review(must_fix=[{**FIX, "criterion": "AC2"}]), "reviewer")
+    assert report is not None and report.must_fix[0].criterion == "AC2"
+    assert report.must_fix[0].key() == Finding("calc.py", 9, "add()  Subtracts").key()
+
+
+def test_a_testers_report_has_the_implementers_shape() -> None:
+    text = impl(role="qa")
+    report, problems = parse(text, "tester", {"role": "qa"}, role="qa")
+    assert problems == [] and report is not None and report.role == "qa"
+    missing = problems_of(impl(role="qa", body="## Changes\nx\n"), "tester")
+    assert any("missing section" in p for p in missing)
+
+
+def test_a_later_reviews_template_is_a_report_once_its_blanks_are_filled() -> None:
+    text = template("reviewer", SHA, ("F1", "F2"), ("W1",))
+    report, problems = parse(text, "reviewer")
+    assert problems == [] and report is not None
+    assert [a.id for a in report.ledger] == ["F1", "F2"]
+    assert [w.id for w in report.weakened] == ["W1"]
+    assert report.must_fix[0].criterion == "AC1"

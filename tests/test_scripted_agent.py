@@ -223,7 +223,7 @@ def test_failure_reason_falls_back_to_the_last_line() -> None:
 @pytest.mark.parametrize("argv", [
     [],
     ["implementer"],
-    ["manager", "Read and follow /tmp/brief-1.md"],
+    ["the boss", "Read and follow /tmp/brief-1.md"],
     ["reviewer", "Read and follow /tmp/brief-1.md", "extra"],
 ])
 def test_main_with_bad_arguments_returns_2(argv: list[str],
@@ -236,7 +236,7 @@ def test_main_with_bad_arguments_returns_2(argv: list[str],
 
 
 def test_module_exits_2_on_bad_arguments_and_0_at_the_end_of_input(tmp_path: Path) -> None:
-    bad = subprocess.run([PY, "-m", "handoff.providers.scripted_agent", "boss", "hi"], capture_output=True,
+    bad = subprocess.run([PY, "-m", "handoff.providers.scripted_agent", "a.b", "hi"], capture_output=True,
                          text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert bad.returncode == 2
     assert "usage:" in bad.stderr

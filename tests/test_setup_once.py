@@ -80,7 +80,9 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
         look1, look2 = folder / "look-1", folder / "look-2"
         explained(lambda: wait_until(lambda: paused_on(folder, look1, current), 60,
                                      "the round 1 reviewer to pause"))
-        assert sorted(runs_of(runs)) == sorted([str(implementer), str(reviewer)])
+        # once in each new worktree: the implementer's, the reviewer's and the gate's own
+        gate = repo / ".worktrees" / "S-1" / "gate"
+        assert sorted(runs_of(runs)) == sorted([str(implementer), str(reviewer), str(gate)])
         # round 1's reviewer leaves an untracked file and bytecode of round 1's calc.py
         (reviewer / "notes.txt").write_text("the round 1 reviewer's notes\n", encoding="utf-8")
         stale = stale_bytecode(reviewer)
@@ -110,8 +112,9 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
     finally:
         stop_runner(runner)
     lines = runs_of(runs)
-    assert len(lines) == 2, f"post_create ran {len(lines)} times: {lines}"
-    assert sorted(lines) == sorted([str(implementer), str(reviewer)]), "once per worktree"
+    assert len(lines) == 3, f"post_create ran {len(lines)} times: {lines}"
+    assert sorted(lines) == sorted([str(implementer), str(reviewer), str(gate)]), \
+        "once per worktree"
     # the bytecode left in the checkout was a real trap: Python run without the peers'
     # environment takes it over the source in front of it
     plain = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -138,13 +141,13 @@ def test_untracked_setup_output_is_kept_and_never_taken_for_the_reviewers_work(
             "pathlib.Path('odd [1] *.txt').write_text('generated')")
     wt = setup_counting(repo, runs, make)
     base = git(repo, "rev-parse", "HEAD")
-    implementer, reviewer = wt.create_implementer(base), wt.create_reviewer(base)
+    implementer, reviewer = wt.create_implementer(base), wt.create_detached("reviewer", base)
     (reviewer / "probe.py").write_text("the reviewer's probe\n", encoding="utf-8")
     (reviewer / "odd [2] *.txt").write_text("the reviewer's file\n", encoding="utf-8")
     commit = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
     scratch = tmp_path / "scratch.patch"
 
-    wt.point_reviewer(commit, scratch)
+    wt.point("reviewer", commit, scratch)
 
     assert (reviewer / "gen" / "config.h").read_text() == "#define X 1"
     assert (reviewer / "odd [1] *.txt").read_text() == "generated"
@@ -161,13 +164,13 @@ def test_a_worktree_deleted_by_hand_is_set_up_again_when_made_again(
     runs = tmp_path / "runs"
     wt = setup_counting(repo, runs)
     base = git(repo, "rev-parse", "HEAD")
-    implementer, reviewer = wt.create_implementer(base), wt.create_reviewer(base)
+    implementer, reviewer = wt.create_implementer(base), wt.create_detached("reviewer", base)
     commit = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
-    wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    wt.point("reviewer", commit, tmp_path / "scratch.patch")
     assert runs_of(runs).count(str(reviewer)) == 1
     subprocess.run(["rm", "-rf", str(reviewer)], check=True, timeout=60)
 
-    made = wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    made = wt.point("reviewer", commit, tmp_path / "scratch.patch")
 
     assert made.created and made.setup
     assert runs_of(runs).count(str(reviewer)) == 2, "the new worktree's git dir has no mark"
@@ -178,7 +181,7 @@ def test_the_reviewers_bytecode_lives_outside_its_checkout_and_follows_each_comm
         repo: Path, tmp_path: Path) -> None:
     wt = TicketWorktrees(Repo.at(repo), "T-1")
     base = git(repo, "rev-parse", "HEAD")
-    implementer, reviewer = wt.create_implementer(base), wt.create_reviewer(base)
+    implementer, reviewer = wt.create_implementer(base), wt.create_detached("reviewer", base)
     env = wt.bytecode_env("reviewer")
     prefix = Path(env["PYTHONPYCACHEPREFIX"])
     assert not prefix.is_relative_to(reviewer)
@@ -196,7 +199,7 @@ def test_the_reviewers_bytecode_lives_outside_its_checkout_and_follows_each_comm
     commit = commit_file(implementer, "calc.py",
                          (implementer / "calc.py").read_text().replace("a - b", "a + b"))
 
-    wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    wt.point("reviewer", commit, tmp_path / "scratch.patch")
     # the next round within the same second: same size, same mtime as what was compiled
     os.utime(reviewer / "calc.py", ns=(compiled.st_atime_ns, compiled.st_mtime_ns))
 

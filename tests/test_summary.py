@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from handoff.loop.summary import WORD_LIMIT, final_report, words
-from handoff.protocol.reports import Finding
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 BRANCH = "handoff/PROJ-7"
@@ -18,7 +17,7 @@ BRANCH = "handoff/PROJ-7"
 def report(*, outcome: str = "passed", reason: str = "", commit: str = SHA,
            changed: Sequence[tuple[str, int, int]] = (("calc.py", 2, 2),),
            verified: Sequence[str] = ("gate `make test` pass (orchestrator)",),
-           findings: Sequence[Finding] = (), **extra: Any) -> str:
+           findings: Sequence[str] = (), **extra: Any) -> str:
     args: dict[str, Any] = {"ticket": "PROJ-7", "outcome": outcome, "reason": reason,
                             "branch": BRANCH, "commit": commit, "rounds": 2, "reviews": 2,
                             "bounces": 1, "changed": changed, "verified": verified,
@@ -39,7 +38,7 @@ def huge_inputs() -> dict[str, Any]:
                     for i in range(300)],
         "verified": [f"reviewer ran command number {i} with many arguments " + "--flag " * 40
                      for i in range(8)],
-        "findings": [Finding(f"src/f{i}.py", i, "this is wrong because " + "reasons " * 80)
+        "findings": [f"src/f{i}.py:{i}: this is wrong because " + "reasons " * 80
                      for i in range(40)],
     }
 
@@ -54,7 +53,7 @@ def test_a_small_report_shows_everything() -> None:
     text = report(changed=[("calc.py", 2, 2), ("tests/test_calc.py", 10, 0)],
                   verified=["gate `make test` pass (orchestrator)", "reviewer: `make check` exit 0"],
                   outcome="escalated", reason="still failing after 3 review round(s)",
-                  findings=[Finding("calc.py", 9, "neg() returns its argument")])
+                  findings=["calc.py:9: neg() returns its argument"])
     assert "PROJ-7" in text
     assert "escalated" in text
     assert "still failing after 3 review round(s)" in text
@@ -94,7 +93,7 @@ def test_many_changed_files_fit(count: int) -> None:
 
 @pytest.mark.parametrize("count", [1, 3, 6, 30])
 def test_many_long_findings_fit(count: int) -> None:
-    findings = [Finding(f"src/f{i}.py", i + 1, "because " + "it is quite wrong " * 30)
+    findings = [f"src/f{i}.py:{i + 1}: because " + "it is quite wrong " * 30
                 for i in range(count)]
     text = report(outcome="escalated", findings=findings)
     assert words(text) <= WORD_LIMIT
@@ -131,8 +130,18 @@ def test_the_report_keeps_its_lines_when_dropping_files_and_findings_would_fit()
     verified = [" ".join(["word"] * 10) + f" {i}" for i in range(12)]
     text = report(outcome="escalated", reason="r " * 100,
                   changed=[(f"src/f{i}.py", 1, 2) for i in range(30)], verified=verified,
-                  findings=[Finding("x.py", 3, "long " * 50)] * 6)
+                  findings=["x.py:3: " + "long " * 50] * 6)
     assert words(text) <= WORD_LIMIT
     lines = text.splitlines()
     assert any(line.startswith("**Outcome:**") for line in lines)
     assert any(line.startswith("**Branch:**") and branch_at_commit(line, SHA) for line in lines)
+
+
+def test_weakened_tests_are_named_however_little_room_is_left() -> None:
+    weakened = [f"tests/test_{i}.py:{i}: test removed: `test_{i}`" for i in range(12)]
+    roomy = report(weakened=weakened[:2])
+    assert "**Tests weakened:**" in roomy and "test_1.py:1: test removed" in roomy
+    squeezed = report(outcome="escalated", weakened=weakened, **huge_inputs())
+    assert words(squeezed) <= WORD_LIMIT
+    assert "**Tests weakened:**" in squeezed and "and 11 more" in squeezed
+    assert "weakened" not in report()

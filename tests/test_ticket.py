@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import NotFound, UsageError
+from handoff.phases import PHASES
 from handoff.record.events import EventLog
-from handoff.record.ticket import PHASES, State, TicketDir, all_tickets, find, ticket_dir
+from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
 
 
 def make_state(ticket: str = "PROJ-1", key: str = "repo-0123456789") -> State:
@@ -274,7 +275,7 @@ def test_setting_aside_never_overwrites_an_earlier_damaged_file(handoff_home: Pa
 
 
 @pytest.mark.parametrize("change", [{"round": "2"}, {"commits": []}, {"phase": "dancing"},
-                                    {"ticket": 7}, {"relaunches": None}])
+                                    {"ticket": 7}, {"relaunched": None}, {"team": "x"}])
 def test_a_state_json_with_a_field_of_the_wrong_type_is_refused_when_read(
         change: dict[str, object], handoff_home: Path) -> None:
     tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")

@@ -105,7 +105,7 @@ def test_a_bad_budget_is_a_clear_usage_error(tmp_path: Path, text: str, says: st
 
 
 def test_the_init_template_offers_the_budget(tmp_path: Path) -> None:
-    text = config_mod.TEMPLATE.format(implementer="claude", reviewer="claude")
+    text = config_mod.TEMPLATE.format(implementer="claude", reviewer="claude", security="")
     line = next(x for x in text.splitlines() if "budget:" in x)
     write_config(tmp_path, line.lstrip("# ") + "\n")
     assert config_mod.load(tmp_path / "home", tmp_path).budget == \

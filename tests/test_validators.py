@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.loop.validators import check_implementer, check_reviewer, full_sha
+from handoff.loop.validators import check_implementer, check_reviewer, check_tester, full_sha
 from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.protocol.reports import Report
@@ -181,3 +181,64 @@ def test_reviewer_unknown_commit_is_rejected(main: Repo, base: str) -> None:
 
 def test_reviewer_empty_commit_is_rejected(main: Repo, base: str) -> None:
     assert len(check_reviewer(review(""), main, base)) == 1
+
+
+# ---- a tester's claims --------------------------------------------------------------------------
+
+
+def report_of_a_tester(commit: str, status: str = "done") -> Report:
+    return Report(role="qa", commit=commit, status=status)
+
+
+def only_tests(path: str) -> bool:
+    return path.startswith("tests/")
+
+
+@pytest.fixture
+def qa(wt: TicketWorktrees, work: Path, base: str) -> tuple[Path, str]:
+    """The implementer committed round 1; the tester's checkout is detached at that commit."""
+    start = commit_file(work, "calc.py", "def add(a, b):\n    return a + b\n", "round 1")
+    return wt.create_detached("qa", start), start
+
+
+def test_a_testers_commit_of_tests_on_its_start_is_taken(main: Repo, wt: TicketWorktrees,
+                                                          qa: tuple[Path, str]) -> None:
+    checkout, start = qa
+    assert check_tester(report_of_a_tester(start), main, wt, "qa", start, only_tests) == [], \
+        "nothing to add: the commit it was given"
+    commit = commit_file(checkout, "tests/test_more.py", "import unittest\n", "tests")
+    assert check_tester(report_of_a_tester(commit), main, wt, "qa", start, only_tests) == []
+
+
+def test_a_tester_that_changes_code_is_refused_naming_the_files(main: Repo, wt: TicketWorktrees,
+                                                                qa: tuple[Path, str]) -> None:
+    checkout, start = qa
+    commit = commit_file(checkout, "calc.py", "x = 1\n", "a fix the tester should not make")
+    problems = check_tester(report_of_a_tester(commit), main, wt, "qa", start, only_tests)
+    assert problems == ["your commit changes files that are not tests (calc.py): a tester adds "
+                        "tests only; a fault in the code is for the implementer, and your "
+                        "failing test shows it"]
+
+
+def test_a_testers_commit_must_build_on_the_commit_it_was_given(
+        main: Repo, wt: TicketWorktrees, work: Path, base: str, qa: tuple[Path, str]) -> None:
+    _, start = qa
+    problems = check_tester(report_of_a_tester(base), main, wt, "qa", start, only_tests)
+    assert len(problems) == 1 and "does not build on" in problems[0]
+
+
+def test_a_testers_checkout_must_hold_its_commit_clean(main: Repo, wt: TicketWorktrees,
+                                                       qa: tuple[Path, str]) -> None:
+    checkout, start = qa
+    commit = commit_file(checkout, "tests/test_more.py", "import unittest\n", "tests")
+    (checkout / "tests" / "scratch.py").write_text("x\n")
+    problems = check_tester(report_of_a_tester(commit), main, wt, "qa", start, only_tests)
+    assert len(problems) == 1 and "is not clean (tests/scratch.py)" in problems[0]
+    assert check_tester(report_of_a_tester(commit), main, wt, "qa", start, only_tests,
+                        worktree_state=False) == []
+
+
+def test_a_blocked_tester_is_not_held_to_a_commit(main: Repo, wt: TicketWorktrees,
+                                                  qa: tuple[Path, str], base: str) -> None:
+    _, start = qa
+    assert check_tester(report_of_a_tester(base, "blocked"), main, wt, "qa", start, only_tests) == []

@@ -243,3 +243,28 @@ def test_following_a_process_that_is_gone_says_so(tmp_path: Path) -> None:
     with Watcher([tmp_path]) as watcher:
         assert watcher.follow(child.pid) is False
         assert watcher.follow(None) is False
+
+
+@linux_only
+def test_one_wait_follows_several_processes_each_under_its_key(tmp_path: Path) -> None:
+    """The reviewers work side by side: each one's exit wakes the wait, and says which."""
+    children = {key: subprocess.Popen([PYTHON, "-c", "import sys; sys.stdin.read()"],
+                                      stdin=subprocess.PIPE) for key in ("reviewer", "security")}
+    try:
+        with Watcher([tmp_path]) as watcher:
+            for key, child in children.items():
+                assert watcher.follow(child.pid, key) is True
+            assert watcher.wait(0.2) is False and watcher.gone == set()
+            stdin = children["security"].stdin
+            assert stdin is not None
+            stdin.close()
+            assert watcher.wait(20) is True
+            assert watcher.gone == {"security"}, "only the one that ended"
+            assert watcher.follow(None, "security") is False and watcher.gone == set()
+            stdin = children["reviewer"].stdin
+            assert stdin is not None
+            stdin.close()
+            assert watcher.wait(20) is True and watcher.gone == {"reviewer"}
+    finally:
+        for child in children.values():
+            child.wait(timeout=20)

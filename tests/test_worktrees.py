@@ -63,7 +63,7 @@ def test_reviewer_is_detached_at_the_commit(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
     commit = commit_file(impl, "feature.txt", "feature\n")
-    path = wt.create_reviewer(commit)
+    path = wt.create_detached("reviewer", commit)
     assert path == wt.path("reviewer")
     assert is_detached(path)
     assert wt.head("reviewer") == commit
@@ -75,7 +75,7 @@ def test_reviewer_is_detached_at_the_commit(repo: Path, base: str) -> None:
 def test_worktrees_keep_the_main_status_clean(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    wt.create_reviewer(base)
+    wt.create_detached("reviewer", base)
     (impl / "untracked.txt").write_text("x", encoding="utf-8")
     assert main_status(repo) == ""
     assert "/.worktrees/" in (repo / ".git" / "info" / "exclude").read_text(
@@ -87,11 +87,11 @@ def test_create_twice_resumes_without_touching_work(repo: Path, base: str) -> No
     impl = wt.create_implementer(base)
     commit = commit_file(impl, "feature.txt", "feature\n")
     (impl / "wip.txt").write_text("in progress", encoding="utf-8")
-    rev = wt.create_reviewer(commit)
+    rev = wt.create_detached("reviewer", commit)
     (rev / "scratch.txt").write_text("notes", encoding="utf-8")
 
     assert wt.create_implementer(base) == impl
-    assert wt.create_reviewer(base) == rev
+    assert wt.create_detached("reviewer", base) == rev
 
     assert wt.head("implementer") == commit
     assert (impl / "wip.txt").read_text(encoding="utf-8") == "in progress"
@@ -103,9 +103,9 @@ def test_create_twice_resumes_without_touching_work(repo: Path, base: str) -> No
 
 def test_create_after_the_folder_vanished_makes_it_again(repo: Path, base: str) -> None:
     wt = worktrees(repo)
-    path = wt.create_reviewer(base)
+    path = wt.create_detached("reviewer", base)
     shutil.rmtree(path)
-    assert wt.create_reviewer(base) == path
+    assert wt.create_detached("reviewer", base) == path
     assert wt.head("reviewer") == base
     assert (path / "calc.py").exists()
 
@@ -121,23 +121,23 @@ def test_create_refuses_a_foreign_folder_in_the_way(repo: Path, base: str) -> No
     assert (path / "precious.txt").read_text(encoding="utf-8") == "mine"
 
 
-def test_point_reviewer_moves_to_the_new_commit(repo: Path, base: str, tmp_path: Path) -> None:
+def test_point_moves_to_the_new_commit(repo: Path, base: str, tmp_path: Path) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    rev = wt.create_reviewer(base)
+    rev = wt.create_detached("reviewer", base)
     commit = commit_file(impl, "feature.txt", "feature\n")
     scratch = tmp_path / "ticket" / "reviewer-scratch.patch"
-    wt.point_reviewer(commit, scratch)
+    wt.point("reviewer", commit, scratch)
     assert wt.head("reviewer") == commit
     assert is_detached(rev)
     assert (rev / "feature.txt").read_text(encoding="utf-8") == "feature\n"
     assert not scratch.exists()
 
 
-def test_point_reviewer_saves_scratch_changes(repo: Path, base: str, tmp_path: Path) -> None:
+def test_point_saves_scratch_changes(repo: Path, base: str, tmp_path: Path) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    rev = wt.create_reviewer(base)
+    rev = wt.create_detached("reviewer", base)
     commit = commit_file(impl, "feature.txt", "feature\n")
     edited = (rev / "calc.py").read_text(encoding="utf-8") + "\n# reviewer was here\n"
     (rev / "calc.py").write_text(edited, encoding="utf-8")
@@ -145,7 +145,7 @@ def test_point_reviewer_saves_scratch_changes(repo: Path, base: str, tmp_path: P
     (rev / "probe" / "test_probe.py").write_text("assert True\n", encoding="utf-8")
     scratch = tmp_path / "ticket" / "scratch-1.patch"
 
-    wt.point_reviewer(commit, scratch)
+    wt.point("reviewer", commit, scratch)
 
     assert wt.head("reviewer") == commit
     assert wt.dirty(rev) == []
@@ -249,7 +249,7 @@ def test_remove_all_keeps_the_branch(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
     commit = commit_file(impl, "feature.txt", "feature\n")
-    wt.create_reviewer(commit)
+    wt.create_detached("reviewer", commit)
     assert sorted(wt.remove_all()) == ["implementer", "reviewer"]
     assert not (repo / ".worktrees").exists()
     assert registered_paths(repo) == {repo.resolve()}
@@ -263,7 +263,7 @@ def test_remove_all_removes_nothing_when_one_is_dirty(repo: Path, base: str,
                                                       dirty_role: str) -> None:
     wt = worktrees(repo)
     wt.create_implementer(base)
-    wt.create_reviewer(base)
+    wt.create_detached("reviewer", base)
     (wt.path(dirty_role) / "left-behind.txt").write_text("x", encoding="utf-8")
     with pytest.raises(WorkAtRisk) as info:
         wt.remove_all()
@@ -276,7 +276,7 @@ def test_remove_all_removes_nothing_when_one_is_dirty(repo: Path, base: str,
 def test_remove_all_with_force_removes_dirty_worktrees(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     wt.create_implementer(base)
-    wt.create_reviewer(base)
+    wt.create_detached("reviewer", base)
     (wt.path("reviewer") / "left-behind.txt").write_text("x", encoding="utf-8")
     assert sorted(wt.remove_all(force=True)) == ["implementer", "reviewer"]
     assert not wt.root.exists()
@@ -311,7 +311,7 @@ def test_post_create_runs_in_each_new_worktree(repo: Path, base: str) -> None:
               "os.getcwd() + '\\n')")
     wt = worktrees(repo, post_create=((PYTHON, "-c", script, "one"),
                                       (PYTHON, "-c", script, "two")))
-    for path in (wt.create_implementer(base), wt.create_reviewer(base)):
+    for path in (wt.create_implementer(base), wt.create_detached("reviewer", base)):
         lines = (path / "setup.log").read_text(encoding="utf-8").splitlines()
         assert lines == [f"one {path}", f"two {path}"]
     assert not (repo / "setup.log").exists()
@@ -339,7 +339,7 @@ def test_failing_post_create_is_a_clear_error(repo: Path, base: str) -> None:
     assert wt.path("implementer").is_dir()
 
 
-def test_point_reviewer_resets_the_checkout_but_keeps_shares_and_setup_output(
+def test_point_resets_the_checkout_but_keeps_shares_and_setup_output(
         repo: Path, base: str, tmp_path: Path) -> None:
     (repo / "deps").mkdir()
     (repo / "deps" / "lib.txt").write_text("shared dependency\n")
@@ -349,14 +349,14 @@ def test_point_reviewer_resets_the_checkout_but_keeps_shares_and_setup_output(
     wt = worktrees(repo, shares=(Share("deps"),), post_create=(
         (PYTHON, "-c", f"import os; open({str(runs)!r}, 'a').write(os.getcwd() + '\\n')"),))
     implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
-    reviewer = wt.create_reviewer(git(repo, "rev-parse", "HEAD"))
+    reviewer = wt.create_detached("reviewer", git(repo, "rev-parse", "HEAD"))
     (reviewer / "build").mkdir()
     (reviewer / "build" / "out.o").write_text("ignored build output")
     (reviewer / "probe.txt").write_text("the reviewer's untracked file")
     (reviewer / "calc.py").write_text("# the reviewer's edit\n")
     new = commit_file(implementer, "calc.py", "def add(a, b):\n    return a + b\n")
 
-    wt.point_reviewer(new, tmp_path / "scratch.patch")
+    wt.point("reviewer", new, tmp_path / "scratch.patch")
 
     assert git(reviewer, "rev-parse", "HEAD") == new
     assert wt.dirty(reviewer) == []
@@ -481,7 +481,7 @@ def test_worktree_operations_never_see_another_handoffs_half_done_add(
 
     def make() -> None:
         try:
-            outcome.append(worktrees(repo).create_reviewer(base))
+            outcome.append(worktrees(repo).create_detached("reviewer", base))
         except Exception as exc:  # reported by the assertions below
             outcome.append(exc)
 
@@ -534,7 +534,7 @@ def test_remove_never_deletes_a_folder_that_is_not_a_worktree(repo: Path, base: 
     mine = wt.path("implementer")
     mine.mkdir(parents=True)
     (mine / "precious.txt").write_text("mine", encoding="utf-8")
-    wt.create_reviewer(base)
+    wt.create_detached("reviewer", base)
     assert wt.remove_all() == ["reviewer"]
     assert (mine / "precious.txt").read_text(encoding="utf-8") == "mine"
     assert wt.left() == [mine]
@@ -575,7 +575,7 @@ def test_a_refilled_folder_is_moved_aside_intact_when_made_again(repo: Path, bas
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
     commit = commit_file(impl, "feature.txt", "feature\n")
-    path = wt.create_reviewer(commit)
+    path = wt.create_detached("reviewer", commit)
     shutil.rmtree(path)
     (path / "sub").mkdir(parents=True)
     (path / "sub" / "work.txt").write_text("a peer's work", encoding="utf-8")
@@ -606,7 +606,7 @@ def test_git_inside_a_replaced_reviewer_never_touches_the_main_checkout(
     clean the repository around it (git, run there, would find that repository)."""
     wt = worktrees(repo)
     impl = wt.create_implementer(base)
-    rev = wt.create_reviewer(base)
+    rev = wt.create_detached("reviewer", base)
     commit = commit_file(impl, "feature.txt", "feature\n")
     calc = (repo / "calc.py").read_text(encoding="utf-8")
     if main_has_work:
@@ -619,7 +619,7 @@ def test_git_inside_a_replaced_reviewer_never_touches_the_main_checkout(
     if refilled:
         (rev / "left.txt").write_text("left by a test run", encoding="utf-8")
 
-    made = wt.point_reviewer(commit, tmp_path / "scratch.patch")
+    made = wt.point("reviewer", commit, tmp_path / "scratch.patch")
 
     assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
     assert git(repo, "rev-parse", "HEAD") == base
@@ -668,10 +668,63 @@ def test_a_failed_setup_of_the_reviewer_runs_again_when_it_is_pointed(
     script = (f"import pathlib, sys; sys.exit(3 if pathlib.Path({str(flag)!r}).exists() else 0)")
     wt = worktrees(repo, post_create=((PYTHON, "-c", script),))
     with pytest.raises(ExternalFailure):
-        wt.create_reviewer(base)
+        wt.create_detached("reviewer", base)
     rev = wt.path("reviewer")
     assert not wt.setup_done(rev)
     flag.unlink()
-    assert wt.point_reviewer(base, tmp_path / "scratch.patch").setup
+    assert wt.point("reviewer", base, tmp_path / "scratch.patch").setup
     assert wt.setup_done(rev)
-    assert not wt.point_reviewer(base, tmp_path / "scratch.patch").setup
+    assert not wt.point("reviewer", base, tmp_path / "scratch.patch").setup
+
+
+# ---- a team's checkouts ---------------------------------------------------------------------------
+
+
+def test_every_role_but_the_implementer_and_the_gate_sit_detached(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    wt.create_implementer(base)
+    for name in ("qa", "security", "gate"):
+        assert is_detached(wt.create_detached(name, base))
+    assert wt.present() == ["implementer", "qa", "security", "gate"]
+    assert wt.bytecode_env("security") and wt.bytecode_env("gate") and \
+        not wt.bytecode_env("implementer")
+
+
+def test_remove_all_removes_every_checkout_of_the_ticket_saving_the_detached_ones_work(
+        repo: Path, base: str, tmp_path: Path) -> None:
+    wt = worktrees(repo)
+    wt.create_implementer(base)
+    security, gate = wt.create_detached("security", base), wt.create_detached("gate", base)
+    (security / "notes.txt").write_text("a reviewer's scratch\n")
+    (gate / "calc.py").write_text("changed by a test run\n")
+    kept = tmp_path / "transcripts"
+    assert wt.remove_all(scratch_dir=kept) == ["implementer", "security", "gate"]
+    assert "a reviewer's scratch" in (kept / "security-scratch-close.patch").read_text()
+    assert "changed by a test run" in (kept / "gate-scratch-close.patch").read_text()
+    assert not (repo / ".worktrees").exists() and registered_paths(repo) == {repo.resolve()}
+
+
+def test_the_branch_moves_to_a_testers_commit_and_the_implementers_checkout_follows(
+        repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    work = wt.create_implementer(base)
+    start = commit_file(work, "calc.py", "def add(a, b):\n    return a + b\n", "round 1")
+    qa = wt.create_detached("qa", start)
+    tests = commit_file(qa, "tests/test_more.py", "import unittest\n", "tests")
+    assert wt.fast_forward(tests) == ""
+    assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == tests
+    assert git(work, "rev-parse", "HEAD") == tests and (work / "tests" / "test_more.py").is_file()
+    assert git(work, "status", "--porcelain") == ""
+
+
+def test_the_branch_is_not_moved_over_the_implementers_uncommitted_work(repo: Path,
+                                                                       base: str) -> None:
+    wt = worktrees(repo)
+    work = wt.create_implementer(base)
+    qa = wt.create_detached("qa", base)
+    tests = commit_file(qa, "calc.py", "changed by the tester\n", "tests")
+    (work / "calc.py").write_text("the implementer's uncommitted work\n")
+    problem = wt.fast_forward(tests)
+    assert "calc.py" in problem and "overwritten" in problem
+    assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == base, "not moved"
+    assert (work / "calc.py").read_text() == "the implementer's uncommitted work\n"

@@ -48,7 +48,7 @@ from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.providers import Launch, Provider
 from handoff.providers.scripted import TOOK, Scripted
-from handoff.record.events import EventLog
+from handoff.record.events import EventKind, EventLog
 from handoff.record.ticket import State, TicketDir, ticket_dir
 
 DEFAULT_REPS = 9
@@ -178,12 +178,12 @@ def bench_worktrees(ops: Ops, reps: int) -> None:
     repo = ops.make_repo(ops.box.root)
     base = repo.resolve("HEAD")
     top = str(repo.top)
-    create = Pair(ops, "TicketWorktrees.create_implementer+create_reviewer", "git worktree add x2")
+    create = Pair(ops, "TicketWorktrees.create_implementer+create_detached", "git worktree add x2")
     remove = Pair(ops, "TicketWorktrees.remove_all", "git worktree remove x2")
 
     def handoff_create(wt: TicketWorktrees) -> None:
         wt.create_implementer(base)
-        wt.create_reviewer(base)
+        wt.create_detached("reviewer", base)
 
     def raw_create(i: int, impl: str, rev: str) -> None:
         ops.raw("git", "-C", top, "worktree", "add", "-q", "-b", f"raw/R{i}", impl, base)
@@ -392,7 +392,7 @@ def bench_files(ops: Ops, reps: int) -> None:
 
         def append_all(log: EventLog = log) -> None:
             for k in range(EVENTS):
-                log.append("handoff", round=k % 3, role="implementer", brief=f"brief-{k}.md")
+                log.append("brief", round=k % 3, role="implementer", brief=f"brief-{k}.md")
 
         def dump_all(path: Path = raw_path) -> None:
             with path.open("a", encoding="utf-8") as handle:
@@ -427,7 +427,8 @@ def bench_status(ops: Ops, reps: int) -> None:
         tdir = ticket_dir(home, "repo-0123456789", f"S-{n}")
         tdir.path.mkdir(parents=True)
         tdir.save(sample_state(ops.box, f"S-{n}"))
-        for kind in ("orchestrator", "phase", "handoff", "submission", "phase"):
+        kinds: tuple[EventKind, ...] = ("orchestrator", "phase", "brief", "submission", "phase")
+        for kind in kinds:
             tdir.events.append(kind, round=1, role="implementer")
     row = Pair(ops, f"status per ticket ({TICKETS} tickets)",
                "json.loads of each state.json and events.jsonl", unit="µs")

@@ -174,15 +174,22 @@ def init(repo: RepoOpt = None) -> None:
 
     for problem in tools.problems():
         typer.echo(f"warning: {problem}", err=True)
-    implementer, reviewer, installed = doctor.pick()
-    path = config_template(Repo.at(repo or Path.cwd()).top, implementer, reviewer)
+    picked = doctor.pick()
+    path = config_template(Repo.at(repo or Path.cwd()).top, picked.implementer, picked.reviewer,
+                           picked.security)
     if path is None:
         typer.echo(f"{REPO_CONFIG} exists; leaving it alone")
         return
-    found = ", ".join(installed) if installed else "no coding CLI (claude, codex, gemini, opencode)"
-    typer.echo(f"found on PATH: {found}\nchose: implementer {implementer}, reviewer {reviewer}"
+    found = ", ".join(picked.installed) if picked.installed else \
+        "no coding CLI (claude, codex, gemini, opencode)"
+    security = (f", security reviewer {picked.security} (a second CLI: it reviews every round "
+                "beside the reviewer; remove roles.security to do without)") if picked.security \
+        else ("; no security reviewer: it needs a second installed CLI to be independent (add "
+              "roles.security by hand to have one anyway)" if picked.installed else "")
+    typer.echo(f"found on PATH: {found}\nchose: implementer {picked.implementer}, reviewer "
+               f"{picked.reviewer}{security}"
                + (" (the built-in scripted agent: install a CLI and edit the file)"
-                  if not installed else ""))
+                  if not picked.installed else ""))
     typer.echo(f"wrote {path}\ncommit it with your code (handoff finish refuses a checkout with "
                f"untracked files): git add {REPO_CONFIG} && git commit -m 'handoff config'\n"
                "next: handoff doctor, then handoff start TICKET --plan plan.md")

@@ -34,13 +34,13 @@ from handoff.machinery.watch import POLL_INTERVAL, Watcher
 # lifecycle (and libtmux with it) is imported now, not when a key is pressed: libtmux reads
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
 from handoff.operations import lifecycle
-from handoff.operations.board import ROLES, Board, Row
+from handoff.operations.board import Board, Row
 from handoff.record.store import private_dir
 
 #: seconds between the safety-net rescans (stats only; a ticket is read when it changed)
 RESCAN = 10.0
 COLUMNS = (("needs", "NEEDS YOU"), ("ticket", "TICKET"), ("repo", "REPO"), ("phase", "PHASE"),
-           ("round", "ROUND"), ("implementer", "IMPLEMENTER"), ("reviewer", "REVIEWER"),
+           ("round", "ROUND"), ("implementer", "IMPLEMENTER"), ("reviewer", "REVIEWERS"),
            ("in_phase", "IN PHASE"), ("last", "LAST EVENT"))
 PEER_WIDTH = 34
 #: the ticket and repo columns (longer ones are cut; the details show them whole)
@@ -56,6 +56,15 @@ def _peer_cell(row: Row, role: str) -> str:
     return _cut(peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}", PEER_WIDTH)
 
 
+def _team_cell(row: Row) -> str:
+    """The testers and reviewers: one shown as the implementer is, several by name and state
+    (the details line has each one's evidence)."""
+    others = row.others
+    if len(others) == 1:
+        return _peer_cell(row, next(iter(others)))
+    return _cut(" · ".join(f"{role} {peer.state}" for role, peer in others.items()), PEER_WIDTH)
+
+
 def cells(row: Row, now: datetime) -> dict[str, str | Text]:
     needs = Text(f"► {row.needs.upper()}", style="bold reverse") if row.needs else Text("")
     # a 64-character id (ids may be that long) would push every other column off the screen;
@@ -64,8 +73,19 @@ def cells(row: Row, now: datetime) -> dict[str, str | Text]:
             "repo": _cut(row.repo_name, TICKET_WIDTH), "phase": row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
             "implementer": _peer_cell(row, "implementer"),
-            "reviewer": _peer_cell(row, "reviewer"), "in_phase": row.in_phase(now),
+            "reviewer": _team_cell(row), "in_phase": row.in_phase(now),
             "last": row.last_event[10:] if row.last_event[:2].isdigit() else row.last_event}
+
+
+def recycle_keys(roles: list[str]) -> dict[str, str]:
+    """One key per peer for the recycle choice: its name's first free letter (i for the
+    implementer, r for the reviewer, as before), else a digit."""
+    keys: dict[str, str] = {}
+    for role in roles:
+        key = next((c for c in role.lower() if c.isalpha() and c not in keys), None) or \
+            next(str(d) for d in range(1, 10) if str(d) not in keys)
+        keys[key] = role
+    return keys
 
 
 def details(row: Row) -> str:
@@ -73,8 +93,7 @@ def details(row: Row) -> str:
     orch = f"orchestrator pid {row.orchestrator}" if row.orchestrator else \
         "no orchestrator running"
     lines = [f"{row.ticket} in {row.repo or '?'}: {row.phase}, round {row.round}, {orch}"]
-    for role in ROLES:
-        peer = row.peers[role]
+    for role, peer in row.peers.items():
         when = f" (at {peer.time[11:19]})" if peer.time else ""
         lines.append(f"  {role}: {peer.state}{when}" + (f" — {peer.evidence}"
                                                         if peer.evidence else ""))
@@ -328,7 +347,7 @@ class BoardApp(App[None]):
                                 lambda: recycle(self.home, row, role))
 
         self.push_screen(ChoiceScreen(f"Recycle which peer of {row.ticket}?",
-                                      {"i": "implementer", "r": "reviewer"}), chosen)
+                                      recycle_keys(list(row.peers))), chosen)
 
     def action_stop(self) -> None:
         row = self._ticket()

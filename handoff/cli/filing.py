@@ -19,7 +19,7 @@ from pathlib import Path
 from handoff.errors import EXIT_INTERRUPTED, HandoffError, UsageError, describe
 from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.protocol import intake
-from handoff.role import check_role
+from handoff.role import Team, check_name
 
 SEAL_ENV = "HANDOFF_SEAL"  # handoff.record.seals.ENV, without importing hashing for the peer
 #: how long a peer waits for the orchestrator's verdict; it answers between two looks at the
@@ -37,7 +37,7 @@ def context(directory: str | None, role: str | None) -> tuple[Path, str]:
         raise UsageError("submit needs the ticket directory and role",
                          "run the exact submit command from your brief (it passes --dir and "
                          "--role), or set HANDOFF_TICKET_DIR and HANDOFF_ROLE")
-    return Path(folder), check_role(who)
+    return Path(folder), check_name(who)
 
 
 def submit(report: Path, directory: str | None, role: str | None, round_: int | None) -> int:
@@ -74,11 +74,15 @@ def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
     try:
         state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
         phase, current = str(state["phase"]), int(state["round"])
+        team = Team.from_records(state.get("team") or [])
     except FileNotFoundError:
         return [f"{folder} is not a handoff ticket directory (no state.json)"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, UsageError):
         return []  # unreadable now: whoever judges the report reads it properly
-    refused = intake.refusal(phase, current, role, current if round_ is None else round_)
+    if not team.has(role):
+        return [f"this ticket has no role {role!r} (its roles: {', '.join(team.names)})"]
+    refused = intake.refusal(phase, current, role, current if round_ is None else round_,
+                             team.kind(role))
     return [refused] if refused else []
 
 

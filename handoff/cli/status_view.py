@@ -32,6 +32,12 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
                      f"{Path(row['repo']).name}")
         if row["reason"]:
             lines.append(f"    {row['reason']}")
+        if row.get("verdicts") and (one or len(row["verdicts"]) > 1):
+            lines.append("    reviews this round: " + ", ".join(
+                f"{role} {verdict}" for role, verdict in row["verdicts"].items()))
+        if one and row.get("team") and len(row["team"]) > 2:
+            lines.append("    team: " + ", ".join(f"{name} ({kind})"
+                                                  for name, kind in row["team"].items()))
         if row["error"]:
             lines.append(f"    error: {row['error']}")
         if row["hint"]:

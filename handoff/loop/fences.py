@@ -5,7 +5,9 @@ handoff home hidden; writable only the role's worktree and what its work needs o
 directory, its CLI's own state, the drafts and signal folders of its ticket, and the paths
 the person opened (`sandbox.write`). The implementer commits, so it may write objects and the
 refs of handoff's own branches (never main's, never another ticket's branch, never the
-config or the hooks); a reviewer writes only its worktree's admin folder (its index).
+config or the hooks); a tester commits in its detached checkout, so it may write objects but
+no ref (handoff moves the branch to its commit); a reviewer writes only its worktree's admin
+folder (its index). The gate runs in a checkout of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from handoff.machinery import sandbox
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import HIDE, READ, WRITE, Fence
 from handoff.machinery.worktrees import (
+    GATE,
     WORKTREES_DIR,
     TicketWorktrees,
     branch_name,
@@ -29,11 +32,10 @@ from handoff.machinery.worktrees import (
 from handoff.providers import Provider
 from handoff.record.store import private_dir
 from handoff.record.ticket import TicketDir
+from handoff.role import Kind
 
-WRITERS = ("implementer",)
 
-
-def peer(role: str, provider: Provider, env: Mapping[str, str], *, home: Path,
+def peer(role: str, kind: Kind, provider: Provider, env: Mapping[str, str], *, home: Path,
          tdir: TicketDir, repo: Repo, worktrees: TicketWorktrees, config: Config) -> Fence:
     """The fence of role's CLI (env: the peer's environment, where its CLI's state is)."""
     worktree = worktrees.path(role)
@@ -43,8 +45,8 @@ def peer(role: str, provider: Provider, env: Mapping[str, str], *, home: Path,
     # made now: a folder that is not there has no mount point in the read-only ticket folder
     drafts, signals = private_dir(tdir.drafts(role)), private_dir(tdir.signals(role))
     fence = fence.with_rules(WRITE, [drafts, signals])
-    fence = fence.with_rules(WRITE, _git_paths(role, repo, worktrees, tdir.ticket))
-    if role in WRITERS:
+    fence = fence.with_rules(WRITE, _git_paths(role, kind, repo, worktrees, tdir.ticket))
+    if kind is Kind.IMPLEMENTER:
         fence = fence.with_rules(READ, others(repo, tdir.ticket))
     state = [path for path in provider.state_dirs(env) if _made(path)]
     fence = fence.with_rules(WRITE, state)
@@ -53,10 +55,10 @@ def peer(role: str, provider: Provider, env: Mapping[str, str], *, home: Path,
 
 def gate(*, home: Path, repo: Repo, worktrees: TicketWorktrees, config: Config,
          env: Mapping[str, str]) -> Fence:
-    """The gate's fence: the reviewer's checkout, at the commit under test, and nothing of the
+    """The gate's fence: its own checkout, at the commit under test, and nothing of the
     ticket's folder."""
-    fence = _base(worktrees.path("reviewer"), env, home, repo, config, None)
-    fence = fence.with_rules(WRITE, _git_paths("reviewer", repo, worktrees, ""))
+    fence = _base(worktrees.path(GATE), env, home, repo, config, None)
+    fence = fence.with_rules(WRITE, _git_paths(GATE, Kind.REVIEWER, repo, worktrees, ""))
     return _holes(fence, config)
 
 
@@ -88,14 +90,18 @@ def _holes(fence: Fence, config: Config) -> Fence:
         HIDE, config.sandbox.paths("hide"))
 
 
-def _git_paths(role: str, repo: Repo, worktrees: TicketWorktrees, ticket: str) -> list[Path]:
+def _git_paths(role: str, kind: Kind, repo: Repo, worktrees: TicketWorktrees,
+               ticket: str) -> list[Path]:
     """What a role's git commands write: its worktree's admin folder (index, HEAD, logs); for
-    the implementer also the objects and handoff's branch folder, where a commit's ref is
-    written (git writes `<ref>.lock` and renames it, so the folder, not the file, is bound:
-    the other entries in it are bound read-only again by `others`)."""
+    a tester also the objects its commits add; for the implementer also handoff's branch
+    folder, where a commit's ref is written (git writes `<ref>.lock` and renames it, so the
+    folder, not the file, is bound: the other entries in it are bound read-only again by
+    `others`)."""
     admin = worktrees.admin_dir(worktrees.path(role))
     paths = [admin] if admin is not None else []
-    if role in WRITERS and ticket:
+    if kind is Kind.TESTER:
+        paths.append(repo.common_dir / "objects")
+    if kind is Kind.IMPLEMENTER and ticket:
         common = repo.common_dir
         branch = branch_name(ticket)
         for folder in (common / "refs" / "heads", common / "logs" / "refs" / "heads"):

@@ -1,5 +1,10 @@
 """The ticket state machine. Resumable from the ticket directory alone.
 
+A round is stages over the team's kinds: the implementer, then each tester in order, then the
+gate (the plan's test command and the scanners, in a checkout of its own), then every reviewer
+at once. What follows each stage is decided by handoff.loop.rules; this module waits for the
+peers, watches them while they work, and acts.
+
 Every step is idempotent: it looks at what is on disk (and what the peers' panes were started
 for) before acting, so a `kill -9` at any point followed by `handoff resume` finishes the
 ticket with nothing lost and no round done twice.
@@ -11,9 +16,9 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -21,40 +26,41 @@ from typing import Any
 from handoff import trace
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import metering, notify, submission, summary
-from handoff.loop.gate import end_left_gate, excerpt, record_path, run_gate
+from handoff.loop import metering, notify, rules, scanners, submission, summary, weakened
+from handoff.loop.gate import GateResult, end_left_gate, excerpt, record_path, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
+from handoff.loop.rules import Move
 from handoff.loop.submission import provenance, set_aside, spend
-from handoff.loop.validators import check_implementer, check_reviewer
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import Peers, self_argv
 from handoff.machinery.processes import environ, process_alive
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
+from handoff.machinery.worktrees import GATE
+from handoff.phases import FINISHED, Phase
 from handoff.protocol import briefs, protected, reports
 from handoff.protocol.intake import Intake, Request, Verdict
-from handoff.protocol.reports import Finding, Report
+from handoff.protocol.ledger import Entry, Ledger
+from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.sessions import keeps_usage
 from handoff.providers.signals import read_signals
 from handoff.record import seals
+from handoff.record.events import EventKind
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
 from handoff.record.store import atomic_write, digest, file_digest
-from handoff.record.ticket import FINISHED, State, TicketDir, brief_round
+from handoff.record.ticket import State, TicketDir, brief_round
 from handoff.record.usage import over_budget, per_round
-from handoff.role import ROLES, phase_of
+from handoff.role import DEFAULT, IMPLEMENTER, Kind, Team
 
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TICK = 0.5
-#: the answers that let a ticket's change of control files stand
-ALLOW_WORDS = ("allow", "allowed", "yes", "go", "ok", "approve", "approved")
 #: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale
 RECYCLE_GRACE = 60.0
 SETTLE = 1.0
-MAX_REJECTIONS = 3
 
 #: where each recorded event is shown as it happens (a foreground run prints them)
 EventSink = Callable[[dict[str, Any]], None]
@@ -77,6 +83,20 @@ class Watching:
     since_ns: int
     #: the process it judges: another one in the pane was started by a `handoff recycle`
     pid: int = 0
+
+
+@dataclass
+class Awaited:
+    """One peer whose report a wait is for."""
+
+    role: str
+    brief: Path
+    report: Path
+    patience: Patience
+    #: when it is next looked at (time.monotonic(); 0: at once)
+    look_at: float = 0.0
+    #: why it waits for a person ('' while it works): the others go on meanwhile
+    held: str = ""
 
 
 def clip_words(text: str, words: int) -> str:
@@ -112,8 +132,12 @@ class Orchestrator:
         #: what wakes the waits of a run (`run` keeps it open): reports, signals, the intake
         self.watcher: Watcher | None = None
 
+    @property
+    def team(self) -> Team:
+        return self.state.roles
+
     # ---- bookkeeping -------------------------------------------------------------------
-    def event(self, kind: str, role: str = "", **fields: Any) -> None:
+    def event(self, kind: EventKind, role: str = "", **fields: Any) -> None:
         self.say(self.tdir.events.append(kind, round=self.state.round, role=role, **fields))
 
     def save(self) -> None:
@@ -126,13 +150,25 @@ class Orchestrator:
         notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
                              self.ws.repo.top, self.event)
 
-    def next_round(self, findings: list[Finding], notes: list[tuple[str, str]]) -> None:
+    def apply(self, move: Move) -> None:
+        """Carry out what the rules decided."""
+        if move.next_round:
+            self.next_round(move.notes)
+            return
+        if move.phase == Phase.NEEDS_HUMAN:
+            self.state.after_answer = move.after_answer
+        self.transition(move.phase, move.reason)
+
+    def next_round(self, notes: Sequence[tuple[str, str]] = ()) -> None:
+        """The implementer's next round: its brief carries the ledger's open findings and the
+        notes (a failed gate, a rejected report, an answer)."""
         self.state.round += 1
-        self.state.relaunches = 0
+        self.state.relaunched = {}
+        self.state.held = []
         self.state.feedback = {"round": self.state.round,
-                               "findings": [asdict(f) for f in findings],
+                               "findings": [e.fields() for e in Ledger.of(self.state.ledger).open()],
                                "notes": [list(n) for n in notes]}
-        self.transition("implementing")
+        self.transition(Phase.IMPLEMENTING)
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
@@ -147,21 +183,23 @@ class Orchestrator:
             try:
                 self.state = self.ws.state()
                 # a person started this run: the peers' relaunch budget starts afresh
-                carried, self.state.relaunches = self.state.relaunches, 0
+                carried, self.state.relaunched = self.state.relaunches, {}
                 if carried:
                     self.save()
                 fenced = self.ws.sandbox()
                 self.event("orchestrator", pid=os.getpid(), relaunches_before=carried,
                            intake=self.intake.error or "listening",
-                           sandbox=fenced.why if fenced is not None else "none")
+                           sandbox=fenced.why if fenced is not None else "none",
+                           team=[f"{r.name}:{r.kind}" for r in self.team.roles])
                 while self.state.phase not in FINISHED:
                     step = {
-                        "awaiting-approval": None,
-                        "implementing": self.implementing,
-                        "gating": self.gating,
-                        "reviewing": self.reviewing,
-                        "needs-human": self.needs_human,
-                    }[self.state.phase]
+                        Phase.AWAITING_APPROVAL: None,
+                        Phase.IMPLEMENTING: self.implementing,
+                        Phase.TESTING: self.testing,
+                        Phase.GATING: self.gating,
+                        Phase.REVIEWING: self.reviewing,
+                        Phase.NEEDS_HUMAN: self.needs_human,
+                    }[Phase(self.state.phase)]
                     if step is None:
                         return self.state
                     step()
@@ -182,14 +220,15 @@ class Orchestrator:
         """Worktrees and the tmux session: created once, found again on resume."""
         state, wt = self.state, self.ws.worktrees
         if not state.worktrees:
-            state.worktrees = {"implementer": str(wt.create_implementer(state.base_commit)),
-                               "reviewer": str(wt.create_reviewer(state.base_commit))}
+            state.worktrees = {IMPLEMENTER: str(wt.create_implementer(state.base_commit))}
+            for role in self.team.names[1:]:
+                state.worktrees[role] = str(wt.create_detached(role, state.base_commit))
             state.branch = self.ws.branch()
             self.save()
             self.event("worktrees", **state.worktrees)
         else:  # each made again if deleted by hand, set up again if its setup had failed
-            for role, rev in (("implementer", state.base_commit),
-                              ("reviewer", state.last_commit())):
+            for role in self.team.names:
+                rev = state.base_commit if role == IMPLEMENTER else state.last_commit()
                 made = wt.ensure(role, rev, recreate=True)
                 if made.changed:
                     self.event("worktree", role, **made.fields())
@@ -226,11 +265,11 @@ class Orchestrator:
         if now == self.state.plan_digest:
             return True
         self.event("plan-changed", approved=self.state.plan_digest, now=now)
-        self.state.after_answer = self.state.phase
-        self.transition("needs-human", f"{self.tdir.plan_md} changed after it was approved: "
-                        "handoff runs no plan nobody approved. Put the approved plan back, or "
-                        f"read the change and 'handoff answer {self.state.ticket} \"approved\"' "
-                        "to approve the plan as it is now")
+        self.apply(rules.ask(
+            f"{self.tdir.plan_md} changed after it was approved: handoff runs no plan nobody "
+            f"approved. Put the approved plan back, or read the change and 'handoff answer "
+            f"{self.state.ticket} \"approved\"' to approve the plan as it is now",
+            after_answer=self.state.phase))
         return False
 
     def control_files_allowed(self) -> bool:
@@ -245,42 +284,333 @@ class Orchestrator:
         if not touched:
             return True
         self.state.asked_changes = touched
-        self.state.after_answer = "gating"
         self.event("protected", files=touched, commit=commit)
-        shown = ", ".join(touched[:8]) + (f" and {len(touched) - 8} more" if len(touched) > 8
-                                          else "")
-        self.transition("needs-human", f"round {n}'s commit changes control files, which steer "
-                        f"handoff or the peers and which the plan does not list under "
-                        f"may_change: {shown}. 'handoff answer {self.state.ticket} allow' lets "
-                        "them stand and runs the gate; any other answer goes to the implementer "
-                        "as its next round (e.g. \"put CLAUDE.md back\")")
+        self.apply(rules.protected(touched, n, self.state.ticket))
         return False
 
+    # ---- the implementer and the testers ------------------------------------------------
     def implementing(self) -> None:
         if not self.plan_unchanged():
             return
         self.setup()
         n = self.state.round
-        brief = self.tdir.brief("implementer", n)
+        brief = self.tdir.brief(IMPLEMENTER, n)
         self.hand(brief, lambda: self.render_implementer_brief(n))
-        self.ensure_briefed("implementer", brief, fresh=False)
-        self.pass_on_note("implementer", brief)
-        report = self.wait_for_report("implementer", n, brief)
-        if report is not None:
-            self.accept_implementation(n, report)
+        self.ensure_briefed(IMPLEMENTER, brief, fresh=False)
+        self.pass_on_note({IMPLEMENTER: brief})
+        got = self.wait_for_reports({IMPLEMENTER: brief})
+        if got:
+            self.accept_work(IMPLEMENTER, n, got[IMPLEMENTER])
 
     def render_implementer_brief(self, n: int) -> str:
         feedback = self.state.feedback if self.state.feedback.get("round") == n else {}
-        findings = [Finding(**f) for f in feedback.get("findings", [])]
+        findings = [_entry(f) for f in feedback.get("findings", [])]
         notes = [(str(t), str(x)) for t, x in feedback.get("notes", [])]
-        ctx = self.ws.brief_context(self.state, "implementer", n)
+        ctx = self.ws.brief_context(self.state, IMPLEMENTER, n)
         return briefs.implementer(ctx, self.ws.branch(), findings, notes)
 
+    def next_tester(self, n: int) -> str | None:
+        return rules.next_tester(self.team.testers, self.state.tested.get(str(n), {}))
+
+    def testing(self) -> None:
+        """The next tester of the round adds tests on top of the round's commit so far."""
+        if not self.plan_unchanged():
+            return
+        self.setup()
+        n = self.state.round
+        tester = self.next_tester(n)
+        if tester is None:  # every tester reported before a crash: on to the gate
+            self.transition(Phase.GATING)
+            return
+        commit = self.state.commit_of(n)
+        diff = self.tdir.diff(n)
+        self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
+        brief = self.tdir.brief(tester, n)
+        if self.ws.peers(self.state).working_on(tester) != str(brief):
+            self.point(tester, n)
+        self.hand(brief, lambda: briefs.tester(
+            self.ws.brief_context(self.state, tester, n), commit, diff))
+        self.ensure_briefed(tester, brief, fresh=True)
+        self.pass_on_note({tester: brief})
+        got = self.wait_for_reports({tester: brief})
+        if got:
+            self.accept_work(tester, n, got[tester])
+
+    def accept_work(self, role: str, n: int, report: Report) -> None:
+        """The implementer's or a tester's accepted report: its commit becomes the round's
+        (a tester's is put on the ticket branch first), and the rules say what follows."""
+        kind = self.team.kind(role)
+        if report.status != "blocked":
+            # judged: the commit exists; a full sha is its own resolution (no git call)
+            commit = report.commit if FULL_SHA.fullmatch(report.commit) \
+                else self.ws.repo.resolve(report.commit)
+            if kind is Kind.TESTER:
+                if not self.onto_branch(role, commit):
+                    return
+                self.state.tested.setdefault(str(n), {})[role] = commit
+            self.state.commits[str(n)] = commit
+        question = report.sections.get("open questions", "").strip()
+        self.apply(rules.after_work(kind, role, report.status, question, self.next_tester(n)))
+
+    def onto_branch(self, role: str, commit: str) -> bool:
+        """Move the ticket branch to a tester's commit (it builds on the branch's head: the
+        validators checked), in the implementer's worktree, so its checkout follows."""
+        made = self.ws.ensure_worktree(self.state, IMPLEMENTER)
+        if made:
+            self.event("worktree", IMPLEMENTER, **made)
+        problem = self.ws.worktrees.fast_forward(commit)
+        if not problem:
+            self.event("branch", role, commit=commit, branch=self.ws.branch(),
+                       by="fast-forward")
+            return True
+        self.apply(rules.ask(f"the {role}'s commit {short_sha(commit)} cannot be put on "
+                             f"{self.ws.branch()}: {problem}. Mend the implementer's worktree, "
+                             f"then 'handoff answer {self.state.ticket} go'",
+                             after_answer=Phase.TESTING))
+        return False
+
+    # ---- the gate -----------------------------------------------------------------------
+    def gating(self) -> None:
+        if not self.plan_unchanged() or not self.control_files_allowed():
+            return
+        left = end_left_gate(record_path(self.tdir.path))
+        if left is not None:  # a killed orchestrator's gate: ended first, never two at once
+            self.event("gate", result="ended", reason="left running by an earlier orchestrator",
+                       **left)
+        n, plan = self.state.round, self.ws.plan()
+        commit = self.state.commit_of(n)
+        self.retire_finished()
+        self.point(GATE, n)
+        cwd, env = self.ws.worktrees.path(GATE), self.ws.gate_env()
+        missing = [s for s in self.ws.config.scanners
+                   if s.required and not scanners.installed(s.command[0], env, cwd)]
+        if missing:
+            names = [s.name for s in missing]
+            self.event("gate", result="stopped", reason="required scanner(s) not installed",
+                       scanners=names, commit=commit)
+            self.apply(rules.missing_scanners(names, [scanners.fix_for_missing(
+                s, env, self.state.ticket) for s in missing]))
+            return
+        if plan.test is None and not self.ws.config.scanners:
+            self.state.gates[str(n)] = "skipped"
+            self.event("gate", result="skipped", reason="the plan names no test command")
+            self.transition(Phase.REVIEWING)
+            return
+        result = self.run_test(plan.test, commit, cwd, env) if plan.test else None
+        scans = self.run_scanners(n, commit, cwd, env)
+        passed = rules.gate_passes(result.passed if result is not None else None,
+                                   any(s.blocks for s in scans))
+        changed = self.changed_checkout(GATE, commit, untracked=True) if passed else ""
+        if changed:  # a pass counts only at the exact commit: someone wrote into the checkout
+            self.event("gate", result="void", why=changed, log=self.tdir.gate_log(n).name,
+                       commit=commit)
+            self.apply(rules.gate_void(changed, self.state.ticket))
+            return
+        self.state.gates[str(n)] = "pass" if passed else "fail"
+        said = gate_summary(result, scans)
+        self.event("gate", result=self.state.gates[str(n)], summary=said,
+                   log=self.tdir.gate_log(n).name if result else "", commit=commit)
+        notes = [gate_note(result.summary(), commit, self.tdir.gate_log(n), result.output)] \
+            if result is not None and not result.passed else []
+        blocking = scanners.note(scans)
+        if blocking is not None:
+            notes.append(blocking)
+        move = rules.after_gate(passed, self.state.gate_bounces, self.state.max_gate_bounces,
+                                said, notes)
+        if not passed:
+            self.state.gate_bounces += 1
+        self.apply(move)
+
+    def run_test(self, argv: Sequence[str], commit: str, cwd: Path,
+                 env: dict[str, str]) -> GateResult:
+        n = self.state.round
+        self.event("gate", result="running", command=list(argv), commit=commit)
+        return run_gate(argv, cwd, env, self.ws.config.gate_timeout, self.tdir.gate_log(n),
+                        record=record_path(self.tdir.path), fence=self.ws.gate_fence())
+
+    def run_scanners(self, n: int, commit: str, cwd: Path,
+                     env: dict[str, str]) -> list[scanners.ScanResult]:
+        """Every scanner of the config at the gate's commit, each said in an event."""
+        if not self.ws.config.scanners:
+            return []
+        scope = scanners.Scope(base=self.state.base_commit, commit=commit,
+                               changed=tuple(self.ws.repo.present_changes(
+                                   self.state.base_commit, commit)))
+        found = scanners.run_scanners(self.ws.config.scanners, scope, cwd, env,
+                                      self.ws.config.gate_timeout,
+                                      lambda name: self.tdir.scan_log(n, name),
+                                      record=record_path(self.tdir.path),
+                                      fence=self.ws.gate_fence())
+        for scan in found:
+            self.event("scanner", **scan.fields())
+        self.state.scans[str(n)] = {scan.name: scan.state for scan in found}
+        return found
+
+    def retire_finished(self) -> None:
+        """The testers and reviewers of an earlier stage still in their panes are asked to
+        leave (their sessions kept), so each works fresh next time."""
+        peers = self.ws.peers(self.state)
+        working = [role for role in self.team.names[1:] if peers.working_on(role)]
+        transcripts = {role: self.ws.transcript_for(self.state, role) for role in working}
+        peers.leave_all({role: self.ws.provider(role) for role in working})
+        for role in working:
+            self.ws.keep_session(self.state, role, transcripts[role])
+            peers.retire(role, transcripts[role])
+            self.event("recycle", role, stage="stopped", by="orchestrator")
+
+    # ---- the reviewers --------------------------------------------------------------------
+    def reviewing(self) -> None:
+        """Every reviewer at once, each fresh in its own checkout of the commit; the round is
+        judged when all of them have reported."""
+        if not self.plan_unchanged():
+            return
+        self.setup()
+        n = self.state.round
+        commit = self.state.commit_of(n)
+        diff = self.tdir.diff(n)
+        self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
+        review = self.review_of(n, commit, diff)
+        done = self.state.reviewed.get(str(n), {})
+        peers = self.ws.peers(self.state)
+        waiting: dict[str, Path] = {}
+        for role in (r for r in self.team.reviewers if r not in done):
+            brief = self.tdir.brief(role, n)
+            if peers.working_on(role) != str(brief):
+                self.point(role, n)
+            self.hand(brief, lambda role=role: briefs.reviewer(  # type: ignore[misc]
+                self.ws.brief_context(self.state, role, n), review))
+            self.ensure_briefed(role, brief, fresh=True)
+            waiting[role] = brief
+        self.pass_on_note(waiting)
+        got = self.wait_for_reports(waiting, self.record_review)
+        if got is not None:
+            self.judge_round(n, got)
+
+    def review_of(self, n: int, commit: str, diff: Path) -> briefs.Review:
+        """What every reviewer of round n is shown beside the plan: the diff since the last
+        review, the ledger's open findings, the tests the change weakened, what the scanners
+        that do not block found."""
+        earlier = sorted(int(r) for r in self.state.verdicts if int(r) < n)
+        last = self.state.commit_of(earlier[-1]) if earlier else ""
+        increment = None
+        if last and last != commit:
+            increment = self.tdir.path / f"diff-{n}-since-{earlier[-1]}.patch"
+            self.hand(increment, lambda: self.ws.repo.diff(last, commit) + "\n")
+        if str(n) not in self.state.weakened:
+            plan = self.ws.plan()
+            found = weakened.weakened(self.ws.repo, self.state.base_commit, commit,
+                                      [*(c for c in (plan.test,) if c), *plan.review])
+            self.state.weakened[str(n)] = [w.fields() for w in found]
+            self.save()
+            if found:
+                self.event("weakened", tests=[w.render() for w in found], commit=commit)
+        shown_weak = tuple((str(w["id"]), weakened.described(w))
+                           for w in self.state.weakened[str(n)])
+        advisory = [f"- `{name}` {state}: see `{self.tdir.scan_log(n, name)}`"
+                    for name, state in self.state.scans.get(str(n), {}).items()
+                    if state == "failed"]
+        notes = (("What the scanners that do not block found",
+                  "\n".join(advisory) + "\n"),) if advisory else ()
+        return briefs.Review(commit, diff, increment, tuple(Ledger.of(self.state.ledger).open()),
+                             shown_weak, notes)
+
+    def record_review(self, role: str, n: int, report: Report) -> None:
+        """One reviewer's accepted verdict, said at once (the others may still be at work)."""
+        self.state.reviewed.setdefault(str(n), {})[role] = report.verdict
+        self.save()
+        extra: dict[str, Any] = {}
+        if report.ledger:
+            extra["ledger"] = [f"{a.id} {a.status}" for a in report.ledger]
+        if report.weakened:
+            extra["weakened"] = [f"{a.id} {a.answer}" for a in report.weakened]
+        self.event("verdict", role, verdict=report.verdict, commit=report.commit,
+                   must_fix=[f.render() for f in report.must_fix],
+                   should_fix=[f.render() for f in report.should_fix], **extra)
+
+    def judge_round(self, n: int, got: Mapping[str, Report]) -> None:
+        """Every reviewer reported: their findings go into the ledger, and the rules judge."""
+        reviews = [(role, got.get(role) or self.filed_review(role, n))
+                   for role in self.team.reviewers]
+        ledger = Ledger.of(self.state.ledger).merged(n, reviews)
+        raised = [f for _, report in reviews for f in report.must_fix]
+        earlier = {key for r, keys in self.state.findings.items() if r != str(n) for key in keys}
+        repeated = rules.repeated(raised, earlier)
+        verdicts = {role: self.state.reviewed.get(str(n), {}).get(role, report.verdict)
+                    for role, report in reviews}
+        self.state.verdicts[str(n)] = rules.round_verdict(verdicts)
+        self.state.findings[str(n)] = sorted({f.key() for f in raised})
+        self.state.ledger = ledger.records()
+        if len(verdicts) > 1 or self.state.ledger:
+            self.event("reviews", verdict=self.state.verdicts[str(n)], verdicts=verdicts,
+                       open=[e.id for e in ledger.open()])
+        self.apply(rules.after_reviews(verdicts, ledger, repeated, self.state.reviews,
+                                       self.state.max_rounds))
+
+    def filed_review(self, role: str, n: int) -> Report:
+        """A review accepted by an earlier run, read from its file."""
+        path = self.tdir.report(role, n)
+        report, _ = reports.parse(read_text(path, REPORT_LIMIT, "the report"), Kind.REVIEWER,
+                                  role=role)
+        verdict = self.state.reviewed.get(str(n), {}).get(role, "fail")
+        return report or Report(role=role, commit=self.state.commit_of(n), verdict=verdict)
+
+    # ---- a person -------------------------------------------------------------------------
+    def needs_human(self) -> None:
+        """Wait for `handoff answer`; the answer starts the implementer's next round."""
+        number = self.state.answers_used + 1
+        path = self.tdir.answer(number)
+        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
+                as watcher:
+            while not path.exists():
+                watcher.wait(TICK)
+        self.state.answers_used = number
+        text = path.read_text(encoding="utf-8")
+        approved = file_digest(self.tdir.plan_md)
+        if approved != self.state.plan_digest:  # the person was told it changed, and answered
+            self.state.plan_digest = approved
+            self.event("plan-approved", by="answer", digest=approved)
+        answered = rules.after_answer(text, self.state.after_answer, self.state.asked_changes)
+        self.state.asked_changes, self.state.after_answer = [], ""
+        if answered.allowed:
+            self.state.allowed_changes = sorted({*self.state.allowed_changes, *answered.allowed})
+            self.event("protected-allowed", files=list(answered.allowed))
+        if not answered.move.next_round:  # the same round: its peers are told the answer
+            self.state.relaunched = {}
+            self.state.note_for_peer = answered.note
+            self.monitors.clear()
+        self.apply(answered.move)
+
+    def pass_on_note(self, briefed: Mapping[str, Path]) -> None:
+        """A person's answer for the same round goes to the live peers it was asked about (all
+        of the phase's when it was about none: a budget stop); a peer that cannot take it
+        (gone, or still on a dialog) starts afresh on its brief."""
+        note, self.state.note_for_peer = self.state.note_for_peer, ""
+        held, self.state.held = self.state.held, []
+        if not note:
+            if held:
+                self.save()
+            return
+        self.save()
+        for role, brief in briefed.items():
+            if held and role not in held:
+                continue
+            since = signal_clock()
+            message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
+                       f"{shown(brief)} to the end and file your report with its submit "
+                       "command.")
+            delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
+            self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
+            if delivery:
+                self.monitors[role] = self.watching(role, message, since)
+            else:
+                self.launch(role, brief, "answered")
+
+    # ---- peers: briefing and launching ---------------------------------------------------
     def ensure_briefed(self, role: str, brief: Path, fresh: bool) -> None:
         """Make sure the role's live process is working on brief, without sending it twice.
 
-        fresh: always start a new process (the reviewer); otherwise paste into the running
-        CLI and fall back to a fresh start when the paste is not taken.
+        fresh: always start a new process (testers, reviewers); otherwise paste into the
+        running CLI and fall back to a fresh start when the paste is not taken.
         """
         peers = self.ws.peers(self.state)
         if peers.working_on(role) == str(brief):
@@ -315,88 +645,100 @@ class Orchestrator:
         self.launched_ns[role] = signal_clock()
         launch = self.ws.launch(self.state, role, brief)
         self.monitors.pop(role, None)
-        self.event("launch", role, brief=str(brief), provider=self.ws.config.providers[role],
+        self.event("launch", role, brief=str(brief), provider=self.ws.spec(role).provider,
                    message=first_message(brief), reason=reason,
                    **({"session_id": launch.session_id} if launch.signals else {}))
 
-    def pass_on_note(self, role: str, brief: Path) -> None:
-        """A person's answer for the same round goes to the live peer; a peer that cannot take
-        it (gone, or still on a dialog) starts afresh on its brief."""
-        note, self.state.note_for_peer = self.state.note_for_peer, ""
-        if not note:
-            return
-        self.save()
-        since = signal_clock()
-        message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
-                   f"{shown(brief)} to the end and file your report with its submit command.")
-        delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
-        self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
-        if delivery:
-            self.monitors[role] = self.watching(role, message, since)
-        else:
-            self.launch(role, brief, "answered")
+    # ---- waiting for reports, watching the peers ---------------------------------------
+    def wait_for_reports(
+            self, briefed: Mapping[str, Path],
+            accepted: Callable[[str, int, Report], None] | None = None,
+    ) -> dict[str, Report] | None:
+        """Wait for the reports of the briefed peers (role → brief), watching each one
+        meanwhile: a dead one, or one whose tmux server is gone, is relaunched (bounded), a
+        stuck one nudged or held for a person while the others go on. A tmux that does not
+        answer proves no death: it gets Patience, then the TmuxFailure ends the run for a
+        later resume. accepted: told of each report as it is taken. None: the phase changed
+        (a person must step in, or the round went on).
 
-    def wait_for_report(self, role: str, n: int, brief: Path) -> Report | None:
-        """Wait for the round's report, watching the peer meanwhile: a dead one, or one whose
-        tmux server is gone, is relaunched (bounded), a stuck one nudged or handed to a person.
-        A tmux that does not answer proves no death: it gets Patience, then the TmuxFailure
-        ends the run for a later resume. None: the phase changed.
-
-        Waiting runs nothing: a report or a hook's signal wakes it (inotify), so does the
-        peer's exit (a pidfd on its process). The peer is looked at (its pane listed, its
-        screen read) only when one of those says so, or when `PeerMonitor.next_look` is due."""
-        path = self.tdir.report(role, n)
+        Waiting runs nothing: a report or a hook's signal wakes it (inotify), so does a
+        peer's exit (a pidfd on its process). A peer is looked at (its pane listed, its screen
+        read) only when one of those says so, or when `PeerMonitor.next_look` is due."""
+        n, phase = self.state.round, self.state.phase
         peers = self.ws.peers(self.state)
-        patience = Patience(self.state.ticket)
-        look_at = 0.0  # now: every wait starts with a look
+        waits = [Awaited(role, brief, self.tdir.report(role, n), Patience(self.state.ticket))
+                 for role, brief in briefed.items()]
+        got: dict[str, Report] = {}
         with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
                 as watcher:
-            watcher.follow(None)  # the peer of an earlier wait is not this one's
+            for wait in waits:
+                watcher.follow(None, wait.role)  # the peer of an earlier wait is not this one's
             while True:
                 self.intake.serve(self.judge_handed)
-                if path.exists() and report_settled(path, role):
-                    report = self.take_report(role, n, path)
-                    if report is not None or self.state.phase != phase_of(role) \
-                            or self.state.round != n:
-                        return report
-                    continue
-                if time.monotonic() >= look_at or watcher.exited or self.signalled(role):
-                    looked = self.look(role, n, brief, peers, patience, watcher)
-                    if looked is None:
+                for wait in (w for w in waits if w.role not in got and not w.held):
+                    if wait.report.exists() and report_settled(
+                            wait.report, self.team.kind(wait.role), wait.role):
+                        report = self.take_report(wait.role, n, wait.report)
+                        if self.state.phase != phase or self.state.round != n:
+                            return None
+                        if report is not None:
+                            got[wait.role] = report
+                            if accepted is not None:
+                                accepted(wait.role, n, report)
+                working = [w for w in waits if w.role not in got and not w.held]
+                if not working:
+                    held = [w for w in waits if w.held]
+                    if held:
+                        self.hand_to_person(held)
                         return None
-                    look_at = time.monotonic() + looked
-                watcher.wait(max(look_at - time.monotonic(), 0.0))
+                    return got
+                for wait in working:
+                    if time.monotonic() >= wait.look_at or wait.role in watcher.gone \
+                            or self.signalled(wait.role):
+                        looked = self.look(wait, n, peers, watcher)
+                        if self.state.phase != phase:
+                            return None
+                        wait.look_at = time.monotonic() + (looked or 0.0)
+                working = [w for w in waits if w.role not in got and not w.held]
+                if working:
+                    due = min(w.look_at for w in working)
+                    watcher.wait(max(due - time.monotonic(), 0.0))
 
-    def look(self, role: str, n: int, brief: Path, peers: Peers, patience: Patience,
-             watcher: Watcher) -> float | None:
+    def hand_to_person(self, held: Sequence[Awaited]) -> None:
+        """The peers that need a person, once every other peer of the phase has reported."""
+        self.state.held = [w.role for w in held]
+        self.apply(rules.ask("; ".join(w.held for w in held), after_answer=self.state.phase))
+
+    def look(self, wait: Awaited, n: int, peers: Peers, watcher: Watcher) -> float | None:
         """Look at the peer once and act on it; seconds until the next look is due, None when
-        the wait is over (a person must step in, or the peer could not be revived)."""
+        it is held for a person (it needs one, or could not be revived)."""
+        role, brief = wait.role, wait.brief
         try:
             try:
                 pane, lost = peers.look(role), ""
             except ServerGone as gone:
                 pane, lost = None, gone.message
             if (pane is None or pane.dead) and self.recycled_by_hand(role):
-                watcher.follow(None)
+                watcher.follow(None, role)
                 return TICK  # a person's `handoff recycle` is starting it afresh
             if pane is None or pane.dead:
-                watcher.follow(None)
-                if not self.revive(role, brief, pane is not None,
-                                   peers.exit_status(role) if pane else None, lost):
-                    return None
-                return TICK
-            if not watcher.follow(pane.pid):
+                watcher.follow(None, role)
+                wait.held = self.revive(role, brief, pane is not None,
+                                        peers.exit_status(role) if pane else None, lost)
+                return None if wait.held else TICK
+            if not watcher.follow(pane.pid, role):
                 return TICK  # its exit cannot wake us (no pidfd, or tmux has yet to see it)
-            if not self.watch(role, n, brief, self.tdir.report(role, n), pane):
+            wait.held = self.watch(role, n, brief, wait.report, pane)
+            if wait.held:
                 return None
         except TmuxFailure as failure:
-            if patience.failed(failure):  # raises once tmux was silent for too long
+            if wait.patience.failed(failure):  # raises once tmux was silent for too long
                 self.event("tmux", role, state="failing", message=failure.message,
-                           patience=patience.limit)
+                           patience=wait.patience.limit)
             return TICK
         except ServerGone:
             return TICK  # it went away in the middle: the next look relaunches on a new one
-        silent = patience.answered()
+        silent = wait.patience.answered()
         if silent is not None:
             self.event("tmux", role, state="answering", after=round(silent, 1))
         watching = self.monitors.get(role)
@@ -406,7 +748,8 @@ class Orchestrator:
 
     def files_watched(self) -> Watcher:
         """A watcher of what the loop waits on: `watched_folders`, and the intake's socket."""
-        watcher = Watcher(watched_folders(self.tdir), also=[self.intake.fileno()])
+        watcher = Watcher(watched_folders(self.tdir, self.team.names),
+                          also=[self.intake.fileno()])
         if watcher.polling:  # it still works, at a look every POLL_INTERVAL: say why
             self.event("watch", state="polling", every=POLL_INTERVAL, reason=watcher.polling)
         return watcher
@@ -430,12 +773,12 @@ class Orchestrator:
     def watching(self, role: str, message: str, since_ns: int) -> Watching:
         """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
         monitor = PeerMonitor(time.monotonic(), self.ws.timing(),
-                              frozenset(self.ws.config.roles[role].answer))
+                              frozenset(self.ws.spec(role).answer))
         return Watching(monitor, message, since_ns)
 
-    def watch(self, role: str, n: int, brief: Path, report: Path, pane: Pane) -> bool:
+    def watch(self, role: str, n: int, brief: Path, report: Path, pane: Pane) -> str:
         """Read the screen of the peer's live pane (just looked up) and act on what it shows;
-        False: a person must step in."""
+        why a person must step in ('' while it need not)."""
         watching = self.monitors.get(role)
         if watching is not None and watching.pid and watching.pid != pane.pid:
             # started afresh by a person (`handoff recycle`): judged afresh, signals from now
@@ -457,13 +800,15 @@ class Orchestrator:
         for decision in watching.monitor.observe(time.monotonic(), reading, signals, submitted,
                                                  screen or ""):
             if report.exists():
-                return True  # the report came in meanwhile: it is judged first
-            if not self.act(role, n, brief, decision, watching, screen or ""):
-                return False
-        return True
+                return ""  # the report came in meanwhile: it is judged first
+            held = self.act(role, n, brief, decision, watching, screen or "")
+            if held:
+                return held
+        return ""
 
     def act(self, role: str, n: int, brief: Path, decision: Decision, watching: Watching,
-            screen: str) -> bool:
+            screen: str) -> str:
+        """Carry out one judgement of the peer; why a person must step in ('' : none)."""
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
         if decision.action == "note":
             self.event("peer", role, state=decision.state, evidence=decision.evidence)
@@ -491,7 +836,7 @@ class Orchestrator:
             watching.monitor.after_nudge_or_answer(time.monotonic())
         else:
             return self.escalate(role, decision, screen)
-        return True
+        return ""
 
     def unrecognised(self, role: str, decision: Decision, screen: str) -> None:
         """Nothing of the peer could be read: said with its screen kept and its CLI's version
@@ -504,53 +849,49 @@ class Orchestrator:
                    provider=provider.name, version=provider.version() or "unknown",
                    screen=kept.name, last_lines=last)
 
-    def escalate(self, role: str, decision: Decision, screen: str) -> bool:
-        """Hand the peer to a person: its screen kept, the reason and the fix spelled out."""
-        shown = self.tdir.transcript(role, self.state.round)
-        self.ws.peers(self.state).capture(role, shown)
-        self.ws.keep_session(self.state, role, shown)
+    def escalate(self, role: str, decision: Decision, screen: str) -> str:
+        """The peer needs a person: its screen kept, the reason and the fix spelled out (the
+        ticket goes to one once the phase's other peers have reported)."""
+        shown_as = self.tdir.transcript(role, self.state.round)
+        self.ws.peers(self.state).capture(role, shown_as)
+        self.ws.keep_session(self.state, role, shown_as)
         last = [line.rstrip() for line in screen.strip().splitlines()[-8:]]
         self.event("escalate", role, state=decision.state, evidence=decision.evidence,
-                   fix=decision.fix, screen=shown.name, last_lines=last)
-        self.state.after_answer = phase_of(role)
-        self.transition("needs-human", f"the {role} needs a person ({decision.state}): "
-                        f"{decision.evidence}. Fix: {decision.fix} (its screen is in "
-                        f"transcripts/{shown.name}); then 'handoff answer {self.state.ticket} "
-                        "TEXT' to carry on")
-        return False
+                   fix=decision.fix, screen=shown_as.name, last_lines=last)
+        return (f"the {role} needs a person ({decision.state}): {decision.evidence}. Fix: "
+                f"{decision.fix} (its screen is in transcripts/{shown_as.name}); then 'handoff "
+                f"answer {self.state.ticket} TEXT' to carry on")
 
     def revive(self, role: str, brief: Path, existed: bool, status: int | None,
-               lost: str = "") -> bool:
+               lost: str = "") -> str:
         """A peer died before reporting, or (lost: what tmux said) the tmux server went away
         with it: keep its screen, make the session again as resume does, relaunch it on the
-        same brief. Both count as relaunches, so a server that keeps dying is bounded too."""
-        self.state.relaunches += 1
+        same brief. Both count as relaunches, so a server that keeps dying is bounded too.
+        Why a person must step in ('' : it was relaunched)."""
+        self.state.relaunched[role] = self.state.relaunched.get(role, 0) + 1
+        count = self.state.relaunched[role]
         self.save()
         if lost:
-            self.event("tmux", role, state="server-gone", message=lost,
-                       relaunches=self.state.relaunches)
+            self.event("tmux", role, state="server-gone", message=lost, relaunches=count)
         else:
-            self.event("death", role, exit_status=status, existed=existed,
-                       relaunches=self.state.relaunches)
-        if self.state.relaunches > self.state.max_relaunches:
+            self.event("death", role, exit_status=status, existed=existed, relaunches=count)
+        spent = rules.relaunches_spent(role, count, self.state.max_relaunches)
+        if spent:
             if existed:
                 self.ws.peers(self.state).capture(role, self.tdir.transcript(role, self.state.round))
-            self.state.after_answer = phase_of(role)
-            self.transition("needs-human",
-                            f"the {role} died {self.state.relaunches} times this round; see "
-                            "transcripts/, then 'handoff answer' to carry on")
-            return False
+            return spent
         follow = self_argv("log", self.state.ticket, "--repo", str(self.ws.repo.top), "--follow")
         if self.ws.peers(self.state).ensure_session(self.ws.repo.top, follow):
             notify.show_phase(self.state, self.ws.peers(self.state).tmux)
             self.event("session", session=self.state.session, socket=self.state.socket,
                        reason="the tmux server was gone" if lost else "the session was gone")
         self.launch(role, brief, "tmux server gone" if lost else "relaunch")
-        return True
+        return ""
 
+    # ---- reports ------------------------------------------------------------------------
     def judge_handed(self, request: Request) -> Verdict:
         """The verdict on a report `handoff submit` handed over: judged here, once."""
-        if request.role not in ROLES:
+        if not self.team.has(request.role):
             return Verdict(None, [f"unknown role {request.role!r}"])
         filed, problems = submission.judge(self.ws, self.state, request.role, request.round,
                                            request.report, request.seal)
@@ -564,6 +905,7 @@ class Orchestrator:
         """Parse and check a filed report; a bad one is set aside and the peer told why. One
         this orchestrator judged itself (`judge_handed`) and nobody changed since is not
         checked again."""
+        kind = self.team.kind(role)
         try:
             text = read_text(path, REPORT_LIMIT, "the report")
             judged = self.judged.pop(path.name, None) == digest(text)
@@ -576,24 +918,21 @@ class Orchestrator:
             event = set_aside(self.tdir, path, role, n, forged)
             if event is not None:
                 self.say(event)
-            if self.state.rejections > MAX_REJECTIONS:
-                self.transition("needs-human", f"{self.state.rejections} reports were rejected; "
-                                f"the last: {path.name} {forged}")
+            move = rules.after_forgery(self.state.rejections, path.name, forged)
+            if move is not None:
+                self.apply(move)
             return None
         spend(self.tdir, path)
-        report, problems = reports.parse(text, role, {"role": role, "round": n,
-                                                      "ticket": self.state.ticket})
+        report, problems = reports.parse(text, kind, {"role": role, "round": n,
+                                                      "ticket": self.state.ticket}, role)
         if report is not None and not judged:
-            if role == "implementer":
-                # submit checked the worktree when it filed the report; only the history
-                # claims are re-checked here
-                problems = check_implementer(report, self.ws.repo, self.ws.worktrees,
-                                             self.state.last_commit(), worktree_state=False)
-            else:
-                problems = check_reviewer(report, self.ws.repo, self.state.commit_of(n))
-        if not problems and report is not None and role == "reviewer" and \
+            # submit checked the worktree when it filed the report; only the history claims
+            # are checked again here
+            problems = submission.claims(self.ws, self.state, role, n, report,
+                                         worktree_state=False)
+        if not problems and report is not None and kind is Kind.REVIEWER and \
                 report.verdict == "pass":
-            changed = self.changed_checkout(self.state.commit_of(n))
+            changed = self.changed_checkout(role, self.state.commit_of(n))
             if changed:  # a pass counts only from the exact commit
                 problems = [f"the review passed in a checkout that is not the commit under "
                             f"review any more ({changed}): it is reset, review it again"]
@@ -603,36 +942,39 @@ class Orchestrator:
                                                 else {"verdict": report.verdict}))
             self.record_usage(role)
             return report
+        self.reject(role, kind, n, path, problems)
+        return None
+
+    def reject(self, role: str, kind: Kind, n: int, path: Path, problems: list[str]) -> None:
+        """A report that does not stand is kept beside the record; the rules say what now."""
         self.state.rejections += 1
         rejected = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
         path.replace(rejected)
         self.save()
         self.event("submission", role, report=rejected.name, accepted=False, problems=problems)
-        if self.state.rejections > MAX_REJECTIONS:
-            self.transition("needs-human", f"{self.state.rejections} reports were rejected; "
-                            "the last problems: " + "; ".join(problems))
-        elif role == "implementer":
-            self.next_round([], [("Your last report was not accepted",
-                                  "".join(f"- {p}\n" for p in problems))])
-        else:
-            self.point_reviewer(n)
-            self.launch(role, self.tdir.brief(role, n), "report rejected")
-        return None
+        move = rules.after_rejection(kind, self.state.rejections, problems)
+        if move is not None:
+            self.apply(move)
+            return
+        if kind is Kind.REVIEWER:  # a tester's checkout keeps its commits for its next go
+            self.point(role, n)
+        self.launch(role, self.tdir.brief(role, n), "report rejected")
 
-    def point_reviewer(self, n: int) -> None:
-        """The reviewer's checkout back at round n's commit, whatever was left in it kept."""
-        self.ws.worktrees.point_reviewer(self.state.commit_of(n), self.tdir.path /
-                                         "transcripts" / f"reviewer-scratch-{n}.patch")
+    def point(self, name: str, n: int) -> None:
+        """A detached checkout (a tester's, a reviewer's, the gate's) back at round n's
+        commit, whatever was left in it kept as a patch."""
+        self.ws.worktrees.point(name, self.state.commit_of(n), self.tdir.path /
+                                "transcripts" / f"{name}-scratch-{n}.patch")
 
-    def changed_checkout(self, commit: str, untracked: bool = False) -> str:
-        """Why the reviewer's checkout (where the gate and the review run) is no longer exactly
-        commit: its HEAD moved, tracked files changed, or (untracked: for the gate, which starts
-        on a checkout cleaned of them) files not ignored appeared, such as a planted
-        conftest.py; '' when it is exactly commit."""
-        head = self.ws.worktrees.head("reviewer")
+    def changed_checkout(self, name: str, commit: str, untracked: bool = False) -> str:
+        """Why a detached checkout (a reviewer's, where its review ran; the gate's) is no longer
+        exactly commit: its HEAD moved, tracked files changed, or (untracked: for the gate,
+        which starts on a checkout cleaned of them) files not ignored appeared, such as a
+        planted conftest.py; '' when it is exactly commit."""
+        head = self.ws.worktrees.head(name)
         if head != commit:
             return f"its HEAD is {short_sha(head)}, not {short_sha(commit)}"
-        entries = self.ws.worktrees.dirty(self.ws.worktrees.path("reviewer"))
+        entries = self.ws.worktrees.dirty(self.ws.worktrees.path(name))
         changed = [e[3:] for e in entries if not e.startswith("??")]
         if changed:
             return f"tracked files changed: {', '.join(changed[:5])}"
@@ -642,10 +984,11 @@ class Orchestrator:
 
     def record_usage(self, role: str) -> None:
         """What the role's CLI spent on the round just reported, from its own session files
-        (handoff.loop.metering); nothing is recorded for a CLI that keeps none (the scripted agent)."""
-        worktree = self.state.worktrees.get(role)
-        provider = self.ws.config.providers[role]
-        if not worktree or not keeps_usage(provider):
+        (handoff.loop.metering); nothing is recorded for a CLI that keeps none (the scripted
+        agent)."""
+        worktree = self.state.worktrees.get(role) or str(self.ws.worktrees.path(role))
+        provider = self.ws.spec(role).provider
+        if not keeps_usage(provider):
             return  # before reading the whole event log: it is on the hand-over's path
         events, _ = self.tdir.events.read()
         fields = metering.measure(provider, role, Path(worktree), events, os.environ)
@@ -656,7 +999,8 @@ class Orchestrator:
         """After each step: when the peers' usage has passed the budget, a person decides
         whether the ticket goes on; their answer carries it on where it stood."""
         budget = self.ws.config.budget
-        if budget is None or self.state.phase in (*FINISHED, "needs-human", "awaiting-approval"):
+        if budget is None or self.state.phase in (*FINISHED, Phase.NEEDS_HUMAN,
+                                                  Phase.AWAITING_APPROVAL):
             return
         events, _ = self.tdir.events.read()
         over = over_budget(events, budget.tokens, budget.cost_usd)
@@ -665,146 +1009,12 @@ class Orchestrator:
         self.event("budget", **over)
         spent = f"${over['total']}" if over["over"] == "cost_usd" else f"{over['total']:,} tokens"
         limit = f"${over['limit']}" if over["over"] == "cost_usd" else f"{over['limit']:,} tokens"
-        self.state.after_answer = self.state.phase
-        self.transition("needs-human", f"over budget: the peers used {spent}, the budget "
-                        f"({over['over']}) is {limit}; 'handoff answer {self.state.ticket} TEXT' "
-                        "carries it on (raise budget in the config to be asked again later)")
+        self.apply(rules.over_budget(spent, limit, over["over"], self.state.ticket,
+                                     self.state.phase))
 
-    def accept_implementation(self, n: int, report: Report) -> None:
-        if report.status == "blocked":
-            question = report.sections.get("open questions", "").strip()
-            self.transition("needs-human", f"the implementer is blocked: {question}")
-            return
-        # judged: the commit exists; a full sha is its own resolution (no git call)
-        commit = report.commit
-        self.state.commits[str(n)] = commit if FULL_SHA.fullmatch(commit) \
-            else self.ws.repo.resolve(commit)
-        self.transition("gating")
-
-    def gating(self) -> None:
-        if not self.plan_unchanged() or not self.control_files_allowed():
-            return
-        left = end_left_gate(record_path(self.tdir.path))
-        if left is not None:  # a killed orchestrator's gate: ended first, never two at once
-            self.event("gate", result="ended", reason="left running by an earlier orchestrator",
-                       **left)
-        n, plan = self.state.round, self.ws.plan()
-        commit = self.state.commit_of(n)
-        peers = self.ws.peers(self.state)
-        if peers.working_on("reviewer"):
-            transcript = self.ws.transcript_for(self.state, "reviewer")
-            peers.leave(self.ws.provider("reviewer"), "reviewer")
-            self.ws.keep_session(self.state, "reviewer", transcript)
-            peers.retire("reviewer", transcript)
-            self.event("recycle", "reviewer", stage="stopped", by="orchestrator")
-        self.point_reviewer(n)
-        if plan.test is None:
-            self.state.gates[str(n)] = "skipped"
-            self.event("gate", result="skipped", reason="the plan names no test command")
-            self.transition("reviewing")
-            return
-        self.event("gate", result="running", command=list(plan.test), commit=commit)
-        result = run_gate(plan.test, self.ws.worktrees.path("reviewer"), self.ws.env("reviewer"),
-                          self.ws.config.gate_timeout, self.tdir.gate_log(n),
-                          record=record_path(self.tdir.path), fence=self.ws.gate_fence())
-        changed = self.changed_checkout(commit, untracked=True) if result.passed else ""
-        if changed:  # a pass counts only at the exact commit: someone wrote into the checkout
-            self.event("gate", result="void", why=changed, log=self.tdir.gate_log(n).name,
-                       commit=commit)
-            self.state.after_answer = "gating"
-            self.transition("needs-human", f"the gate passed, but its checkout changed while it "
-                            f"ran ({changed}): its pass is not taken. Look at the reviewer's "
-                            f"worktree (a peer may have written into it), then 'handoff answer "
-                            f"{self.state.ticket} \"go\"' runs the gate again on a reset checkout")
-            return
-        self.state.gates[str(n)] = "pass" if result.passed else "fail"
-        self.event("gate", result=self.state.gates[str(n)], summary=result.summary(),
-                   log=self.tdir.gate_log(n).name, commit=commit)
-        if result.passed:
-            self.transition("reviewing")
-            return
-        self.state.gate_bounces += 1
-        if self.state.gate_bounces >= self.state.max_gate_bounces:
-            self.transition("escalated", f"the verification gate failed "
-                            f"{self.state.gate_bounces} times: {result.summary()}")
-            return
-        self.next_round([], [gate_note(result.summary(), commit, self.tdir.gate_log(n),
-                                       result.output)])
-
-    def reviewing(self) -> None:
-        if not self.plan_unchanged():
-            return
-        self.setup()
-        n = self.state.round
-        commit = self.state.commit_of(n)
-        diff = self.tdir.diff(n)
-        self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
-        if self.ws.worktrees.head("reviewer") != commit:
-            self.point_reviewer(n)
-        brief = self.tdir.brief("reviewer", n)
-        self.hand(brief, lambda: briefs.reviewer(self.ws.brief_context(self.state, "reviewer", n),
-                                                 commit, diff))
-        self.ensure_briefed("reviewer", brief, fresh=True)
-        self.pass_on_note("reviewer", brief)
-        report = self.wait_for_report("reviewer", n, brief)
-        if report is not None:
-            self.judge(n, report)
-
-    def judge(self, n: int, report: Report) -> None:
-        self.state.verdicts[str(n)] = report.verdict
-        self.state.findings[str(n)] = [f.key() for f in report.must_fix]
-        self.save()
-        self.event("verdict", "reviewer", verdict=report.verdict, commit=report.commit,
-                   must_fix=[f.render() for f in report.must_fix],
-                   should_fix=[f.render() for f in report.should_fix])
-        if report.verdict == "pass":
-            self.transition("passed")
-            return
-        earlier = {key for r, keys in self.state.findings.items() if r != str(n) for key in keys}
-        repeated = [f for f in report.must_fix if f.key() in earlier]
-        if repeated:
-            self.transition("escalated", "the same must-fix came back: " + repeated[0].render())
-        elif self.state.reviews >= self.state.max_rounds:
-            self.transition("escalated", f"still failing after {self.state.reviews} review "
-                            "round(s) (--max-rounds)")
-        else:
-            self.next_round(list(report.must_fix), [])
-
-    def needs_human(self) -> None:
-        """Wait for `handoff answer`; the answer starts the implementer's next round."""
-        number = self.state.answers_used + 1
-        path = self.tdir.answer(number)
-        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
-                as watcher:
-            while not path.exists():
-                watcher.wait(TICK)
-        self.state.answers_used = number
-        text = path.read_text(encoding="utf-8")
-        approved = file_digest(self.tdir.plan_md)
-        if approved != self.state.plan_digest:  # the person was told it changed, and answered
-            self.state.plan_digest = approved
-            self.event("plan-approved", by="answer", digest=approved)
-        if self.state.asked_changes:  # the ticket asked about control files its commit changed
-            asked, self.state.asked_changes = self.state.asked_changes, []
-            if " ".join(text.split()).lower().rstrip(".!") in ALLOW_WORDS:
-                self.state.allowed_changes = sorted({*self.state.allowed_changes, *asked})
-                self.event("protected-allowed", files=asked)
-            else:  # not allowed: the answer goes to the implementer, the gate waits for it
-                self.state.after_answer = ""
-        same_round, self.state.after_answer = self.state.after_answer, ""
-        if same_round:  # the same round: its peer is told the answer (or started afresh if dead)
-            self.state.relaunches = 0
-            # gating has no peer to tell (a budget stop after a report): the answer only
-            # carries the ticket on, it is not for the reviewer that comes next
-            self.state.note_for_peer = text if same_round in ("implementing", "reviewing") \
-                else ""
-            self.monitors.clear()
-            self.transition(same_round, "answered: " + " ".join(text.split())[:200])
-        else:
-            self.next_round([], [("A person answered", text)])
-
+    # ---- the end -------------------------------------------------------------------------
     def finish(self) -> None:
-        if self.state.phase == "closed" or self.tdir.final_report.exists():
+        if self.state.phase == Phase.CLOSED or self.tdir.final_report.exists():
             return
         atomic_write(self.tdir.final_report, self.render_final())
         self.event("final-report", outcome=self.state.phase, reason=self.state.reason)
@@ -817,30 +1027,51 @@ class Orchestrator:
         if plan.test and str(last) in state.gates:
             verified.append(f"gate `{' '.join(plan.test)}` {state.gates[str(last)]} "
                             f"(orchestrator)")
-        review: Report | None = None
-        if str(last) in state.verdicts:
-            review, _ = reports.parse(self.tdir.report("reviewer", last).read_text(
-                encoding="utf-8"), "reviewer")
+        for name, result in state.scans.get(str(last), {}).items():
+            verified.append(f"scanner {name} {result}")
+        for role, verdict in state.reviewed.get(str(last), {}).items():
+            path = self.tdir.report(role, last)
+            review, _ = reports.parse(path.read_text(encoding="utf-8"), Kind.REVIEWER,
+                                      role=role) if path.exists() else (None, [])
             # what the reviewer says it ran, in its own words: the plan only says what it was
             # asked to run
             said = (review.sections.get("tests run") or "").strip().splitlines() if review else []
             ran = clip_words(said[0], 14) if said else "its report names no tests run"
-            verified.append(f"reviewer: {ran}; verdict {state.verdicts[str(last)]} at "
-                            f"{short_sha(commit)}")
-        open_findings = list(review.must_fix) if review and state.phase == "escalated" else []
+            verified.append(f"{role}: {ran}; verdict {verdict} at {short_sha(commit)}")
+        open_findings = [e.attributed() for e in Ledger.of(state.ledger).open()] \
+            if state.phase == Phase.ESCALATED else []
+        weak = [weakened.described(w) for w in state.weakened.get(str(last), [])]
         changed = self.ws.repo.diffstat(state.base_commit, commit) if commit != state.base_commit \
             else []
         return summary.final_report(
             ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
-            changed=changed, verified=verified, open_findings=open_findings,
-            usage=per_round(self.tdir.events.read()[0]))
+            changed=changed, verified=verified, open_findings=open_findings, weakened=weak,
+            usage=per_round(self.tdir.events.read()[0], self.team.names))
 
 
-def watched_folders(tdir: TicketDir) -> list[Path]:
-    """What an orchestrator waits on: the ticket directory (reports, answers' folder) and both
-    roles' signal folders (`handoff doctor` tries the same set)."""
-    return [tdir.path, tdir.answer(1).parent, *(tdir.signals(role) for role in ROLES)]
+def _entry(data: Mapping[str, Any]) -> Entry:
+    """A finding a brief carries: a ledger entry, or (a ticket from before the ledger) a bare
+    {file, line, reason} the reviewer raised."""
+    if "id" in data:
+        return Entry.from_fields(data)
+    return Entry("", 0, ("reviewer",), str(data.get("file", "")), int(data.get("line", 0)),
+                 str(data.get("reason", "")))
+
+
+def gate_summary(result: GateResult | None, scans: Sequence[scanners.ScanResult]) -> str:
+    """The gate's one line: its test command's summary, and each scanner's state."""
+    parts = [result.summary()] if result is not None else []
+    parts += [f"{s.name} {s.state}" for s in scans if s.state != "passed" or not s.required]
+    if scans and all(s.state == "passed" for s in scans):
+        parts.append(f"{len(scans)} scanner(s) passed")
+    return "; ".join(parts) or "nothing to run"
+
+
+def watched_folders(tdir: TicketDir, roles: Sequence[str] = DEFAULT.names) -> list[Path]:
+    """What an orchestrator waits on: the ticket directory (reports, answers' folder) and each
+    role's signal folder (`handoff doctor` tries the same set)."""
+    return [tdir.path, tdir.answer(1).parent, *(tdir.signals(role) for role in roles)]
 
 
 def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, str]:
@@ -852,15 +1083,17 @@ def gate_note(summary: str, commit: str, log: Path, output: str) -> tuple[str, s
             f"\n\n```\n{tail}\n```")
 
 
-def report_settled(path: Path, role: str) -> bool:
+def report_settled(path: Path, kind: str, role: str = "") -> bool:
     """Ready to judge: it parses whole (`handoff submit` renames a checked file into place), or
     nobody has written to it for a while (a peer that wrote it in place has finished)."""
     try:
         if time.time() - path.stat().st_mtime >= SETTLE:
             return True
-        report, _ = reports.parse(read_text(path, REPORT_LIMIT, "the report"), role)
+        report, _ = reports.parse(read_text(path, REPORT_LIMIT, "the report"), kind, role=role)
     except FileNotFoundError:
         return False
     except UsageError:
         return True  # judged at once: take_report sets it aside
     return report is not None
+
+

@@ -10,15 +10,18 @@ from typing import Any
 
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop.validators import check_implementer, check_reviewer
+from handoff.loop import weakened
+from handoff.loop.validators import check_implementer, check_reviewer, check_tester
 from handoff.loop.workspace import Workspace
-from handoff.protocol import reports
+from handoff.protocol import diffs, ledger, reports
 from handoff.protocol.intake import refusal
+from handoff.protocol.reports import Report
 from handoff.record import seals
 from handoff.record.events import now
 from handoff.record.seals import Seals
 from handoff.record.store import atomic_write, atomic_write_json, digest
 from handoff.record.ticket import State, TicketDir
+from handoff.role import Kind
 
 
 def file_report(folder: Path, role: str, round_: int | None, text: str,
@@ -43,7 +46,11 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
     or return every problem. The caller records the `submitted` event."""
     tdir = ws.tdir
     n = state.round if round_ is None else round_
-    refused = refusal(state.phase, state.round, role, n)
+    if not state.roles.has(role):
+        return None, [f"this ticket has no role {role!r} (its roles: "
+                      f"{', '.join(state.roles.names)})"]
+    kind = state.roles.kind(role)
+    refused = refusal(state.phase, state.round, role, n, kind)
     if refused:
         return None, [refused]
     refused = Seals(tdir.path).check(role, n, seals.stamp(seal, role, n) if seal else "")
@@ -66,20 +73,49 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
         if not why:
             return None, [f"round {n}'s {role} report is already filed ({target.name})"]
         set_aside(tdir, target, role, n, why)
-    report, problems = reports.parse(text, role, {"role": role, "round": n,
-                                                  "ticket": state.ticket})
+    report, problems = reports.parse(text, kind, {"role": role, "round": n,
+                                                  "ticket": state.ticket}, role)
     if report is None:
         return None, problems
-    if role == "implementer":
-        problems = check_implementer(report, ws.repo, ws.worktrees, state.last_commit())
-    else:
-        problems = check_reviewer(report, ws.repo, state.commit_of(n))
+    problems = claims(ws, state, role, n, report)
     if problems:
         return None, problems
     # the receipt first: a report that is there always has the receipt of its checks
     write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
     atomic_write(target, text)
     return target, []
+
+
+def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
+           worktree_state: bool = True) -> list[str]:
+    """What is wrong with the claims of role's report for round n, checked against git and the
+    ticket's record; worktree_state: also the peer's worktree as it is now (only when the
+    report is filed: what a peer does after that is not a claim of its report)."""
+    kind = state.roles.kind(role)
+    if kind is Kind.IMPLEMENTER:
+        return check_implementer(report, ws.repo, ws.worktrees, state.last_commit(),
+                                 worktree_state)
+    plan = ws.plan()
+    if kind is Kind.TESTER:
+        named = weakened.named_paths([*(c for c in (plan.test,) if c), *plan.review])
+        return check_tester(report, ws.repo, ws.worktrees, role, state.commit_of(n),
+                            lambda path: weakened.is_test_path(path, named), worktree_state)
+    commit = state.commit_of(n)
+    problems = check_reviewer(report, ws.repo, commit)
+    if problems:
+        return problems
+    first = first_reviewed(state, n)
+    changed = None if not first else diffs.changed_lines(
+        diffs.parse(ws.repo.line_diff(first, commit)))
+    shown = [str(w.get("id")) for w in state.weakened.get(str(n), [])]
+    return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed, shown)
+
+
+def first_reviewed(state: State, n: int) -> str:
+    """The commit of the ticket's first review before round n ('' when round n's review is
+    the first): a later review raises new must-fixes only on what changed since."""
+    earlier = sorted(int(r) for r in state.verdicts if int(r) < n)
+    return state.commit_of(earlier[0]) if earlier else ""
 
 
 def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: str, round_: int,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from handoff.machinery.repo import short_sha
-from handoff.protocol.reports import Finding
 from handoff.record.usage import Usage, cost_text, tokens_text
 
 WORD_LIMIT = 150
@@ -18,18 +17,20 @@ def words(text: str) -> int:
 def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit: str,
                  rounds: int, reviews: int, bounces: int,
                  changed: Sequence[tuple[str, int, int]], verified: Sequence[str],
-                 open_findings: Sequence[Finding],
+                 open_findings: Sequence[str], weakened: Sequence[str] = (),
                  usage: Sequence[tuple[int, str, Usage]] = ()) -> str:
     """Render the report, dropping detail (never the outcome) until it fits the word limit.
-    usage: (round, role, tokens) as the CLIs recorded them; its table is the first detail to
-    go (its total stays)."""
+    open_findings: the ledger's open must-fixes (an escalated ticket's); weakened: the tests
+    the change weakened, each as one line; usage: (round, role, tokens) as the CLIs recorded
+    them; its table is the first detail to go (its total stays)."""
     files = [f"{path} (+{added} −{removed})" for path, added, removed in changed]
-    findings = [f.render() for f in open_findings]
+    findings = list(open_findings)
     for keep_files, keep_findings, cut, table in ((8, 5, 0, True), (8, 5, 0, False),
                                                   (4, 3, 0, False), (2, 2, 12, False),
                                                   (1, 1, 8, False), (0, 0, 5, False)):
         text = _render(ticket, outcome, reason, branch, commit, rounds, reviews, bounces,
                        files, keep_files, verified, findings, keep_findings, cut)
+        text += _listed("Tests weakened", weakened, keep_findings, cut)
         text += _usage(usage, table)
         if words(text) <= WORD_LIMIT:
             return text
@@ -54,6 +55,17 @@ def _usage(rows: Sequence[tuple[int, str, Usage]], table: bool) -> str:
     for n, role, one in rows:
         cost = f" {cost_text(one.cost_usd) or '-'} |" if costs else ""
         lines.append(f"| {n} | {role} | {tokens_text(one.tokens)} |{cost}")
+    return "\n".join(lines) + "\n"
+
+
+def _listed(title: str, items: Sequence[str], keep: int, cut: int) -> str:
+    """A titled list (kept to `keep` items, each cut to `cut` words): never dropped whole,
+    so a person always learns that tests were weakened."""
+    if not items:
+        return ""
+    lines = ["", f"**{title}:**", *(f"- {_clip(i, cut)}" for i in items[:max(keep, 1)])]
+    if len(items) > max(keep, 1):
+        lines.append(f"- and {len(items) - max(keep, 1)} more")
     return "\n".join(lines) + "\n"
 
 

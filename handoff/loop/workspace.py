@@ -27,16 +27,17 @@ from handoff.machinery import sandbox
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
 from handoff.machinery.tmux import Tmux
-from handoff.machinery.worktrees import TicketWorktrees, branch_name
+from handoff.machinery.worktrees import GATE, TicketWorktrees, branch_name
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
-from handoff.providers import Launch, Provider, get
+from handoff.providers import Launch, Provider, RoleSpec, get
 from handoff.record import seals
 from handoff.record.lock import holder
 from handoff.record.seals import Seals
 from handoff.record.store import keep_private, private_dir
 from handoff.record.ticket import State, TicketDir, brief_round
+from handoff.role import IMPLEMENTER
 
 
 @dataclass(frozen=True)
@@ -92,19 +93,35 @@ class Workspace:
                       grace=self.config.turn_grace, patience=self.config.api_patience,
                       unrecognised=self.config.unrecognised_timeout)
 
+    def spec(self, role: str) -> RoleSpec:
+        """What the config says of one of the ticket's roles; a clear error when a config
+        changed since the ticket was made no longer names it."""
+        spec = self.config.roles.get(role)
+        if spec is None:
+            raise UsageError(f"{self.tdir.ticket} has a role {role!r} that the configuration "
+                             "no longer names", f"put roles.{role} back into .handoff.yaml to "
+                             f"carry the ticket on, or 'handoff close {self.tdir.ticket}'")
+        return spec
+
     def provider(self, role: str) -> Provider:
-        return get(self.config.roles[role])
+        return get(self.spec(role))
 
     def env(self, role: str) -> dict[str, str]:
         """A peer's allowlisted environment: base variables, its provider's, the config's."""
         provider = self.provider(role)
         extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
                  "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role,
-                 # bytecode outside the checkout: the reviewer's ignored files stay between
-                 # rounds, a stale .pyc must not be among them (TicketWorktrees.point_reviewer)
+                 # bytecode outside the checkout: a detached checkout's ignored files stay
+                 # between rounds, a stale .pyc must not be among them (TicketWorktrees.point)
                  **self.worktrees.bytecode_env(role)}
         return allowlisted_env(extra, (*provider.passthrough(dict(os.environ)),
                                        *self.config.env_allow))
+
+    def gate_env(self) -> dict[str, str]:
+        """The gate's environment (its test command and scanners): the base variables and the
+        config's, no provider's key: the project's tests have no use for one."""
+        return allowlisted_env({"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
+                                **self.worktrees.bytecode_env(GATE)}, self.config.env_allow)
 
     def orchestrator_env(self) -> dict[str, str]:
         """The orchestrator passes its peers' variables on to them, so it is given those (and
@@ -116,12 +133,18 @@ class Workspace:
         names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
         return allowlisted_env(extra, names)
 
+    def contract(self, state: State, role: str) -> Path:
+        """The role's contract, written into the ticket directory."""
+        spec = self.spec(role)
+        return contracts.write(self.tdir.path, self.repo.top, role, state.roles.kind(role),
+                               spec.focus, spec.contract)
+
     def brief_context(self, state: State, role: str, round_: int) -> BriefContext:
         provider = self.provider(role)
-        contract = contracts.write(self.tdir.path, self.repo.top, role)
+        contract = self.contract(state, role)
         return BriefContext(
             contract=contract, contract_inline=not provider.takes_contract,
-            ticket=state.ticket, round=round_,
+            ticket=state.ticket, role=role, kind=state.roles.kind(role), round=round_,
             ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"), plan=self.plan(),
             plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
             submit=tuple(self_argv("submit", "--dir", str(self.tdir.path), "--role", role,
@@ -133,7 +156,7 @@ class Workspace:
         """Before a peer starts: its folder is a live worktree, made again from the branch (or
         the commit under review) when it was deleted by hand; the `worktree` event's fields when
         anything had to be done."""
-        rev = state.base_commit if role == "implementer" else state.last_commit()
+        rev = state.base_commit if role == IMPLEMENTER else state.last_commit()
         made = self.worktrees.ensure(role, rev, recreate=True)
         return made.fields() if made.changed else None
 
@@ -144,7 +167,7 @@ class Workspace:
             transcript = self.transcript_for(state, role)
             peers.capture(role, transcript)
             self.keep_session(state, role, transcript)
-        launch = self.launch_of(role, brief)
+        launch = self.launch_of(state, role, brief)
         # the fresh process alone holds its seal: only it can file this round's report
         round_ = brief_round(brief)
         if round_ is not None:
@@ -153,8 +176,9 @@ class Workspace:
         found = self.sandbox()
         fence = None
         if found is not None:
-            walls = fences.peer(role, self.provider(role), env, home=self.home, tdir=self.tdir,
-                                repo=self.repo, worktrees=self.worktrees, config=self.config)
+            walls = fences.peer(role, state.roles.kind(role), self.provider(role), env,
+                                home=self.home, tdir=self.tdir, repo=self.repo,
+                                worktrees=self.worktrees, config=self.config)
 
             def fence(argv: list[str]) -> list[str]:
                 return sandbox.wrap(found.bwrap, walls, argv)
@@ -178,7 +202,7 @@ class Workspace:
         if found is None:
             return None
         walls = fences.gate(home=self.home, repo=self.repo, worktrees=self.worktrees,
-                            config=self.config, env=self.env("reviewer"))
+                            config=self.config, env=self.gate_env())
         return lambda argv: sandbox.wrap(found.bwrap, walls, argv)
 
     def transcript_for(self, state: State, role: str) -> Path:
@@ -200,10 +224,9 @@ class Workspace:
         shutil.copyfile(log, kept)
         return kept
 
-    def launch_of(self, role: str, brief: Path) -> Launch:
+    def launch_of(self, state: State, role: str, brief: Path) -> Launch:
         provider = self.provider(role)
-        contract = contracts.write(self.tdir.path, self.repo.top, role) \
-            if provider.takes_contract else None
+        contract = self.contract(state, role) if provider.takes_contract else None
         return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
                       brief=brief, ticket_dir=self.tdir.path, contract=contract,
                       session_id=str(uuid.uuid4()), seal=seals.new(),

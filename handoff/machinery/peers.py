@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,14 +155,28 @@ class Peers:
     def leave(self, provider: Provider, role: str, wait: float = 3.0) -> bool:
         """Ask an idle CLI to exit by itself (its session saved, its resume line and usage on
         screen for the transcript); False when it is busy, holds a draft, or does not go."""
-        pane = self.pane(role)
-        if not provider.exit_keys or pane is None or pane.dead:
-            return False
-        reading = provider.read(self.tmux.screen(pane.id))
-        if reading.state != READY or reading.draft:
-            return False
-        self.keys(role, provider.exit_keys, pause=0.2)
-        return poll(lambda: (p := self.pane(role)) is None or p.dead, wait)
+        return role in self.leave_all({role: provider}, wait)
+
+    def leave_all(self, providers: Mapping[str, Provider], wait: float = 3.0) -> list[str]:
+        """`leave` for several peers at once (a team's reviewers): each idle one is asked, then
+        all are waited for together, at most wait seconds in all; the roles that left."""
+        asked = []
+        for role, provider in providers.items():
+            pane = self.pane(role)
+            if not provider.exit_keys or pane is None or pane.dead:
+                continue
+            reading = provider.read(self.tmux.screen(pane.id))
+            if reading.state != READY or reading.draft:
+                continue
+            self.keys(role, provider.exit_keys, pause=0.2)
+            asked.append(role)
+
+        def gone(role: str) -> bool:
+            pane = self.pane(role)
+            return pane is None or pane.dead
+
+        poll(lambda: all(gone(role) for role in asked), wait if asked else 0.0)
+        return [role for role in asked if gone(role)]
 
     def retire(self, role: str, transcript: Path) -> bool:
         """Save the role's transcript and end its process and window; False when none ran."""

@@ -139,6 +139,19 @@ class Repo:
         out = git(self.top, "diff", "--name-only", "--no-renames", "-z", f"{base}...{commit}")
         return [path for path in out.split("\0") if path]
 
+    def line_diff(self, base: str, commit: str) -> str:
+        """base...commit with no context and renames found (handoff.protocol.diffs reads it):
+        what lines a change touched, a moved file not taken for a deleted one."""
+        return git(self.top, "diff", "-U0", "-M", "--no-color", "--no-ext-diff",
+                   f"{base}...{commit}")
+
+    def present_changes(self, base: str, commit: str) -> list[str]:
+        """The paths the commit's side changed since base that exist at commit (what a
+        scanner can scan: a deleted file is not there)."""
+        out = git(self.top, "diff", "--name-only", "--no-renames", "--diff-filter=d", "-z",
+                  f"{base}...{commit}")
+        return [path for path in out.split("\0") if path]
+
     def diffstat(self, base: str, commit: str) -> list[tuple[str, int, int]]:
         """(path, added, removed) per file changed between base and commit."""
         out = git(self.top, "diff", "--numstat", f"{base}...{commit}")

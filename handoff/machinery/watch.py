@@ -1,6 +1,7 @@
 """Wake up when files change in a few folders (inotify on Linux; plain polling elsewhere, or
 where the kernel refuses a watch, which `Watcher.polling` says), or when a followed process
-exits (a pidfd, Linux 5.3+).
+exits (a pidfd, Linux 5.3+): one process per key, so one wait follows every peer of a phase
+(the reviewers work side by side).
 
 Callers always rescan after a wake-up, so a file written before the watch began, or lost in
 an event-queue overflow, is still seen: the events only decide *when* to look.
@@ -58,10 +59,10 @@ class Watcher:
         self.folders = [Path(f) for f in folders]
         self.also = [fd for fd in also if fd >= 0]
         self._fd = -1
-        self._pidfd = -1
-        self.followed: int | None = None
-        #: the followed process has exited (seen by `wait`); cleared by `follow`
-        self.exited = False
+        #: key → (the followed pid, its pidfd or -1)
+        self._followed: dict[str, tuple[int, int]] = {}
+        #: the keys whose followed process has exited (seen by `wait`); cleared by `follow`
+        self.gone: set[str] = set()
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
         #: why the folders are polled rather than watched by inotify ("" when they are
@@ -85,38 +86,51 @@ class Watcher:
         self._fd = fd
         return ""
 
-    def follow(self, pid: int | None) -> bool:
-        """Wake `wait` when process pid exits (None: follow nothing). False where the process
-        cannot be followed (no pidfd here, or it is already gone): the caller must look
-        itself. Following the same live pid again changes nothing."""
-        if pid == self.followed and (self._pidfd >= 0 or self.exited):
-            return self._pidfd >= 0
-        self._drop_pidfd()
-        self.followed, self.exited = pid, False
-        if pid is None or not hasattr(os, "pidfd_open"):
+    def follow(self, pid: int | None, key: str = "") -> bool:
+        """Wake `wait` when process pid exits (None: follow nothing under key). False where
+        the process cannot be followed (no pidfd here, or it is already gone): the caller must
+        look itself. Following the same live pid again changes nothing."""
+        held = self._followed.get(key)
+        if held is not None and pid == held[0] and (held[1] >= 0 or key in self.gone):
+            return held[1] >= 0
+        self._drop_pidfd(key)
+        self._followed.pop(key, None)
+        self.gone.discard(key)
+        if pid is None:
+            return False
+        self._followed[key] = (pid, -1)
+        if not hasattr(os, "pidfd_open"):
             return False
         try:
-            self._pidfd = os.pidfd_open(pid)
+            self._followed[key] = (pid, os.pidfd_open(pid))
         except OSError:  # gone already, or a kernel without pidfds
             return False
         return True
 
+    @property
+    def exited(self) -> bool:
+        """The process followed under the default key has exited."""
+        return "" in self.gone
+
     def wait(self, timeout: float) -> bool:
         """Block up to timeout seconds; True when a change or the followed process's exit woke
         us (always False when polling)."""
-        if self._fd < 0 and self._pidfd < 0 and not self.also:
+        pidfds = {fd: key for key, (_, fd) in self._followed.items() if fd >= 0}
+        if self._fd < 0 and not pidfds and not self.also:
             time.sleep(min(timeout, POLL_INTERVAL))
             return False
         if self._fd < 0:  # no inotify: changes in the folders are seen by polling
             timeout = min(timeout, POLL_INTERVAL)
-        watched = [fd for fd in (self._fd, self._pidfd, *self.also) if fd >= 0]
+        watched = [fd for fd in (self._fd, *pidfds, *self.also) if fd >= 0]
         ready, _, _ = select.select(watched, [], [], max(timeout, 0.0))
         if not ready:
             return False
-        if self._pidfd in ready:
-            # readable for good once the process is gone: reported once, then not watched
-            self.exited = True
-            self._drop_pidfd()
+        for fd in ready:
+            key = pidfds.get(fd)
+            if key is not None:
+                # readable for good once the process is gone: reported once, then not watched
+                self.gone.add(key)
+                self._drop_pidfd(key)
         if self._fd in ready:
             try:
                 while os.read(self._fd, 65536):
@@ -125,13 +139,15 @@ class Watcher:
                 pass
         return True
 
-    def _drop_pidfd(self) -> None:
-        if self._pidfd >= 0:
-            os.close(self._pidfd)
-            self._pidfd = -1
+    def _drop_pidfd(self, key: str) -> None:
+        pid, fd = self._followed.get(key, (0, -1))
+        if fd >= 0:
+            os.close(fd)
+            self._followed[key] = (pid, -1)
 
     def close(self) -> None:
-        self._drop_pidfd()
+        for key in list(self._followed):
+            self._drop_pidfd(key)
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -1,9 +1,11 @@
 """Git worktrees for a ticket's roles, under <repo>/.worktrees/<TICKET>/<role>.
 
-The implementer works on branch handoff/<TICKET>; the reviewer sits detached at the exact
-commit under review. Removal never loses work: a worktree with uncommitted or untracked files
-is refused unless forced, the ticket branch is always kept, and only what git knows as this
-ticket's worktree is removed. A folder in its place that is not one is never deleted.
+The implementer works on branch handoff/<TICKET>; every other checkout sits detached at the
+exact commit it works on: each tester's, each reviewer's, and the gate's own (`GATE`), where
+the verification command and the scanners run. Removal never loses work: a worktree with
+uncommitted or untracked files is refused unless forced, the ticket branch is always kept,
+and only what git knows as this ticket's worktree is removed. A folder in its place that is
+not one is never deleted.
 
 Three guards:
 
@@ -16,7 +18,7 @@ Three guards:
   in the worktree's own git dir once it completed, and runs again only on a worktree without
   the mark (a failed post_create, fixed; a worktree made again, whose git dir is new). Between
   rounds the reviewer's checkout is reset to the commit under review and its untracked files
-  removed, while the setup's output stays (see `point_reviewer`).
+  removed, while the setup's output stays (see `point`).
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ from typing import Any
 
 from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
+from handoff.inputs import clip
 from handoff.machinery import proc
-from handoff.machinery.repo import Repo, git, git_timeout, load_gitpython
-from handoff.role import ROLES
+from handoff.machinery.repo import Repo, git, git_env, git_timeout, load_gitpython
+from handoff.role import IMPLEMENTER, NAME
 
 WORKTREES_DIR = ".worktrees"
+#: the gate's own checkout, beside the roles' (role.RESERVED keeps the name from a role)
+GATE = "gate"
 #: in a worktree's git admin folder: the HANDOFF_HOME and ticket that made it
 OWNER_FILE = "handoff-owner.json"
 LOCK_FILE = "handoff-worktrees.lock"
@@ -50,7 +55,7 @@ SETUP_MARK = "handoff-setup-done"
 #: kept like the shared folders, never taken for a peer's work
 SETUP_OUTPUT = "handoff-setup-output"
 def bytecode_root() -> Path:
-    """The PYTHONPYCACHEPREFIX of the reviewer and the gate (`bytecode_env`): a cache, so not
+    """The PYTHONPYCACHEPREFIX of the detached checkouts (`bytecode_env`): a cache, so not
     under HANDOFF_HOME, whose disk holds the ticket records (filling it would stop tickets).
     From HOME alone, which every handoff process and peer has: XDG_CACHE_HOME is not in the
     peers' allowlist, and the orchestrator that sets it and the `close` that drops from it
@@ -234,16 +239,18 @@ class TicketWorktrees:
 
     # ---- making them ----------------------------------------------------------------------
     def create_implementer(self, base_commit: str, recreate: bool = False) -> Path:
-        return self.ensure("implementer", base_commit, recreate).path
+        return self.ensure(IMPLEMENTER, base_commit, recreate).path
 
-    def create_reviewer(self, commit: str, recreate: bool = False) -> Path:
-        return self.ensure("reviewer", commit, recreate).path
+    def create_detached(self, name: str, commit: str, recreate: bool = False) -> Path:
+        """A tester's, a reviewer's or the gate's checkout, detached at commit."""
+        return self.ensure(name, commit, recreate).path
 
     def ensure(self, role: str, rev: str, recreate: bool = False) -> Made:
         """Make the role's folder a worktree of this repo whose setup has completed.
 
         rev: the implementer's base commit (its branch is made from it, or reused when it
-        contains it); the reviewer's commit. A worktree found live is kept as it is (a resume).
+        contains it); for any other checkout the commit it is detached at. A worktree found
+        live is kept as it is (a resume).
         recreate: handoff made this worktree before, so a folder in its place that is not one
         was left when it was deleted by hand (and a peer wrote into the path again): it is
         moved aside intact (Made.displaced) and the worktree made again. Without recreate such
@@ -309,7 +316,7 @@ class TicketWorktrees:
             if isinstance(data, dict) else {}
 
     def _add_args(self, role: str, path: Path, rev: str) -> list[str]:
-        if role == "reviewer":
+        if role != IMPLEMENTER:
             return ["--detach", str(path), rev]
         branch = branch_name(self.ticket)
         if not self.repo.branch_head(branch):
@@ -363,12 +370,12 @@ class TicketWorktrees:
         return names
 
     def bytecode_env(self, role: str) -> dict[str, str]:
-        """Where Python run by the reviewer and the gate keeps its bytecode: outside the
-        checkout (see `point_reviewer` for why), in one folder for every repo and ticket, so
-        the standard library and packages are compiled once, not once per worktree (that
-        cost ~1.6 s a ticket). The implementer's checkout is its own, never reset by handoff:
-        Python keeps its usual __pycache__ there."""
-        return {"PYTHONPYCACHEPREFIX": str(bytecode_root())} if role == "reviewer" else {}
+        """Where Python run in a detached checkout (a tester, a reviewer, the gate) keeps its
+        bytecode: outside the checkout (see `point` for why), in one folder for every repo and
+        ticket, so the standard library and packages are compiled once, not once per worktree
+        (that cost ~1.6 s a ticket). The implementer's checkout is its own, never reset by
+        handoff: Python keeps its usual __pycache__ there."""
+        return {"PYTHONPYCACHEPREFIX": str(bytecode_root())} if role != IMPLEMENTER else {}
 
     def _share(self, path: Path) -> None:
         for share in self.shares:
@@ -400,14 +407,15 @@ class TicketWorktrees:
                     "again; the worktree is kept for you to inspect",
                 )
 
-    # ---- the reviewer between rounds ------------------------------------------------------
-    def point_reviewer(self, commit: str, scratch: Path) -> Made:
-        """Make the reviewer's checkout the commit under review, its setup kept.
+    # ---- a detached checkout between rounds ---------------------------------------------
+    def point(self, name: str, commit: str, scratch: Path) -> Made:
+        """Make a detached checkout (a tester's, a reviewer's, the gate's) exactly commit, its
+        setup kept.
 
-        What the last reviewer left that git tracks or sees (edits, new files) is saved to
+        What the last peer left that git tracks or sees (edits, new files) is saved to
         scratch, tracked files are set to commit and untracked ones removed, so no round sees
-        another's work; the implementer's never reach this worktree, which only the reviewer,
-        its gate and the setup write in. Ignored files stay: the setup's .venv or node_modules
+        another's work; the implementer's never reach this worktree, which only its own peer
+        (or the gate) and the setup write in. Ignored files stay: the setup's .venv or node_modules
         (post_create runs once per worktree, not every round) and build caches. Caches that
         trust mtimes are safe after a checkout, which gives every changed file a new one, all
         but Python's bytecode: a .pyc is reused when its source's size and mtime second match,
@@ -417,10 +425,10 @@ class TicketWorktrees:
         (or the reviewer had touched) is dropped: a round can come within the second of the
         last, and `a - b` → `a + b` keeps the size. The rest stays; emptying the whole folder
         cost a recompile of the standard library and every package, about a second a round
-        (`python -m bench floor`). A reviewer folder that is no longer a worktree is made again at
+        (`python -m bench floor`). A folder that is no longer a worktree is made again at
         commit, and set up again.
         """
-        made = self.ensure("reviewer", commit, recreate=True)
+        made = self.ensure(name, commit, recreate=True)
         if made.created:
             self._drop_bytecode(made.path)  # an earlier worktree's at this path
             return made
@@ -489,8 +497,24 @@ class TicketWorktrees:
     def head(self, role: str) -> str:
         return self._git(self.live(role), "rev-parse", "HEAD")
 
+    def fast_forward(self, commit: str) -> str:
+        """Move the ticket branch to commit, which builds on it (a tester's), in the
+        implementer's worktree so that its checkout follows; why not ('' when done). git
+        refuses to overwrite uncommitted changes there, and so does this."""
+        path = self.live(IMPLEMENTER)
+        load_gitpython()
+        from handoff.machinery import gitcmd
+
+        with self.lock():
+            status, out, err = gitcmd.run(path, ("merge", "--ff-only", "--quiet", commit),
+                                          env=git_env(path.parent), check=False)
+        if status == 0:
+            return ""
+        said = " ".join(line.strip() for line in (err + out).splitlines() if line.strip())
+        return clip(said, 600) or f"git merge --ff-only exited {status}"
+
     # ---- removing them --------------------------------------------------------------------
-    def ensure_clean(self, roles: tuple[str, ...] = ROLES) -> None:
+    def ensure_clean(self, roles: tuple[str, ...] = (IMPLEMENTER,)) -> None:
         """Raise WorkAtRisk naming the files when any of these worktrees holds work."""
         for role in roles:
             path = self.path(role)
@@ -524,18 +548,31 @@ class TicketWorktrees:
         self._drop_bytecode(path)
         return True
 
-    def remove_all(self, force: bool = False, reviewer_scratch: Path | None = None) -> list[str]:
-        """Remove both roles' worktrees (checking all before removing any); the branch stays.
+    def present(self) -> list[str]:
+        """The names of this ticket's live worktrees (the implementer first, the gate's last):
+        what handoff made under its folder, whatever roles the ticket had."""
+        if not self.root.is_dir():
+            return []
+        found = sorted(p.name for p in self.root.iterdir()
+                       if NAME.fullmatch(p.name) and not p.is_symlink() and self.is_live(p))
+        return sorted(found, key=lambda name: (name != IMPLEMENTER, name == GATE))
 
-        The reviewer only ever holds a checkout of a commit already on the branch, plus what
-        test runs left behind: with reviewer_scratch, that is saved as a patch instead of
-        blocking the removal.
+    def remove_all(self, force: bool = False, scratch_dir: Path | None = None) -> list[str]:
+        """Remove every worktree of the ticket (checking all before removing any); the branch
+        stays.
+
+        A detached checkout only ever holds a commit already on the branch, plus what its peer
+        or test runs left there: with scratch_dir, that is saved there as <name>-scratch-close.
+        patch instead of blocking the removal.
         """
-        if reviewer_scratch is not None:
-            self.save_scratch(self.path("reviewer"), reviewer_scratch)
+        names = self.present()
+        detached = [name for name in names if name != IMPLEMENTER]
+        if scratch_dir is not None:
+            for name in detached:
+                self.save_scratch(self.path(name), scratch_dir / f"{name}-scratch-close.patch")
         if not force:
-            self.ensure_clean(("implementer",) if reviewer_scratch else ROLES)
-        removed = [role for role in ROLES if self.remove(role, force=True)]
+            self.ensure_clean(tuple(names) if scratch_dir is None else (IMPLEMENTER,))
+        removed = [name for name in names if self.remove(name, force=True)]
         for folder in (self.root, self.root.parent):
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()

@@ -8,7 +8,8 @@ nothing while they are quiet.
 
 A peer's state is what the orchestrator last judged of it, with the evidence it recorded
 (`peer`, `dialog`, `nudge`, `escalate`, `death` events: handoff/loop/monitor.py), or what was done
-to it (launched, recycled, its report accepted, stopped).
+to it (launched, recycled, its report accepted, stopped), or a reviewer's verdict. Every role
+of the ticket's team has a peer, in working order.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from handoff.errors import HandoffError
 from handoff.operations.render import describe
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir, all_tickets
+from handoff.role import DEFAULT, IMPLEMENTER
 
-ROLES = ("implementer", "reviewer")
+ROLES = DEFAULT.names
 #: what a person must do, by phase: the board marks these rows
 NEEDS_PERSON = {"awaiting-approval": "approve", "needs-human": "answer",
                 "escalated": "escalated", "unreadable": "unreadable"}
@@ -56,6 +58,11 @@ class Row:
     peers: dict[str, Peer]
     orchestrator: int | None
     reason: str = ""
+
+    @property
+    def others(self) -> dict[str, Peer]:
+        """The testers' and reviewers' peers, in working order."""
+        return {role: peer for role, peer in self.peers.items() if role != IMPLEMENTER}
 
     @property
     def needs(self) -> str:
@@ -107,7 +114,7 @@ class Fold:
         elif kind == "stopped" and event.get("by") == "hand":
             self._all(Peer("stopped", "handoff stop: the peers' session was ended", when))
         peer = _peer_of(kind, event, when)
-        if peer is not None and role in self.peers:
+        if peer is not None and role and role != "human":
             self.peers[role] = peer
         self.last = describe(event).split("\n", 1)[0]
 
@@ -142,6 +149,10 @@ def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
         if event.get("accepted"):
             return Peer("reported", f"report {event.get('report')} accepted", when)
         return Peer("working", f"report {event.get('report')} rejected; told why", when)
+    if kind == "verdict":
+        must = len(event.get("must_fix") or [])
+        return Peer(str(event.get("verdict", "?")), f"verdict {event.get('verdict')}"
+                    + (f", {must} must-fix" if must else ""), when)
     if kind == "recycle":
         if event.get("stage") == "stopped":
             return Peer("stopped", f"stopped by the {event.get('by')}", when)
@@ -243,8 +254,11 @@ class Board:
             return Row(str(tdir.path), tdir.ticket, "", "unreadable", fold.round, 0,
                        fold.phase_since, fold.last, dict(fold.peers), pid, exc.message)
         since = fold.phase_since if fold.phase == state.phase else state.updated
+        team = state.roles.names
+        peers = {role: fold.peers.get(role, Peer()) for role in team}
+        peers.update({r: p for r, p in fold.peers.items() if r not in peers})
         return Row(str(tdir.path), state.ticket, state.repo, state.phase, state.round,
-                   state.max_rounds, since, fold.last, dict(fold.peers), pid, state.reason)
+                   state.max_rounds, since, fold.last, peers, pid, state.reason)
 
 
 def _fold_new_events(path: Path, offset: int, fold: Fold) -> int:

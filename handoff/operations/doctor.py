@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from handoff import config as config_mod
@@ -17,7 +18,6 @@ from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
 from handoff.providers.base import SANDBOXED, proven_range
-from handoff.role import ROLES
 
 
 def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
@@ -131,8 +131,45 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     for key, value, path in config_mod.settings(home, repo):
         found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
     found.append(sandbox_check(cfg))
-    for role in ROLES:
+    found.append(team_check(cfg))
+    for role in cfg.team.names:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
+    found += scanner_checks(cfg, repo)
+    return found
+
+
+def team_check(cfg: Config) -> Check:
+    """The team a new ticket gets, and whether its review is independent of the implementer."""
+    team = cfg.team
+    said = ", ".join(f"{r.name} ({r.kind}, {cfg.roles[r.name].provider})" for r in team.roles)
+    implementer = cfg.roles[team.names[0]].provider
+    if implementer not in ("scripted", "command") and all(
+            cfg.roles[r].provider == implementer for r in team.reviewers):
+        return Check("WARN", "team", f"{said}: every reviewer runs on {implementer}, the "
+                     "implementer's CLI, so the review is not independent",
+                     "give a reviewer another installed CLI: roles.<reviewer>.provider")
+    return Check("OK", "team", said)
+
+
+def scanner_checks(cfg: Config, repo: Path | None) -> list[Check]:
+    """Each scanner of the config, and whether the gate will run it."""
+    from handoff.loop import scanners  # the gate's module: only when scanners are configured
+
+    found = []
+    env = dict(os.environ)
+    for scanner in cfg.scanners:
+        where = scanners.installed(scanner.command[0], env, repo or Path.cwd())
+        what = f"scanner {scanner.name}"
+        if where is not None:
+            found.append(Check("OK", what, f"{' '.join(scanner.command)} ({where}); "
+                               + ("required" if scanner.required else "optional")))
+        elif scanner.required:
+            found.append(Check("FAIL", what, f"{scanner.command[0]} is not installed: the gate "
+                               "stops for a person until it is", f"install {scanner.command[0]}"
+                               f", or set required: false for scanner {scanner.name}"))
+        else:
+            found.append(Check("WARN", what, f"{scanner.command[0]} is not installed: the gate "
+                               "skips it (optional)", f"install {scanner.command[0]}"))
     return found
 
 
@@ -160,7 +197,7 @@ def sandbox_check(cfg: Config) -> Check:
 
 def ready_to_start(cfg: Config, repo: Path) -> None:
     """Refuse to start peers that would hang or die at once: the failing checks, with fixes."""
-    failing = [c for role in ROLES
+    failing = [c for role in cfg.team.names
                for c in provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=False)
                if c.level == "FAIL"]
     fenced = sandbox_check(cfg)
@@ -192,7 +229,7 @@ def provider_rows(cfg: Config) -> list[dict[str, object]]:
 
     rows: list[dict[str, object]] = []
     for name, cls in REGISTRY.items():
-        roles = [r for r in ROLES if cfg.roles[r].provider == name]
+        roles = [r for r in cfg.team.names if cfg.roles[r].provider == name]
         provider = get(cfg.roles[roles[0]]) if roles else cls()
         path = provider.executable() if name != "command" or roles else None
         version = provider.version() if path else None
@@ -205,12 +242,25 @@ def provider_rows(cfg: Config) -> list[dict[str, object]]:
     return rows
 
 
-def pick() -> tuple[str, str, list[str]]:
+@dataclass(frozen=True)
+class Picked:
+    """The team `handoff init` writes: CLIs found on PATH, in handoff's order of preference."""
+
+    implementer: str
+    reviewer: str
+    #: the security reviewer's CLI: another one than the implementer's, when one is installed
+    security: str | None
+    installed: list[str]
+
+
+def pick() -> Picked:
     """Providers for `handoff init`: the implementer from the first installed CLI; the
-    reviewer from another one when there is one (a second model family reviews better)."""
+    reviewer and a security reviewer from another one when there is one (a second model
+    family reviews better)."""
     from handoff.providers import PREFERENCE, known
 
     installed = [name for name in PREFERENCE if known(name)().executable() is not None]
     if not installed:
-        return "scripted", "scripted", installed
-    return installed[0], (installed[1] if len(installed) > 1 else installed[0]), installed
+        return Picked("scripted", "scripted", None, installed)
+    second = installed[1] if len(installed) > 1 else None
+    return Picked(installed[0], second or installed[0], second, installed)

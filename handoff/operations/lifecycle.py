@@ -14,7 +14,7 @@ from typing import Any
 from handoff import config as config_mod
 from handoff.errors import Busy, MissingTool, UsageError
 from handoff.inputs import need_folder
-from handoff.loop import notify
+from handoff.loop import notify, rules
 from handoff.loop.gate import end_left
 from handoff.loop.orchestrator import Orchestrator, gate_note
 from handoff.loop.workspace import Workspace
@@ -25,9 +25,10 @@ from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
 from handoff.operations.doctor import ready_to_start
 from handoff.operations.standing import find_ticket, recovered_state
+from handoff.phases import FINISHED, awaited
 from handoff.protocol import plan as plan_mod
 from handoff.protocol import reports
-from handoff.protocol.reports import Finding
+from handoff.protocol.ledger import Ledger
 from handoff.record.lock import TicketLock, holder
 from handoff.record.store import (
     atomic_write,
@@ -36,8 +37,8 @@ from handoff.record.store import (
     private_dir,
     validate_ticket_id,
 )
-from handoff.record.ticket import FINISHED, State, TicketDir, ticket_dir
-from handoff.role import check_role
+from handoff.record.ticket import State, TicketDir, ticket_dir
+from handoff.role import IMPLEMENTER, Kind, check_name
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def create(home: Path, new: NewTicket) -> Workspace:
     state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
                   base_commit=base_commit, socket=tmux.socket,
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
-                  max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches)
+                  max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
+                  team=cfg.team.records())
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
@@ -130,17 +132,36 @@ def approval_summary(ws: Workspace) -> list[str]:
     with which powers (shown above the plan by `start`)."""
     state, plan = ws.state(), ws.plan()
     lines = []
-    for role in ("implementer", "reviewer"):
-        provider = ws.provider(role)
+    for role in state.roles.roles:
+        provider = ws.provider(role.name)
         power = ("permissions bypassed: it acts without asking" if provider.mode == "bypass"
                  else f"permission mode {provider.mode}: it stops on each question")
         reach = provider.reaches(dict(os.environ))
-        lines.append(f"{role}: {provider.name}{' (' + reach + ')' if reach else ''}; {power}")
+        spec = ws.spec(role.name)
+        what = role.name if role.name == role.kind else f"{role.name} ({role.kind}" + (
+            f", {spec.focus}" if spec.focus else "") + ")"
+        lines.append(f"{what}: {provider.name}{' (' + reach + ')' if reach else ''}; {power}")
+    lines += independence(ws)
+    if ws.config.scanners:
+        lines.append("scanners: " + ", ".join(
+            s.name + ("" if s.required else " (optional)") for s in ws.config.scanners))
     lines.append(f"base: {state.base} at {state.base_commit[:12]}; branch {branch_name(state.ticket)}")
     gate = " ".join(plan.test) if plan.test else "none (the plan names no test command)"
     lines.append(f"rounds: at most {state.max_rounds} review round(s); gate: {gate}")
     lines.append(sandbox_line(ws))
     return lines
+
+
+def independence(ws: Workspace) -> list[str]:
+    """A warning when every reviewer runs on the implementer's CLI: one model family reviewing
+    its own work finds less (the review still runs)."""
+    state = ws.state()
+    implementer = ws.spec(IMPLEMENTER).provider
+    if implementer in ("scripted", "command") or any(
+            ws.spec(r).provider != implementer for r in state.roles.reviewers):
+        return []
+    return [f"note: every reviewer runs on {implementer}, the implementer's CLI: the review is "
+            "not independent (a reviewer on another installed CLI finds more)"]
 
 
 def sandbox_line(ws: Workspace) -> str:
@@ -322,27 +343,43 @@ def _check_more_rounds(tdir: TicketDir, more: int) -> None:
 
 @dataclass(frozen=True)
 class Bound:
-    """The limit an escalated ticket stopped at, and what its next round must be told."""
+    """The limit an escalated ticket stopped at, and what its next round must be told (the
+    open findings go with it from the ledger)."""
 
     name: str  # "max-rounds" or "max-gate-bounces"
-    findings: list[Finding]
     notes: list[tuple[str, str]]
 
 
 def bound_hit(ws: Workspace, state: State) -> Bound | None:
-    """Which limit stopped the ticket, read from its state and its last round's record;
-    None when it escalated for another reason (the same must-fix came back)."""
+    """Which limit stopped the ticket (handoff.loop.rules.bound_hit), read from its state and
+    its last round's record; None when it escalated for another reason."""
     n = str(state.round)
-    if state.gates.get(n) == "fail" and state.gate_bounces >= state.max_gate_bounces:
-        return Bound("max-gate-bounces", [], [_last_gate_note(ws, state)])
-    if state.verdicts.get(n) not in (None, "pass") and state.reviews >= state.max_rounds:
-        earlier = {key for r, keys in state.findings.items() if r != n for key in keys}
-        if earlier & set(state.findings.get(n, [])):
-            return None  # judge escalated for the repeat first: no limit was reached
-        report, _ = reports.parse(ws.tdir.report("reviewer", state.round).read_text(
-            encoding="utf-8"), "reviewer")
-        return Bound("max-rounds", list(report.must_fix) if report else [], [])
-    return None
+    earlier = {key for r, keys in state.findings.items() if r != n for key in keys}
+    ledger = _ledger(ws, state)
+    repeated = bool(earlier & set(state.findings.get(n, []))) or \
+        ledger.twice_not_fixed() is not None
+    name = rules.bound_hit(state.verdicts.get(n), state.gates.get(n), state.reviews,
+                           state.gate_bounces, _limits(state), repeated)
+    if name is None:
+        return None
+    return Bound(name, [_last_gate_note(ws, state)] if name == "max-gate-bounces" else [])
+
+
+def _limits(state: State) -> rules.Limits:
+    return rules.Limits(state.max_rounds, state.max_gate_bounces)
+
+
+def _ledger(ws: Workspace, state: State) -> Ledger:
+    """The ticket's ledger; for a ticket from before the ledger, its last review's must-fixes
+    as one."""
+    ledger = Ledger.of(state.ledger)
+    n = state.round
+    if ledger.entries or str(n) not in state.verdicts:
+        return ledger
+    path = ws.tdir.report("reviewer", n)
+    report, _ = reports.parse(path.read_text(encoding="utf-8"), Kind.REVIEWER) \
+        if path.exists() else (None, [])
+    return ledger.merged(n, [("reviewer", report)]) if report else ledger
 
 
 def _last_gate_note(ws: Workspace, state: State) -> tuple[str, str]:
@@ -372,8 +409,9 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
                 f"{state.branch or branch_name(state.ticket)}, or 'handoff close "
                 f"{state.ticket}'")
         before = {"max_rounds": state.max_rounds, "max_gate_bounces": state.max_gate_bounces}
-        state.max_rounds = max(state.max_rounds, state.reviews + more)
-        state.max_gate_bounces = max(before["max_gate_bounces"], state.gate_bounces + more)
+        after = rules.extended(_limits(state), state.reviews, state.gate_bounces, more)
+        state.max_rounds, state.max_gate_bounces = after.max_rounds, after.max_gate_bounces
+        state.ledger = _ledger(ws, state).records()  # the open findings go on with it
         tdir.save(state)
         kept = tdir.path / f"final-report.escalated-{state.round}.md"
         if tdir.final_report.exists():
@@ -383,7 +421,7 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
                            after={"max_rounds": state.max_rounds,
                                   "max_gate_bounces": state.max_gate_bounces},
                            final_report=kept.name if kept.exists() else "")
-        Orchestrator(ws).next_round(bound.findings, bound.notes)
+        Orchestrator(ws).next_round(bound.notes)
     return (f"{state.ticket} had stopped at {bound.name}; {more} more round(s): max-rounds "
             f"{before['max_rounds']} -> {state.max_rounds}, max-gate-bounces "
             f"{before['max_gate_bounces']} -> {state.max_gate_bounces}; round {state.round + 1} "
@@ -399,9 +437,9 @@ def _user() -> str:
 
 def recycle(ws: Workspace, role: str) -> Path:
     """Kill the role's CLI and start it fresh on its current brief (transcript kept)."""
-    check_role(role)
+    check_name(role)
     state = ws.state()
-    working = {"implementer": "implementing", "reviewer": "reviewing"}[role]
+    working = awaited(state.roles.kind(role))
     if state.phase != working:
         raise UsageError(f"the {role} of {state.ticket} has no work in progress "
                          f"(phase {state.phase}); there is nothing to recycle",
@@ -444,10 +482,11 @@ def stop(ws: Workspace, state: State | None = None) -> dict[str, Any]:
     end_left(ws.tdir, state.round, "handoff stop")  # a gate a killed orchestrator left running
     peers = ws.peers(state)
     # with the repo gone its config is too: which CLI a pane runs is unknown, so no keys
-    polite = () if ws.repo_gone else ("implementer", "reviewer")
-    left = [role for role in polite if peers.leave(ws.provider(role), role)]
+    roles = state.roles.names
+    polite = () if ws.repo_gone else tuple(r for r in roles if r in ws.config.roles)
+    left = peers.leave_all({role: ws.provider(role) for role in polite})
     captured = []
-    for role in ("implementer", "reviewer"):
+    for role in roles:
         transcript = ws.transcript_for(state, role)
         if peers.capture(role, transcript):
             ws.keep_session(state, role, transcript)
@@ -486,8 +525,8 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
         kept = ws.tdir.path / "transcripts" / "implementer-discarded-at-close.patch"
         if not wt.save_scratch(wt.path("implementer"), kept):
             kept = None
-    scratch = ws.tdir.path / "transcripts" / "reviewer-scratch-close.patch"
-    removed = [] if keep_worktrees else wt.remove_all(force=force, reviewer_scratch=scratch)
+    removed = [] if keep_worktrees else wt.remove_all(force=force,
+                                                      scratch_dir=ws.tdir.path / "transcripts")
     # what was not handoff's worktree stays where it is, and is named
     left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()

@@ -32,7 +32,23 @@ def _verdict(event: dict[str, Any]) -> str:
     text = f"verdict {str(event.get('verdict', '?')).upper()} at {short_sha(str(event.get('commit')))}"
     for finding in event.get("must_fix", [])[:3]:
         text += f"\n      must-fix {finding}"
+    if event.get("ledger"):
+        text += f"\n      earlier findings: {', '.join(map(str, event['ledger']))}"
+    if event.get("weakened"):
+        text += f"\n      weakened tests: {', '.join(map(str, event['weakened']))}"
     return text
+
+
+def _reviews(event: dict[str, Any]) -> str:
+    each = ", ".join(f"{role} {verdict}" for role, verdict in (event.get("verdicts") or {}).items())
+    still = event.get("open") or []
+    return (f"round verdict {str(event.get('verdict', '?')).upper()} ({each})"
+            + (f"; open findings {', '.join(map(str, still))}" if still else ""))
+
+
+def _scanner(event: dict[str, Any]) -> str:
+    optional = "" if event.get("required", True) else " (optional)"
+    return f"scanner {event.get('name')}{optional} {event.get('state')}: {event.get('summary', '')}"
 
 
 def _submission(event: dict[str, Any]) -> str:
@@ -84,6 +100,11 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "submission": _submission,
     "gate": _gate,
     "verdict": _verdict,
+    "reviews": _reviews,
+    "scanner": _scanner,
+    "weakened": lambda e: "tests weakened since the base: " + "; ".join(e.get("tests", [])[:5]),
+    "branch": lambda e: f"ticket branch {e.get('branch')} moved to {short_sha(str(e.get('commit')))}"
+                        f" ({e.get('by')})",
     "death": lambda e: f"died (exit {e.get('exit_status')}); relaunch {e.get('relaunches')}",
     "final-report": lambda e: f"final report written: {e.get('outcome')}",
     "answer": lambda e: f"answered ({e.get('file')})",

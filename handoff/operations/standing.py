@@ -14,10 +14,11 @@ from typing import Any
 
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
+from handoff.phases import FINISHED, PHASES, next_step
 from handoff.record import usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
-from handoff.record.ticket import FINISHED, PHASES, State, TicketDir, all_tickets, find, ticket_dir
+from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
 
 
 def find_ticket(home: Path, ticket: str, repo: Path | None) -> TicketDir:
@@ -132,7 +133,9 @@ def status_row(tdir: TicketDir) -> dict[str, Any]:
         "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
         "branch": state.branch, "commit": state.last_commit(), "reason": state.reason,
         "orchestrator": pid, "session": state.session, "socket": state.socket,
-        "updated": state.updated, **last_run(tdir, state, pid),
+        "updated": state.updated, "team": {r.name: str(r.kind) for r in state.roles.roles},
+        "verdicts": dict(state.reviewed.get(str(state.round), {})),
+        **last_run(tdir, state, pid),
     }
 
 
@@ -156,16 +159,8 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
         run = "stopped"
     else:
         run = "died"
-    hint = ""
-    if run not in ("running", "finished"):
-        hint = {"awaiting-approval": f"handoff resume {state.ticket} --yes",
-                "needs-human": f"handoff answer {state.ticket} TEXT"}.get(
-                    state.phase, f"handoff resume {state.ticket}")
-    elif run == "finished":
-        hint = {"passed": f"handoff finish {state.ticket} (merges it) or handoff close "
-                          f"{state.ticket}",
-                "escalated": f"handoff resume {state.ticket} --more-rounds 1 (at a round or "
-                             f"gate limit) or handoff close {state.ticket}"}.get(state.phase, "")
+    # a running orchestrator carries the ticket on: a person's part shows in its reason
+    hint = "" if run == "running" else next_step(state.phase, state.ticket)
     spent = usage.totals(events)
     return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
             "events_skipped": len(bad), "usage": usage.status_fields(spent) if spent else None}
@@ -186,6 +181,7 @@ def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
         return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
                 "round": found.state.round, "reviews": 0, "gate_bounces": 0,
                 "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
+                "team": {}, "verdicts": {},
                 "orchestrator": holder(tdir.lock_file), "session": found.state.session,
                 "socket": found.state.socket, "updated": "", "run": "unknown",
                 "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,

@@ -1,7 +1,9 @@
 """Briefs: the exact instructions each peer gets for a round, rendered from the plan.
 
 Markdown with YAML frontmatter (the scripted agent reads the fields, a person or an AI the
-prose). The reviewer's brief never carries the implementer's report: only plan, commit, diff.
+prose). A reviewer's brief never carries the implementer's report, a tester's or another
+reviewer's: only the plan, the commit, the diffs, the ledger of earlier must-fix findings and
+the tests the change weakened.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 from handoff.inputs import KIB, clip
 from handoff.protocol.frontmatter import join
+from handoff.protocol.ledger import Entry
 from handoff.protocol.plan import Plan
-from handoff.protocol.reports import Finding, template
+from handoff.protocol.reports import template
+from handoff.role import Kind
 
 #: bytes of one feedback note, and of one finding's reason, a brief carries at most
 NOTE_LIMIT = 16 * KIB
@@ -25,6 +29,8 @@ FINDING_LIMIT = 2 * KIB
 @dataclass(frozen=True)
 class BriefContext:
     ticket: str
+    role: str
+    kind: Kind
     round: int
     ticket_text: str
     plan: Plan
@@ -56,10 +62,25 @@ def _submit_block(ctx: BriefContext) -> str:
     )
 
 
-def _fields(ctx: BriefContext, role: str, **extra: Any) -> dict[str, Any]:
-    return {"ticket": ctx.ticket, "role": role, "round": ctx.round, "worktree": str(ctx.worktree),
-            "plan": str(ctx.plan_path), **extra,
+def _fields(ctx: BriefContext, **extra: Any) -> dict[str, Any]:
+    return {"ticket": ctx.ticket, "role": ctx.role, "kind": str(ctx.kind), "round": ctx.round,
+            "worktree": str(ctx.worktree), "plan": str(ctx.plan_path), **extra,
             "report": str(ctx.draft), "submit": [*ctx.submit, str(ctx.draft)]}
+
+
+def _criteria(plan: Plan) -> str:
+    if not plan.listed_criteria():
+        return ""
+    listing = "".join(f"- {clip(c, 2000)}\n" for c in plan.listed_criteria())
+    return f"\n## Acceptance criteria\n\n{listing}"
+
+
+def finding_line(entry: Entry) -> str:
+    """One must-fix as a brief lists it, with who raised it and its last answers."""
+    where = clip(f"{entry.file}:{entry.line}", 500)
+    ident = f"`{entry.id}` " if entry.id else ""
+    return (f"- {ident}`{where}` — {clip(entry.reason, FINDING_LIMIT)} "
+            f"({clip(entry.history(), FINDING_LIMIT)})\n")
 
 
 def _commands(commands: Sequence[Sequence[str]]) -> str:
@@ -68,9 +89,10 @@ def _commands(commands: Sequence[Sequence[str]]) -> str:
     return "".join(f"- `{shlex.join(c)}`\n" for c in commands)
 
 
-def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = (),
+def implementer(ctx: BriefContext, branch: str, findings: Sequence[Entry] = (),
                 notes: Sequence[tuple[str, str]] = ()) -> str:
-    """notes: (title, text) sections of feedback — a gate failure, a rejected report, an answer."""
+    """findings: the ledger's open must-fixes; notes: (title, text) sections of feedback — a
+    gate failure, a rejected report, an answer."""
     test = [list(ctx.plan.test)] if ctx.plan.test else []
     parts = [
         f"# {ctx.ticket} — implementer brief, round {ctx.round}\n\n",
@@ -81,30 +103,90 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Finding] = ()
         f"\n## Verification command\n\n{_commands(test)}",
     ]
     if findings:
-        listing = "".join(f"- `{clip(f.file, 500)}:{f.line}` — {clip(f.reason, FINDING_LIMIT)}\n"
-                          for f in findings)
-        parts.append(f"\n## The reviewer's findings to address this round\n\n{listing}")
+        listing = "".join(finding_line(f) for f in findings)
+        parts.append(f"\n## The reviewers' must-fix findings to address this round\n\n"
+                     f"{listing}")
     # a note may carry output (a failing gate's end, a rejected report's problems): bounded
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes)
     parts.append("\n" + _submit_block(ctx))
-    parts.append(f"\nReport template:\n\n```markdown\n{template('implementer')}```\n")
-    fields = _fields(ctx, "implementer", branch=branch, test=test[0] if test else None,
+    parts.append(f"\nReport template:\n\n```markdown\n{template(Kind.IMPLEMENTER)}```\n")
+    fields = _fields(ctx, branch=branch, test=test[0] if test else None,
                      findings=[clip(f.render(), FINDING_LIMIT) for f in findings])
     return join(fields, "".join(parts))
 
 
-def reviewer(ctx: BriefContext, commit: str, diff: Path) -> str:
-    commands = [list(c) for c in ctx.plan.review_commands]
+def tester(ctx: BriefContext, commit: str, diff: Path) -> str:
+    """A tester's brief: the implementer's commit (or the last tester's), the plan and its
+    criteria; it adds tests on top, and handoff puts its commit on the branch."""
+    test = [list(ctx.plan.test)] if ctx.plan.test else []
     parts = [
-        f"# {ctx.ticket} — reviewer brief, round {ctx.round}\n\n",
+        f"# {ctx.ticket} — {ctx.role} (tester) brief, round {ctx.round}\n\n",
         _contract(ctx),
-        f"\n## What to review\n\n- commit: `{commit}` (checked out, detached, in "
-        f"`{ctx.worktree}`)\n- diff against the base: `{diff}`\n",
+        f"\n## Where\n\n- worktree: `{ctx.worktree}`, detached at `{commit}`: add your "
+        f"tests on top of it\n- the change so far, against the base: `{diff}`\n",
         f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
         f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
-        f"\n## Test commands to run in your worktree\n\n{_commands(commands)}",
+        _criteria(ctx.plan),
+        f"\n## Verification command\n\n{_commands(test)}",
         "\n" + _submit_block(ctx),
-        f"\nReport template:\n\n```markdown\n{template('reviewer', commit)}```\n",
+        f"\nReport template:\n\n```markdown\n{template(Kind.TESTER, commit)}```\n",
     ]
-    fields = _fields(ctx, "reviewer", commit=commit, diff=str(diff), tests=commands)
+    fields = _fields(ctx, commit=commit, diff=str(diff), test=test[0] if test else None)
+    return join(fields, "".join(parts))
+
+
+@dataclass(frozen=True)
+class Review:
+    """What a reviewer's brief shows of the round beyond the plan: the commit, its diffs,
+    the ledger's open findings, the tests the change weakened (id, line), and what the
+    scanners that do not block found (title, text)."""
+
+    commit: str
+    diff: Path
+    #: the diff since the last reviewed commit (None for the first review)
+    increment: Path | None = None
+    earlier: tuple[Entry, ...] = ()
+    weakened: tuple[tuple[str, str], ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+def reviewer(ctx: BriefContext, review: Review) -> str:
+    commands = [list(c) for c in ctx.plan.review_commands]
+    since = (f"- what changed since the last reviewed commit: `{review.increment}`\n"
+             if review.increment is not None else "")
+    parts = [
+        f"# {ctx.ticket} — {ctx.role} brief, round {ctx.round}\n\n"
+        if ctx.role != Kind.REVIEWER else f"# {ctx.ticket} — reviewer brief, round {ctx.round}\n\n",
+        _contract(ctx),
+        f"\n## What to review\n\n- commit: `{review.commit}` (checked out, detached, in "
+        f"`{ctx.worktree}`)\n- diff against the base: `{review.diff}`\n{since}",
+        f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
+        f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
+        _criteria(ctx.plan),
+        f"\n## Test commands to run in your worktree\n\n{_commands(commands)}",
+    ]
+    if review.earlier:
+        listing = "".join(finding_line(e) for e in review.earlier)
+        parts.append("\n## Earlier must-fix findings: answer every one under `ledger:`\n\n"
+                     "Each is `fixed` or `not-fixed` at this commit, with your evidence. A new "
+                     "must-fix is taken only on a line the fix rounds changed (see the diff "
+                     "since the last review) or for an acceptance criterion still unmet "
+                     f"(`criterion: AC…`); anything else is a should_fix.\n\n{listing}")
+    if review.weakened:
+        listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n"
+                          for ident, line in review.weakened)
+        parts.append("\n## Tests this change weakened: answer every one under `weakened:`\n\n"
+                     "`justified` when the plan means the test to change, else `unjustified` "
+                     f"(a must-fix).\n\n{listing}")
+    parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n"
+                 for title, text in review.notes)
+    earlier = tuple(e.id for e in review.earlier)
+    weak = tuple(ident for ident, _ in review.weakened)
+    parts += ["\n" + _submit_block(ctx),
+              f"\nReport template:\n\n```markdown\n"
+              f"{template(Kind.REVIEWER, review.commit, earlier, weak)}```\n"]
+    fields = _fields(ctx, commit=review.commit, diff=str(review.diff), tests=commands,
+                     earlier=[{"id": e.id, "file": e.file, "line": e.line, "reason": e.reason}
+                              for e in review.earlier], weakened=list(weak),
+                     **({"increment": str(review.increment)} if review.increment else {}))
     return join(fields, "".join(parts))

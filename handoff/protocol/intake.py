@@ -20,7 +20,8 @@ import socket
 from collections.abc import Callable
 from types import TracebackType
 
-from handoff.role import phase_of
+from handoff.phases import awaited
+from handoff.role import Kind
 
 SOCKET = "intake.sock"
 #: a report is at most 1 MiB (handoff.inputs.REPORT_LIMIT); JSON may escape each byte to 6
@@ -31,13 +32,13 @@ READ_TIMEOUT = 5.0
 _PATH_ROOM = 100
 
 
-def refusal(phase: str, current: int, role: str, n: int) -> str:
-    """Why role's report for round n cannot be taken while the ticket is in phase and round
-    current; '' when it can."""
+def refusal(phase: str, current: int, role: str, n: int, kind: Kind) -> str:
+    """Why the report of role (of this kind) for round n cannot be taken while the ticket is
+    in phase and round current; '' when it can."""
     if n != current:
         return (f"this report is for round {n}, but the ticket is in round {current}; "
                 "read your newest brief")
-    if phase != phase_of(role):
+    if phase != awaited(kind):
         return f"the ticket is {phase}, not waiting for the {role}'s report"
     return ""
 

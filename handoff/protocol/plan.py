@@ -9,6 +9,10 @@ A plan is Markdown, optionally with YAML frontmatter:
     may_change: [CLAUDE.md]            # control files this ticket may change (protected.py)
     ---
 
+A `## Acceptance criteria` section's list items are the plan's criteria, AC1, AC2, … in
+order: a tester writes tests for them, and a later review may raise a new must-fix outside
+the lines the fix rounds changed only for one of them still unmet.
+
 Fenced blocks tagged `handoff-script` carry machine-readable per-round actions that the
 built-in scripted agent performs; real CLIs read them as plain text.
 """
@@ -27,6 +31,8 @@ from handoff.inputs import PLAN_LIMIT
 from handoff.protocol.frontmatter import FrontmatterError, load_yaml, split
 
 SCRIPT_BLOCK = re.compile(r"^```handoff-script[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+CRITERIA_HEADING = re.compile(r"^#{2,3}\s+acceptance criteria\s*#*\s*$", re.I)
+LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+(.*)$")
 Argv = tuple[str, ...]
 
 
@@ -38,6 +44,27 @@ class Plan:
     scripts: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: control files (handoff.protocol.protected) the approved plan lets the ticket change
     may_change: tuple[str, ...] = ()
+    #: the acceptance criteria, in order: AC1 is criteria[0]
+    criteria: tuple[str, ...] = ()
+
+    def criterion(self, ident: str) -> str | None:
+        """The text of criterion AC<n> (as a reviewer names it, any case), None if none. AC0
+        is every plan's own: its test commands pass (when it names any)."""
+        match = re.fullmatch(r"\s*ac\s*(\d+)\s*", ident, re.I)
+        n = int(match.group(1)) if match else -1
+        if n == 0:
+            return self.tests_pass()
+        return self.criteria[n - 1] if 0 < n <= len(self.criteria) else None
+
+    def tests_pass(self) -> str | None:
+        commands = [" ".join(c) for c in (*((self.test,) if self.test else ()), *self.review)]
+        return f"the plan's test commands pass: {'; '.join(dict.fromkeys(commands))}" \
+            if commands else None
+
+    def listed_criteria(self) -> list[str]:
+        own = self.tests_pass()
+        return ([f"AC0: {own}"] if own else []) + [
+            f"AC{i}: {text}" for i, text in enumerate(self.criteria, start=1)]
 
     @property
     def review_commands(self) -> tuple[Argv, ...]:
@@ -89,7 +116,28 @@ def parse(text: str, source: str = "plan") -> Plan:
         review_raw = [review_raw]
     review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
     return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
-                may_change=tuple(may_change))
+                may_change=tuple(may_change), criteria=criteria(text))
+
+
+def criteria(text: str) -> tuple[str, ...]:
+    """The list items under the first `## Acceptance criteria` heading (a `handoff-script`
+    block's lines aside), each one line however it wrapped."""
+    found: list[str] = []
+    inside = False
+    for line in SCRIPT_BLOCK.sub("", text).splitlines():
+        if CRITERIA_HEADING.match(line.strip()):
+            inside = True
+            continue
+        if not inside:
+            continue
+        if line.startswith("#"):
+            break  # the next section
+        item = LIST_ITEM.match(line)
+        if item and not line[:1].isspace():
+            found.append(item.group(1).strip())
+        elif found and line.strip():  # a wrapped item, or a nested point of it
+            found[-1] += " " + line.strip().lstrip("-*+ ")
+    return tuple(" ".join(c.split()) for c in found if c.strip())
 
 
 def _scripts(text: str, source: str) -> dict[int, dict[str, Any]]:

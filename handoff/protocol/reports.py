@@ -1,8 +1,11 @@
 """Reports peers hand back: parsed and checked for shape (the orchestrator checks the claims).
 
-Implementer: `status: done|blocked|partial`, `commit`, sections Changes / Verification /
-Deviations / Open questions. Reviewer: `verdict: pass|fail`, `commit` (the one reviewed),
-`must_fix` / `should_fix` lists of {file, line, reason}; fail needs a must-fix, pass has none.
+Implementer and tester: `status: done|blocked|partial`, `commit`, sections Changes /
+Verification / Deviations / Open questions. Reviewer: `verdict: pass|fail`, `commit` (the one
+reviewed), `must_fix` / `should_fix` lists of {file, line, reason, criterion}; from the second
+review on `ledger` (each earlier must-fix answered {id, status: fixed|not-fixed, evidence})
+and `weakened` (each weakened test answered {id, answer: justified|unjustified, reason}). A
+fail needs something that must be fixed, a pass has nothing of it.
 """
 
 from __future__ import annotations
@@ -12,11 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handoff.protocol.frontmatter import FrontmatterError, split
+from handoff.role import Kind
 
 IMPL_SECTIONS = ("Changes", "Verification", "Deviations", "Open questions")
 STATUSES = ("done", "blocked", "partial")
 VERDICTS = ("pass", "fail")
+#: a ledger answer: the earlier must-fix is fixed at this commit, or it is not
+FIXED, NOT_FIXED = "fixed", "not-fixed"
+#: an answer about a weakened test: the change meant it (the plan says so), or it did not
+JUSTIFIED, UNJUSTIFIED = "justified", "unjustified"
 SHA = re.compile(r"[0-9a-f]{7,40}")
+LEDGER_ID = re.compile(r"F[1-9][0-9]{0,3}")
+WEAKENED_ID = re.compile(r"W[1-9][0-9]{0,3}")
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,8 @@ class Finding:
     file: str
     line: int
     reason: str
+    #: the plan's acceptance criterion (AC1, …) a later round's new must-fix is about
+    criterion: str = ""
 
     def key(self) -> str:
         """What makes two findings 'the same' across rounds: the line may move, the rest not."""
@@ -34,6 +46,24 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """A reviewer's answer to an earlier must-fix of the ledger."""
+
+    id: str
+    status: str  # FIXED or NOT_FIXED
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Justified:
+    """A reviewer's answer about one test the change weakened."""
+
+    id: str
+    answer: str  # JUSTIFIED or UNJUSTIFIED
+    reason: str
+
+
+@dataclass(frozen=True)
 class Report:
     role: str
     commit: str
@@ -41,8 +71,16 @@ class Report:
     verdict: str = ""
     must_fix: tuple[Finding, ...] = ()
     should_fix: tuple[Finding, ...] = ()
+    ledger: tuple[Answer, ...] = ()
+    weakened: tuple[Justified, ...] = ()
     sections: dict[str, str] = field(default_factory=dict)
     body: str = ""
+
+    def not_fixed(self) -> list[Answer]:
+        return [a for a in self.ledger if a.status == NOT_FIXED]
+
+    def unjustified(self) -> list[Justified]:
+        return [a for a in self.weakened if a.answer == UNJUSTIFIED]
 
 
 def _sections(body: str) -> dict[str, str]:
@@ -77,13 +115,70 @@ def _findings(data: dict[str, Any], key: str, problems: list[str]) -> tuple[Find
             problems.append(f"{where}.line must be a line number (0 when no line applies)")
         if not isinstance(reason, str) or not reason.strip():
             problems.append(f"{where}.reason must say what is wrong")
+        criterion = item.get("criterion") or ""
+        if not isinstance(criterion, str):
+            problems.append(f"{where}.criterion must name a criterion of the plan, e.g. AC2")
+            criterion = ""
         if isinstance(file, str) and isinstance(line, int) and isinstance(reason, str):
-            out.append(Finding(file.strip(), line, reason.strip()))
+            out.append(Finding(file.strip(), line, reason.strip(), criterion.strip()))
     return tuple(out)
 
 
-def parse(text: str, role: str, expect: dict[str, Any] | None = None) -> tuple[Report | None, list[str]]:
-    """Parse a report for role. Returns (report, []) or (None, every problem found)."""
+def _answers(data: dict[str, Any], problems: list[str]) -> tuple[Answer, ...]:
+    """ledger: [{id: F1, status: fixed|not-fixed, evidence: "..."}]"""
+    out = []
+    for i, item in enumerate(_items(data, "ledger", "{id, status, evidence}", problems)):
+        where = f"ledger[{i}]"
+        ident, status, evidence = item.get("id"), item.get("status"), item.get("evidence")
+        status = "-".join(str(status).lower().replace("_", " ").split()) if status else status
+        if not isinstance(ident, str) or not LEDGER_ID.fullmatch(ident.strip()):
+            problems.append(f"{where}.id must be an earlier finding's id from your brief, e.g. F1")
+        elif status not in (FIXED, NOT_FIXED):
+            problems.append(f"{where} ({ident}): status must be {FIXED} or {NOT_FIXED}, not "
+                            f"{item.get('status')!r:.40}")
+        elif not isinstance(evidence, str) or not evidence.strip():
+            problems.append(f"{where} ({ident}): evidence must say how you know: a test name, "
+                            "a file:line")
+        else:
+            out.append(Answer(ident.strip(), str(status), evidence.strip()))
+    return tuple(out)
+
+
+def _justified(data: dict[str, Any], problems: list[str]) -> tuple[Justified, ...]:
+    """weakened: [{id: W1, answer: justified|unjustified, reason: "..."}]"""
+    out = []
+    for i, item in enumerate(_items(data, "weakened", "{id, answer, reason}", problems)):
+        where = f"weakened[{i}]"
+        ident, answer, reason = item.get("id"), item.get("answer"), item.get("reason")
+        if not isinstance(ident, str) or not WEAKENED_ID.fullmatch(ident.strip()):
+            problems.append(f"{where}.id must be a weakened test's id from your brief, e.g. W1")
+        elif answer not in (JUSTIFIED, UNJUSTIFIED):
+            problems.append(f"{where} ({ident}): answer must be {JUSTIFIED} or {UNJUSTIFIED}, "
+                            f"not {answer!r:.40}")
+        elif not isinstance(reason, str) or not reason.strip():
+            problems.append(f"{where} ({ident}): reason must say why (the plan's words, or "
+                            "what the test guarded)")
+        else:
+            out.append(Justified(ident.strip(), str(answer), reason.strip()))
+    return tuple(out)
+
+
+def _items(data: dict[str, Any], key: str, shape: str,
+           problems: list[str]) -> list[dict[str, Any]]:
+    raw = data.get(key) or []
+    if not isinstance(raw, list):
+        problems.append(f"'{key}' must be a list of {shape} items")
+        return []
+    bad = [i for i, item in enumerate(raw) if not isinstance(item, dict)]
+    problems.extend(f"{key}[{i}] must be a mapping {shape}" for i in bad)
+    return [item for item in raw if isinstance(item, dict)]
+
+
+def parse(text: str, kind: str, expect: dict[str, Any] | None = None,
+          role: str = "") -> tuple[Report | None, list[str]]:
+    """Parse a report of a role of this kind (a role's name that is a kind: today's callers).
+    Returns (report, []) or (None, every problem found)."""
+    role = role or kind
     problems: list[str] = []
     try:
         data, body = split(text)
@@ -102,7 +197,7 @@ def parse(text: str, role: str, expect: dict[str, Any] | None = None) -> tuple[R
                         "'git rev-parse HEAD'")
         commit = ""
     commit = commit.strip().lower()
-    if role == "implementer":
+    if kind in (Kind.IMPLEMENTER, Kind.TESTER):
         status = data.get("status")
         if status not in STATUSES:
             problems.append(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -119,27 +214,44 @@ def parse(text: str, role: str, expect: dict[str, Any] | None = None) -> tuple[R
             problems.append(f"'verdict' must be pass or fail, not {verdict!r}")
         must = _findings(data, "must_fix", problems)
         should = _findings(data, "should_fix", problems)
-        if verdict == "fail" and not must and "must_fix" not in " ".join(problems):
-            problems.append("verdict 'fail' needs at least one must_fix finding")
-        if verdict == "pass" and must:
-            problems.append("verdict 'pass' cannot have must_fix findings: make it 'fail' "
-                            "or move them to should_fix")
         report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
-                        should_fix=should, sections=_sections(body), body=body)
+                        should_fix=should, ledger=_answers(data, problems),
+                        weakened=_justified(data, problems), sections=_sections(body), body=body)
+        blocking = must or report.not_fixed() or report.unjustified()
+        if verdict == "fail" and not blocking and "must_fix" not in " ".join(problems):
+            problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "
+                            "one answered not-fixed)")
+        if verdict == "pass" and blocking:
+            problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
+                            "answered not-fixed or weakened tests answered unjustified: make it "
+                            "'fail' or move them to should_fix")
     return (None, problems) if problems else (report, [])
 
 
-def template(role: str, commit: str = "<commit sha>") -> str:
-    """The report skeleton shown in every brief."""
-    if role == "implementer":
+def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] = (),
+             weakened: tuple[str, ...] = ()) -> str:
+    """The report skeleton shown in every brief; a later review's carries a line for each
+    earlier finding (earlier: their ids) and each weakened test (weakened: their ids)."""
+    if kind in (Kind.IMPLEMENTER, Kind.TESTER):
         return (
             f"---\nstatus: done            # done | blocked | partial\ncommit: '{commit}'\n---\n"
             "## Changes\nWhat you changed and why.\n\n## Verification\n"
             "Commands you ran and their results.\n\n## Deviations\nWhere you left the plan, "
             "or 'None'.\n\n## Open questions\nQuestions for a person, or 'None'.\n"
         )
+    ledger = "".join(f"  - {{id: {ident}, status: fixed, evidence: \"the test or file:line "
+                     "that shows it\"}\n" for ident in earlier)
+    answers = "".join(f"  - {{id: {ident}, answer: justified, reason: \"why the change "
+                      "meant it\"}\n" for ident in weakened)
+    scope = ("    criterion: AC1       # a later round: only for a line the fix rounds changed, "
+             "or a criterion still unmet\n") if earlier else ""
     return (
         f"---\nverdict: fail           # pass | fail\ncommit: '{commit}'\nmust_fix:\n"
         "  - file: path/to/file.py\n    line: 42\n    reason: what is wrong and why it "
-        "matters\nshould_fix: []\n---\n## Summary\nWhat you checked and what you found.\n"
+        f"matters\n{scope}should_fix: []\n"
+        + (f"ledger:                 # every earlier must-fix: fixed | not-fixed\n{ledger}"
+           if earlier else "")
+        + (f"weakened:               # every weakened test: justified | unjustified\n{answers}"
+           if weakened else "")
+        + "---\n## Summary\nWhat you checked and what you found.\n"
     )

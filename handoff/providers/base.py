@@ -41,6 +41,13 @@ class RoleSpec:
     #: where the CLI sends its requests (Claude Code: anthropic, vertex, bedrock, foundry);
     #: '' lets the person's environment choose, as the CLI itself would
     backend: str = ""
+    #: implementer, tester or reviewer ('' : the role's name says it, handoff.role.kind_named)
+    kind: str = ""
+    #: a reviewer's shipped speciality (roles/reviewer-<focus>.md), e.g. security
+    focus: str = ""
+    #: the project's own contract for this role, a file in the repository (replaces the shipped
+    #: one; the engineering rules and .handoff/local-<role>.md still apply)
+    contract: str = ""
 
 
 #: in the environment `checks` are given (never a peer's): the peer would run in the sandbox

@@ -3,11 +3,15 @@
     python -m handoff.providers.scripted_agent ROLE "Read and follow /abs/brief-N.md"
 
 It reads its brief (YAML frontmatter), acts, files its report with the brief's submit
-command, then waits on its terminal for the next "Read and follow …" message, like a TUI.
+command, then waits on its terminal for the next "Read and follow …" message, like a TUI. Its
+kind (implementer, tester, reviewer) is the brief's.
 
 Implementer: applies the round's `handoff-script` block from the plan (edits, then commit),
-runs the verification command, submits. Reviewer: runs the test commands at the commit in its
-own worktree; a failure becomes a must-fix naming the failing file and line.
+runs the verification command, submits. Tester: the same with the block's `<role>:` part,
+committing in its detached checkout. Reviewer: runs the test commands at the commit in its
+own worktree; a failure becomes a must-fix naming the failing file and line, unless it is an
+earlier finding of the ledger, which it then answers not-fixed (each other earlier finding:
+fixed); a later round's new failure names criterion AC0 (the plan's tests pass).
 
 Script keys (per round): edits [{file, replace, with} | {file, content}], status, question,
 commit (default true), leave_untracked [files], report (raw text to submit), exit (die with
@@ -15,7 +19,10 @@ this code before reporting; exit_unless: not once this file exists in the ticket
 pause_until (wait for this file in the ticket directory before acting), pause_before_report
 (the same, after committing and before filing), silent (once: the first turn ends without
 filing the report, a nudge files it; always: never files one), reviewer: {hang: once (first
-launch hangs, busy, never reporting), pause_until, silent}.
+launch hangs, busy, never reporting), pause_until, silent, must_fix [{file, line, reason,
+criterion}] (raised besides the test failures), ledger {F1: not-fixed} and weakened {W1:
+unjustified} (answers besides the defaults), report (raw text to submit)}; the same under a
+role's own name for any other reviewer or tester (`security: {must_fix: …}`).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from handoff.protocol.plan import parse as parse_plan
 from handoff.protocol.reports import template
 from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
 from handoff.providers.signals import PROMPT, STOP
+from handoff.role import NAME
 
 MESSAGE = "Read and follow "
 PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
@@ -107,11 +115,28 @@ def pause(brief: dict[str, Any], name: str | None) -> None:
         time.sleep(0.05)
 
 
-def implement(brief: dict[str, Any]) -> None:
-    worktree, n = Path(brief["worktree"]), int(brief["round"])
+def own_script(brief: dict[str, Any]) -> dict[str, Any] | None:
+    """The round's script for the brief's role: the block itself for the implementer, the
+    block's part under the role's name for any other (None: the plan has no step for it)."""
     plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
-    script = plan.scripts.get(n)
+    block = plan.scripts.get(int(brief["round"]))
+    if brief["role"] == "implementer" or block is None:
+        return block
+    part = block.get(brief["role"])
+    return part if isinstance(part, dict) else ({} if kind_of(brief) != "tester" else None)
+
+
+def kind_of(brief: dict[str, Any]) -> str:
+    return str(brief.get("kind") or brief["role"])
+
+
+def implement(brief: dict[str, Any]) -> None:
+    """The implementer's round, or a tester's (its commits in its detached checkout)."""
+    worktree, n = Path(brief["worktree"]), int(brief["round"])
+    script = own_script(brief)
     pause(brief, script.get("pause_until") if script else None)
+    if script is None and kind_of(brief) == "tester":
+        script = {}  # a tester with no step commits nothing: the tests it found suffice
     if script is None:
         head = git(worktree, "rev-parse", "HEAD")
         report = template("implementer", head).replace("status: done", "status: blocked")
@@ -132,7 +157,8 @@ def implement(brief: dict[str, Any]) -> None:
         say(f"edited {edit['file']}")
     if script.get("commit", True) and git(worktree, "status", "--porcelain"):
         git(worktree, "add", "-A")
-        git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief['ticket']}: round {n}")
+        what = "" if brief["role"] == "implementer" else f" ({brief['role']})"
+        git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief['ticket']}: round {n}{what}")
     for name in script.get("leave_untracked", []):
         (worktree / name).write_text("scratch\n", encoding="utf-8")
     spared = script.get("exit_unless") and (Path(brief["plan"]).parent / script["exit_unless"]).exists()
@@ -198,9 +224,8 @@ def failure_reason(argv: list[str], block: str) -> str:
 
 
 def review(brief: dict[str, Any]) -> None:
-    worktree, commit, n = Path(brief["worktree"]), str(brief["commit"]), int(brief["round"])
-    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
-    behaviour = plan.scripts.get(n, {}).get("reviewer", {})
+    worktree, commit = Path(brief["worktree"]), str(brief["commit"])
+    behaviour = own_script(brief) or {}
     pause(brief, behaviour.get("pause_until"))
     if behaviour.get("hang") == "once":
         marker = Path(brief["report"]).with_suffix(".hung")
@@ -210,30 +235,70 @@ def review(brief: dict[str, Any]) -> None:
             say("scripted: hanging as the plan says (recycle me)")
             threading.Event().wait()  # busy for good, like a CLI stuck mid-turn
     head = git(worktree, "rev-parse", "HEAD")
-    findings = []
+    failures = []
     if head != commit:
-        findings.append({"file": ".", "line": 0,
+        failures.append({"file": ".", "line": 0,
                          "reason": f"worktree is at {head[:10]}, not the commit under review"})
     ran = []
     for argv in brief.get("tests") or []:
         code, output = run_command(list(argv), worktree)
         ran.append(f"`{shlex.join(argv)}` exit {code}")
         if code != 0:
-            block = first_failure(output)
-            file, line = failing_location(block, worktree)
-            findings.append({"file": file or argv[-1], "line": line,
-                             "reason": failure_reason(list(argv), block)})
-    verdict = "fail" if findings else "pass"
-    text = (f"---\nverdict: {verdict}\ncommit: '{commit}'\n"
-            + (_yaml_findings(findings) if findings else "must_fix: []\n")
-            + "should_fix: []\n---\n## Summary\n"
+            failures.append(failure(list(argv), output, worktree))
+    if "report" in behaviour:
+        submit(brief, str(behaviour["report"]).replace("COMMIT", commit))
+        return
+    submit(brief, review_report(brief, behaviour, failures, ran))
+
+
+def failure(argv: list[str], output: str, worktree: Path) -> dict[str, Any]:
+    """A failing test command as a must-fix: where it failed, and why."""
+    block = first_failure(output)
+    file, line = failing_location(block, worktree)
+    return {"file": file or argv[-1], "line": line, "reason": failure_reason(argv, block)}
+
+
+def _key(file: str, reason: str) -> str:
+    return f"{file}::{' '.join(reason.lower().split())}"
+
+
+def review_report(brief: dict[str, Any], behaviour: dict[str, Any],
+                  failures: list[dict[str, Any]], ran: list[str]) -> str:
+    """A reviewer's report from what its test commands did (failures: must-fix findings):
+    each earlier finding of the ledger answered (not-fixed when the same failure is still
+    there), each weakened test answered, and a later round's new failure raised for the
+    plan's own criterion AC0 (its tests pass). The script adds its own findings and answers."""
+    commit = str(brief["commit"])
+    earlier = [e for e in brief.get("earlier") or [] if isinstance(e, dict)]
+    still = {_key(str(e["file"]), str(e["reason"])): str(e["id"]) for e in earlier}
+    answers: dict[str, str] = {}
+    fresh = []
+    for found in failures:
+        ident = still.get(_key(str(found["file"]), str(found["reason"])))
+        if ident is not None:
+            answers[ident] = "not-fixed"
+        else:
+            fresh.append({**found, **({"criterion": "AC0"} if earlier else {})})
+    ledger = [{"id": str(e["id"]), "status": str((behaviour.get("ledger") or {}).get(
+        e["id"], answers.get(str(e["id"]), "fixed"))),
+        "evidence": f"ran {'; '.join(ran) or 'no test command'} at {commit[:10]}"}
+        for e in earlier]
+    weakened = [{"id": ident, "answer": str((behaviour.get("weakened") or {}).get(
+        ident, "justified")), "reason": "the scripted reviewer takes the plan's word for it"}
+        for ident in brief.get("weakened") or []]
+    must = [*fresh, *(behaviour.get("must_fix") or [])]
+    blocking = must or any(a["status"] != "fixed" for a in ledger) or \
+        any(w["answer"] != "justified" for w in weakened)
+    verdict = "fail" if blocking else "pass"
+    front: dict[str, Any] = {"verdict": verdict, "commit": commit, "must_fix": must,
+                             "should_fix": []}
+    if ledger:
+        front["ledger"] = ledger
+    if weakened:
+        front["weakened"] = weakened
+    return ("---\n" + yaml.safe_dump(front, sort_keys=False, width=1000) + "---\n## Summary\n"
             + f"Ran {len(ran)} test command(s) at {commit[:10]}: {verdict}.\n"
             + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")
-    submit(brief, text)
-
-
-def _yaml_findings(findings: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump({"must_fix": findings}, sort_keys=False, width=1000)
 
 
 def handle(role: str, message: str) -> None:
@@ -244,9 +309,8 @@ def handle(role: str, message: str) -> None:
     say(f"{TOOK} {message.strip()}")
     signal(PROMPT)
     brief, _ = split(path.read_text(encoding="utf-8"))
-    brief["_silent"] = silent(brief, role, nudged=not message.lstrip().startswith(
-        "Read and follow"))
-    (implement if role == "implementer" else review)(brief)
+    brief["_silent"] = silent(brief, nudged=not message.lstrip().startswith("Read and follow"))
+    (review if kind_of(brief) == "reviewer" else implement)(brief)
     say(WAITING)
     signal(STOP)
 
@@ -265,17 +329,14 @@ def brief_path(message: str) -> Path | None:
     return Path(word) if word and word.endswith(".md") else None
 
 
-def silent(brief: dict[str, Any], role: str, nudged: bool) -> bool:
+def silent(brief: dict[str, Any], nudged: bool) -> bool:
     """The plan's `silent` for this round and role: once (until nudged) or always."""
-    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
-    script = plan.scripts.get(int(brief["round"]), {})
-    mode = script.get("silent") if role == "implementer" else \
-        (script.get("reviewer") or {}).get("silent")
+    mode = (own_script(brief) or {}).get("silent")
     return mode == "always" or (mode == "once" and not nudged)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("implementer", "reviewer"):
+    if len(argv) != 2 or not NAME.fullmatch(argv[0]):
         print("usage: python -m handoff.providers.scripted_agent ROLE 'Read and follow BRIEF'",
               file=sys.stderr)
         return 2

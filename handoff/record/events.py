@@ -9,10 +9,21 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from handoff import trace
 from handoff.record.store import PRIVATE_FILE, private_dir, write_failed
+
+#: every kind of event handoff writes, each named once (docs/protocol.md says what each holds)
+EventKind = Literal[
+    "answer", "answer-passed-on", "branch", "brief", "budget", "created", "death",
+    "delivery-failed", "dialog", "error", "escalate", "final-report", "finish", "forgery", "gate",
+    "launch", "more-rounds", "notified", "notify-failed", "nudge", "orchestrator", "peer",
+    "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "recycle",
+    "replaced", "reviews", "scanner", "screen-unrecognised", "session", "state-restored",
+    "stopped", "submission", "submitted", "tmux", "usage", "verdict", "watch", "weakened",
+    "worktree", "worktrees",
+]
 
 
 def now() -> str:
@@ -23,7 +34,8 @@ def now() -> str:
 class EventLog:
     path: Path
 
-    def append(self, kind: str, *, round: int = 0, role: str = "", **fields: Any) -> dict[str, Any]:
+    def append(self, kind: EventKind, *, round: int = 0, role: str = "",
+               **fields: Any) -> dict[str, Any]:
         """Append one event as one write() under a lock, so concurrent writers never interleave.
 
         A write that fails (a full disk) or is cut short is undone before the error is raised:

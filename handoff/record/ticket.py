@@ -21,20 +21,11 @@ from typing import Any
 
 from handoff.errors import NotFound, UsageError
 from handoff.inputs import REASON_LIMIT, clip
+from handoff.phases import PHASES
 from handoff.record.events import EventLog, now
 from handoff.record.store import atomic_write, validate_ticket_id
+from handoff.role import DEFAULT, IMPLEMENTER, Team
 
-PHASES = (
-    "awaiting-approval",
-    "implementing",
-    "gating",
-    "reviewing",
-    "needs-human",
-    "passed",
-    "escalated",
-    "closed",
-)
-FINISHED = ("passed", "escalated", "closed")
 # The loop's limits, the config's defaults. Each ticket records its own when it is created
 # (State, from the config then, and --max-rounds): changing the config later does not move a
 # started ticket's limits; only `resume --more-rounds` does.
@@ -54,7 +45,9 @@ class State:
     round: int = 0
     gate_bounces: int = 0
     rejections: int = 0
-    relaunches: int = 0
+    #: role → relaunches of its dying peer this round (each peer has its own budget: the
+    #: reviewers work side by side)
+    relaunched: dict[str, int] = field(default_factory=dict)
     base: str = "HEAD"
     base_commit: str = ""
     branch: str = ""
@@ -66,15 +59,34 @@ class State:
     max_gate_bounces: int = MAX_GATE_BOUNCES
     #: relaunches of a dying peer within a round before a person is asked
     max_relaunches: int = MAX_RELAUNCHES
+    #: the ticket's roles, [{name, kind}] in working order (handoff.role.Team); frozen when
+    #: it is created
+    team: list[dict[str, str]] = field(default_factory=DEFAULT.records)
+    #: round → the commit under test and review: the implementer's, then each tester's
     commits: dict[str, str] = field(default_factory=dict)
+    #: round → the round's verdict, once every reviewer's report is in
     verdicts: dict[str, str] = field(default_factory=dict)
+    #: round → each reviewer's verdict as its report was accepted
+    reviewed: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: round → each tester's accepted commit
+    tested: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: round → the must-fix keys raised (Finding.key), for "the same must-fix came back"
     findings: dict[str, list[str]] = field(default_factory=dict)
+    #: every must-fix of the ticket with its answers (handoff.loop.ledger)
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    #: round → each scanner's state (passed, failed, skipped, missing)
+    scans: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: round → the tests its commit weakened since the base (handoff.loop.weakened), as its
+    #: reviewers were shown them
+    weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the roles of the phase a person was asked about: the answer goes to them
+    held: list[str] = field(default_factory=list)
     worktrees: dict[str, str] = field(default_factory=dict)
     gates: dict[str, str] = field(default_factory=dict)
     feedback: dict[str, Any] = field(default_factory=dict)
     answers_used: int = 0
     #: where an answer leads: "" (the implementer's next round, carrying the answer), or
-    #: "implementing" / "reviewing" (the same round again, e.g. after a peer kept dying)
+    #: a phase of the same round again ("reviewing" after a reviewer kept dying, "gating")
     after_answer: str = ""
     #: a person's answer still to be passed on to the peer of the same round
     note_for_peer: str = ""
@@ -107,7 +119,20 @@ class State:
                                 f"{type(default).__name__}")
         if data.get("phase", PHASES[0]) not in PHASES:
             raise ValueError(f"unknown phase {data['phase']!r}")
+        try:
+            Team.from_records(data.get("team", []))
+        except (UsageError, ValueError, AttributeError) as exc:
+            raise ValueError(f"'team' is not a team: {getattr(exc, 'message', exc)}") from None
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def roles(self) -> Team:
+        return Team.from_records(self.team)
+
+    @property
+    def relaunches(self) -> int:
+        """Relaunches this round, every peer's (state.json carries it for its readers)."""
+        return sum(self.relaunched.values())
 
     @property
     def reviews(self) -> int:
@@ -169,8 +194,13 @@ class TicketDir:
         return self.path / "inbox" / role / f"brief-{round_}.md"
 
     def report(self, role: str, round_: int) -> Path:
-        prefix = "impl" if role == "implementer" else "review"
+        """impl-report-N.md and review-report-N.md, as every ticket had them; another role's
+        is <role>-report-N.md (role.RESERVED keeps the names apart)."""
+        prefix = {IMPLEMENTER: "impl", "reviewer": "review"}.get(role, role)
         return self.path / f"{prefix}-report-{round_}.md"
+
+    def scan_log(self, round_: int, scanner: str) -> Path:
+        return self.path / f"scan-{round_}-{scanner}.log"
 
     def diff(self, round_: int) -> Path:
         return self.path / f"diff-{round_}.patch"
@@ -239,8 +269,8 @@ class TicketDir:
         """state.json, then the same text as state.json.bak: a crash between the two leaves a
         good state.json and a backup one save older, never two bad files."""
         state.updated = now()
-        text = json.dumps({**asdict(state), "reviews": state.reviews}, indent=2,
-                          sort_keys=True) + "\n"
+        text = json.dumps({**asdict(state), "reviews": state.reviews,
+                           "relaunches": state.relaunches}, indent=2, sort_keys=True) + "\n"
         atomic_write(self.state_file, text)
         atomic_write(self.backup_file, text)
 

@@ -110,17 +110,18 @@ def status_fields(total: Usage) -> dict[str, Any]:
             "cost_usd": None if total.cost_usd is None else round(total.cost_usd, 6)}
 
 
-def per_round(events: Iterable[Mapping[str, Any]]) -> list[tuple[int, str, Usage]]:
-    """(round, role, usage) in order of round, implementer before reviewer."""
+def per_round(events: Iterable[Mapping[str, Any]],
+              roles: Sequence[str] = ("implementer", "reviewer")) -> list[tuple[int, str, Usage]]:
+    """(round, role, usage) in order of round, then of the team (roles: in working order)."""
     rows: dict[tuple[int, str], Usage] = {}
     for event in usage_events(events):
         n = event.get("round")
         key = (n if isinstance(n, int) and not isinstance(n, bool) else 0,
                str(event.get("role", "")))
         rows[key] = rows[key].plus(Usage.of(event)) if key in rows else Usage.of(event)
-    order = {"implementer": 0, "reviewer": 1}
+    order = {role: i for i, role in enumerate(roles)}
     return [(n, role, rows[(n, role)])
-            for n, role in sorted(rows, key=lambda k: (k[0], order.get(k[1], 2), k[1]))]
+            for n, role in sorted(rows, key=lambda k: (k[0], order.get(k[1], len(order)), k[1]))]
 
 
 def over_budget(events: Sequence[Mapping[str, Any]], tokens: int | None,

@@ -204,11 +204,11 @@ FIXED_CALC = ("def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return 
               "def neg(a):\n    return -a\n")
 
 
-@fault("18.3", "while the gate runs in the reviewer's checkout, a peer rewrites a tracked file "
+@fault("18.3", "while the gate runs in its own checkout, something rewrites a tracked file "
        "there (or moves its HEAD, or plants an untracked conftest.py)",
        "the gate's pass is void (`gate` event `void`): the ticket goes to `needs-human` naming the "
        "file; an answer runs the gate again on a reset checkout",
-       "the implementer's commit; what was written, in the reviewer's scratch patch")
+       "the implementer's commit; what was written, in the gate's scratch patch")
 def test_a_gate_whose_checkout_changed_while_it_ran_passes_nothing(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     import sys
@@ -220,15 +220,15 @@ def test_a_gate_whose_checkout_changed_while_it_ran_passes_nothing(
                    "--max-rounds", "1", cwd=repo, log=tmp_path / "F-9.log")
     try:
         wait_event(handoff_home, "F-9", "gate", result="running", timeout=60)
-        reviewer = repo / ".worktrees" / "F-9" / "reviewer"
-        (reviewer / "calc.py").write_text(FIXED_CALC)
+        checkout = repo / ".worktrees" / "F-9" / "gate"
+        (checkout / "calc.py").write_text(FIXED_CALC)
         stopped = wait_phase(handoff_home, "F-9", "needs-human", "passed", "escalated")
         # answered: the checkout is reset and the gate runs again; a planted untracked file
         # (a conftest.py a test runner would load) voids that pass as well
         assert handoff("answer", "F-9", "go on", cwd=repo).returncode == 0
         wait_until(lambda: gate_results(handoff_home, "F-9").count("running") == 2 or None,
                    what="the gate running again")
-        (reviewer / "conftest.py").write_text("# planted\n")
+        (checkout / "conftest.py").write_text("# planted\n")
         wait_until(lambda: gate_results(handoff_home, "F-9").count("void") == 2 or None,
                    what="the second pass voided")
     finally:
@@ -240,6 +240,9 @@ def test_a_gate_whose_checkout_changed_while_it_ran_passes_nothing(
     assert first["kind"] == "gate" and "calc.py" in first["why"]
     assert "conftest.py" in second["why"] and ".gitignore" in second["why"]
     assert "1" not in stopped["gates"], "no gate result was taken"
+    folder = ticket_path(handoff_home, "F-9")
+    assert "return a * b" in (folder / "transcripts" / "gate-scratch-1.patch").read_text(), \
+        "what was written into the gate's checkout is kept"
 
 
 @fault("18.3", "before the reviewer runs its tests, a peer makes the reviewer's checkout pass "

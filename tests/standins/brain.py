@@ -12,7 +12,9 @@ agent, plus a few keys for real CLIs (`cli:` in a round's block):
     cli: {silent: always}   # never file a report
     cli: {idle: true}       # do nothing at all: end every turn at once
 
-(for the implementer; the reviewer's go under `reviewer: {cli: …}`).
+(for the implementer; any other role's go under its own name: `reviewer: {cli: …}`,
+`security: {cli: …, must_fix: […]}`; a tester acts from its part as the implementer does from
+the block, and a reviewer's report is the scripted agent's, ledger answers and all).
 
 Shell commands end with `; echo handoff-exit=$?` where the brain needs the exit status, so
 it can read it from the tool result whatever the CLI's own result format is.
@@ -28,11 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from handoff.protocol.frontmatter import split
-from handoff.protocol.plan import parse as parse_plan
-from handoff.providers.scripted_agent import failing_location, failure_reason, first_failure
+from handoff.providers.scripted_agent import failure, kind_of, own_script, review_report
 
 BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
 EXIT = re.compile(r"handoff-exit=(\d+)")
@@ -89,19 +88,17 @@ def turn(prompt: str, results: Sequence[str]) -> list[Action]:
         return [Say(f"The brief {brief_path} does not exist.")]
     brief, _ = split(brief_path.read_text(encoding="utf-8"))
     nudged = not prompt.lstrip().startswith("Read and follow")
-    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
-    script = plan.scripts.get(int(brief["round"]), {})
-    own = script if brief["role"] == "implementer" else script.get("reviewer") or {}
+    own = own_script(brief) or {}
     cli = own.get("cli") or {}
     if cli.get("idle"):
         return [Say("Waiting.")]
     silent = cli.get("silent") == "always" or (cli.get("silent") == "once" and not nudged)
-    if brief["role"] == "implementer":
-        actions = [] if nudged else [Read(str(brief_path)), *implement(brief, script)]
-        report = implementer_report(brief, script)
+    if kind_of(brief) != "reviewer":
+        actions = [] if nudged else [Read(str(brief_path)), *implement(brief, own)]
+        report = implementer_report(brief, own)
     else:
         actions = [Read(str(brief_path)), *review(brief)]
-        report = reviewer_report(brief, results)
+        report = reviewer_report(brief, own, results)
     if silent:
         return [*actions, Say("I made the change and stop here.")]
     return [*actions, Write(str(brief["report"]), report),
@@ -118,7 +115,10 @@ def implement(brief: dict[str, Any], script: dict[str, Any]) -> list[Action]:
             actions.append(Write(path, _const(str(edit["content"]))))
         else:
             actions += [Read(path), Edit(path, str(edit["replace"]), str(edit["with"]))]
-    message = shlex.quote(f"{brief['ticket']}: round {brief['round']}")
+    who = "" if brief["role"] == "implementer" else f" ({brief['role']})"
+    message = shlex.quote(f"{brief['ticket']}: round {brief['round']}{who}")
+    if not script.get("edits") and kind_of(brief) == "tester":
+        return actions  # nothing to add: the tester reports the commit it was given
     actions.append(Shell(f"git add -A && git commit -q -m {message}; echo handoff-exit=$?",
                          str(worktree)))
     return actions
@@ -139,24 +139,19 @@ def review(brief: dict[str, Any]) -> list[Action]:
             for argv in brief.get("tests") or []]
 
 
-def reviewer_report(brief: dict[str, Any], results: Sequence[str]) -> Callable[[], str]:
+def reviewer_report(brief: dict[str, Any], own: dict[str, Any],
+                    results: Sequence[str]) -> Callable[[], str]:
     def render() -> str:
         worktree = Path(brief["worktree"])
-        findings = []
+        failures, ran = [], []
         # results: [brief read, test 1, test 2, …]
         for argv, output in zip(brief.get("tests") or [], results[1:], strict=False):
             code = EXIT.findall(output)
+            ran.append(f"`{shlex.join(argv)}` exit {code[-1] if code else '?'}")
             if code and code[-1] == "0":
                 continue
-            block = first_failure(output)
-            file, line = failing_location(block, worktree)
-            findings.append({"file": file or argv[-1], "line": line,
-                             "reason": failure_reason(list(argv), block)})
-        verdict = "fail" if findings else "pass"
-        must = yaml.safe_dump({"must_fix": findings}, sort_keys=False, width=1000) \
-            if findings else "must_fix: []\n"
-        return (f"---\nverdict: {verdict}\ncommit: '{brief['commit']}'\n{must}should_fix: []\n"
-                f"---\n## Summary\nRan the test commands at {str(brief['commit'])[:10]}.\n")
+            failures.append(failure(list(argv), output, worktree))
+        return review_report(brief, own, failures, ran)
     return render
 
 

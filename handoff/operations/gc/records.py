@@ -9,8 +9,8 @@ import shutil
 from handoff.errors import Busy
 from handoff.machinery.tmux import ServerGone, Tmux, TmuxFailure
 from handoff.operations.gc.found import Leftover, Options, Record
+from handoff.phases import FINISHED
 from handoff.record.lock import TicketLock, holder
-from handoff.record.ticket import FINISHED
 
 
 def record_leftovers(records: list[Record], options: Options) -> list[Leftover]:

@@ -15,7 +15,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
 from handoff.operations.gc.sessions import InUse
-from handoff.role import ROLES
+from handoff.role import NAME
 
 
 def _repos(records: list[Record], extra: Path | None) -> list[Repo]:
@@ -67,7 +67,8 @@ def _ticket_worktrees(home: Path, wt: TicketWorktrees, record: Record | None, wh
     live = 0
     for path in sorted(wt.root.iterdir()):
         role = path.name
-        if role not in ROLES or path.is_symlink() or not wt.is_live(path):
+        # any role's name, or the gate's: what handoff names the worktrees it makes
+        if not NAME.fullmatch(role) or path.is_symlink() or not wt.is_live(path):
             found.append(_not_ours(path, wt.repo))
             continue
         live += 1

@@ -1,0 +1,52 @@
+"""The phases of a ticket, the one the loop waits in for each kind of role, and what a person
+does next in each: written once, for the loop, `status`, the board and every refusal.
+
+Stdlib only: `handoff submit` (handoff.cli.filing) imports it in every peer's short process.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from handoff.role import Kind
+
+
+class Phase(StrEnum):
+    AWAITING_APPROVAL = "awaiting-approval"
+    IMPLEMENTING = "implementing"
+    TESTING = "testing"
+    GATING = "gating"
+    REVIEWING = "reviewing"
+    NEEDS_HUMAN = "needs-human"
+    PASSED = "passed"
+    ESCALATED = "escalated"
+    CLOSED = "closed"
+
+
+PHASES = tuple(str(p) for p in Phase)
+FINISHED = (Phase.PASSED, Phase.ESCALATED, Phase.CLOSED)
+#: the phases in which an orchestrator waits for peers' reports
+WORKING = (Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING)
+
+
+def awaited(kind: Kind) -> Phase:
+    """The phase in which the ticket waits for the report of a role of this kind."""
+    return {Kind.IMPLEMENTER: Phase.IMPLEMENTING, Kind.TESTER: Phase.TESTING,
+            Kind.REVIEWER: Phase.REVIEWING}[kind]
+
+
+def next_step(phase: str, ticket: str) -> str:
+    """What a person does next with a ticket in phase whose orchestrator does not run ('' when
+    nothing: a closed ticket)."""
+    if phase == Phase.AWAITING_APPROVAL:
+        return f"handoff resume {ticket} --yes"
+    if phase == Phase.NEEDS_HUMAN:
+        return f"handoff answer {ticket} TEXT"
+    if phase == Phase.PASSED:
+        return f"handoff finish {ticket} (merges it) or handoff close {ticket}"
+    if phase == Phase.ESCALATED:
+        return (f"handoff resume {ticket} --more-rounds 1 (at a round or gate limit) or "
+                f"handoff close {ticket}")
+    if phase == Phase.CLOSED:
+        return ""
+    return f"handoff resume {ticket}"

@@ -1,0 +1,298 @@
+"""handoff.loop.weakened: the tests a change deleted, removed, emptied of an assertion or
+skipped, read from real commits. The expected lines are counted by hand from the fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from handoff.loop.weakened import Weakening, is_test_path, named_paths, weakened
+from handoff.machinery.repo import Repo
+from tests.conftest import git
+
+SHOP = '''\
+import pytest
+
+from shop import total
+
+
+def test_empty():
+    assert total([]) == 0
+
+
+def test_one():
+    assert total([3]) == 3
+    assert total([0]) == 0
+
+
+def test_many():
+    assert total([1, 2]) == 3
+    assert total([1, 2, 3]) == 6
+
+
+def test_negative():
+    with pytest.raises(ValueError):
+        total([-1])
+'''
+
+SUM_JS = '''\
+const { sum } = require("./sum");
+
+describe("sum", () => {
+  it("adds two numbers", () => {
+    expect(sum(1, 2)).toBe(3);
+  });
+
+  it("adds none", () => {
+    expect(sum()).toBe(0);
+  });
+});
+'''
+
+CALC_JAVA = '''\
+import org.junit.jupiter.api.Test;
+
+class CalcTest {
+    @Test
+    void adds() {
+        assertEquals(3, Calc.add(1, 2));
+    }
+
+    @Test
+    void subtracts() {
+        assertEquals(1, Calc.sub(2, 1));
+    }
+}
+'''
+
+CALC_GO = '''\
+package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+\tif Add(1, 2) != 3 {
+\t\tt.Fatal("1+2")
+\t}
+}
+
+func TestSub(t *testing.T) {
+\tif Sub(2, 1) != 1 {
+\t\tt.Errorf("2-1")
+\t}
+}
+'''
+
+Row = tuple[str, str, str, int, str]
+
+
+def commit(repo: Path, files: Mapping[str, str | None], message: str = "change") -> str:
+    """Write (or, for None, delete) files, commit them all, return the new HEAD."""
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def rows(repo: Path, base: str, commands: Sequence[Sequence[str]] = ()) -> list[Row]:
+    found = weakened(Repo.at(repo), base, "HEAD", commands)
+    return [(w.id, w.kind, w.file, w.line, w.text) for w in found]
+
+
+@pytest.fixture
+def shop(repo: Path) -> tuple[Path, str]:
+    """repo with tests/test_shop.py (four pytest tests) committed: the base."""
+    return repo, commit(repo, {"shop.py": "def total(xs):\n    return sum(xs)\n",
+                               "tests/test_shop.py": SHOP}, "shop")
+
+
+def test_a_deleted_test_file_is_one_entry(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": None})
+    assert rows(repo, base) == [("W1", "deleted-file", "tests/test_shop.py", 0,
+                                 "tests/test_shop.py")]
+
+
+def test_a_removed_test_is_listed_once_not_with_its_assertions(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace(
+        "def test_one():\n    assert total([3]) == 3\n    assert total([0]) == 0\n\n\n", "")})
+    assert rows(repo, base) == [("W1", "removed-test", "tests/test_shop.py", 10, "test_one")]
+
+
+def test_a_dropped_assertion_of_a_kept_test(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace("    assert total([1, 2, 3]) == 6\n", "")})
+    assert rows(repo, base) == [("W1", "removed-assertion", "tests/test_shop.py", 17,
+                                 "assert total([1, 2, 3]) == 6")]
+
+
+def test_an_assertion_given_another_value_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace("assert total([3]) == 3",
+                                                     "assert total([3, 4]) == 7")})
+    assert rows(repo, base) == []
+
+
+def test_new_skips_and_expected_failures(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    calc = (repo / "tests" / "test_calc.py").read_text(encoding="utf-8")
+    commit(repo, {
+        "tests/test_shop.py": SHOP.replace("def test_many():",
+                                           '@pytest.mark.skip(reason="flaky")\ndef test_many():'),
+        "tests/test_calc.py": calc.replace("    def test_add(self)",
+                                           "    @unittest.expectedFailure\n    def test_add(self)"),
+    })
+    assert rows(repo, base) == [
+        ("W1", "new-skip", "tests/test_calc.py", 7, "@unittest.expectedFailure"),
+        ("W2", "new-skip", "tests/test_shop.py", 15, '@pytest.mark.skip(reason="flaky")'),
+    ]
+
+
+def test_a_skip_that_only_moved_is_not_new(repo: Path) -> None:
+    before = "import pytest\n\n\n@pytest.mark.skip\ndef test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    after = "import pytest\n\n\ndef test_b():\n    pass\n\n\n@pytest.mark.skip\ndef test_a():\n    pass\n"
+    base = commit(repo, {"tests/test_order.py": before})
+    commit(repo, {"tests/test_order.py": after})
+    assert rows(repo, base) == []
+
+
+def test_a_skipped_and_a_focused_javascript_test(repo: Path) -> None:
+    base = commit(repo, {"web/sum.test.js": SUM_JS})
+    commit(repo, {"web/sum.test.js": SUM_JS.replace('it("adds none"', 'it.skip("adds none"')
+                  .replace('it("adds two', 'it.only("adds two')})
+    assert rows(repo, base) == [
+        ("W1", "new-skip", "web/sum.test.js", 4,
+         'it.only("adds two numbers", () => { (.only: the other tests there no longer run)'),
+        ("W2", "new-skip", "web/sum.test.js", 8, 'it.skip("adds none", () => {'),
+    ]
+
+
+def test_a_test_moved_to_another_file_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    moved = "def test_negative():\n    with pytest.raises(ValueError):\n        total([-1])\n"
+    commit(repo, {"tests/test_shop.py": SHOP.replace("\n\n" + moved, ""),
+                  "tests/test_errors.py": "import pytest\n\nfrom shop import total\n\n\n" + moved})
+    assert rows(repo, base) == []
+
+
+def test_a_renamed_test_file_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    git(repo, "mv", "tests/test_shop.py", "tests/test_basket.py")
+    git(repo, "commit", "-q", "-m", "rename")
+    assert rows(repo, base) == []
+
+
+def test_a_test_file_moved_out_of_the_tests_counts_as_deleted(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    (repo / "attic").mkdir()
+    git(repo, "mv", "tests/test_shop.py", "attic/shop_checks.py")
+    git(repo, "commit", "-q", "-m", "out of the way")
+    assert rows(repo, base) == [("W1", "deleted-file", "tests/test_shop.py", 0,
+                                 "renamed to attic/shop_checks.py")]
+
+
+def test_changes_to_other_files_list_nothing(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"shop.py": "def total(xs):\n    assert xs is not None\n    return sum(xs)\n"})
+    commit(repo, {"shop.py": "def total(xs):\n    return sum(xs)\n", "calc.py": None})
+    assert rows(repo, base) == []
+
+
+def test_other_languages(repo: Path) -> None:
+    java, go = "src/test/java/CalcTest.java", "calc/calc_test.go"
+    base = commit(repo, {java: CALC_JAVA, go: CALC_GO})
+    commit(repo, {
+        java: CALC_JAVA.replace("\n    @Test\n    void subtracts() {\n"
+                                "        assertEquals(1, Calc.sub(2, 1));\n    }\n", ""),
+        go: CALC_GO.replace('\t\tt.Fatal("1+2")\n', "").replace(
+            "func TestSub(t *testing.T) {\n", 'func TestSub(t *testing.T) {\n\tt.Skip("later")\n'),
+    })
+    assert rows(repo, base) == [
+        ("W1", "removed-assertion", go, 7, 't.Fatal("1+2")'),
+        ("W2", "new-skip", go, 11, 't.Skip("later")'),
+        ("W3", "removed-test", java, 9, "subtracts"),
+    ]
+
+
+def test_the_plan_s_commands_name_test_paths() -> None:
+    assert named_paths([["python", "-m", "unittest", "tests.test_calc"]]) == {
+        "tests/test_calc.py", "tests/test_calc", "tests"}
+    assert named_paths([["python", "-m", "pytest", "-q", "checks/calc_check.py::test_a"]]) == {
+        "checks/calc_check.py"}
+    assert named_paths([["pytest", "qa/"]]) == {"qa"}
+    assert named_paths([["python", "-m", "unittest", "tests.test_calc.AddTest.test_add"]]) == {
+        "tests/test_calc.py", "tests/test_calc", "tests"}
+    assert named_paths([["python", "-m", "unittest", "discover", "-s", "checks"]]) == {
+        "checks.py", "checks"}
+    # the runner, options and their values, globs, paths outside the repo name nothing
+    assert named_paths([["python", "-m", "pytest.main", "-k", "a.b", "--junitxml=out/r.xml"],
+                        ["pytest", "tests/**/*.py", "/abs/tests", "../up/x.py", "./"],
+                        ["make", "check"]]) == set()
+    assert named_paths([["pytest", "-c", "pytest.ini", "calc_check.py"]]) == {
+        "pytest.ini", "calc_check.py"}
+    assert named_paths([["go", "test", "./pkg/..."], ["pytest", "checks/t.py::T::test_a[1-2]"]]) \
+        == {"pkg", "checks/t.py"}
+
+
+def test_a_folder_the_plan_names_holds_tests(repo: Path) -> None:
+    check = ("from calc import add\n\n\ndef check_add():\n    assert add(2, 3) == 5\n"
+             "    assert add(0, 0) == 0\n")
+    base = commit(repo, {"qa/calc_check.py": check})
+    commit(repo, {"qa/calc_check.py": check.replace("    assert add(0, 0) == 0\n", "")})
+    assert rows(repo, base) == []
+    assert rows(repo, base, [["pytest", "qa/"]]) == [
+        ("W1", "removed-assertion", "qa/calc_check.py", 6, "assert add(0, 0) == 0")]
+
+
+@pytest.mark.parametrize(("path", "test"), [
+    ("tests/helpers.py", True), ("pkg/__tests__/x.js", True), ("e2e/login.ts", True),
+    ("src/Tests/Util.cs", True), ("test_x.py", True), ("pkg/x_test.py", True),
+    ("conftest.py", True), ("x_test.go", True), ("a/b.test.tsx", True), ("b.spec.mjs", True),
+    ("CalcTest.java", True), ("CalcTests.java", True), ("CalcTest.kt", True),
+    ("calc_spec.rb", True), ("calc_test.rb", True), ("test_calc.rb", True),
+    ("calc.py", False), ("testing.py", False), ("contest.py", False), ("x.test.py", False),
+    ("latest/x.py", False), ("Tested.java", False),
+])
+def test_test_paths(path: str, test: bool) -> None:
+    assert is_test_path(path) is test
+
+
+def test_named_files_and_folders_are_test_paths() -> None:
+    named = {"qa", "checks/calc_check.py"}
+    assert is_test_path("qa/deep/x.py", named)
+    assert is_test_path("checks/calc_check.py", named)
+    assert not is_test_path("checks/other.py", named)
+    assert not is_test_path("qaz/x.py", named)
+
+
+def test_how_a_weakening_is_shown_and_kept() -> None:
+    removed = Weakening("W2", "tests/test_calc.py", 14, "removed-assertion",
+                        "self.assertEqual(add(1, 2), 3)")
+    assert removed.render() == \
+        "W2 tests/test_calc.py:14: assertion removed: `self.assertEqual(add(1, 2), 3)`"
+    assert removed.fields() == {"id": "W2", "file": "tests/test_calc.py", "line": 14,
+                                "kind": "removed-assertion",
+                                "text": "self.assertEqual(add(1, 2), 3)"}
+    assert Weakening("W1", "tests/test_x.py", 0, "deleted-file", "tests/test_x.py").render() == \
+        "W1 tests/test_x.py: test file deleted"
+    assert Weakening("W3", "a.test.js", 3, "new-skip", "it.skip(`x`)").render() == \
+        "W3 a.test.js:3: skip added: `` it.skip(`x`) ``"
+
+
+def test_a_long_line_is_clipped(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    long = "assert total([" + ", ".join(["1"] * 100) + "]) == 100"
+    base = commit(repo, {"tests/test_shop.py": SHOP.replace("assert total([]) == 0", long)})
+    commit(repo, {"tests/test_shop.py": SHOP.replace("    assert total([]) == 0\n", "")})
+    (found,) = rows(repo, base)
+    assert found[:4] == ("W1", "removed-assertion", "tests/test_shop.py", 7)
+    assert found[4] == long[:199] + "…"
