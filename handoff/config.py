@@ -283,8 +283,9 @@ def _scanners(source: str, value: Any) -> tuple[Scanner, ...]:
                     raise UsageError(
                         f"{where}.command: {placeholder} must be an argument of its own, not "
                         f"part of {arg!r:.60}", "it becomes one argument per changed file")
-        if command[0] in (*LIST_PLACEHOLDERS, *TEXT_PLACEHOLDERS):
-            raise UsageError(f"{where}.command must start with the program to run")
+        if "{" in command[0]:  # it is looked up before the gate runs: it must be a name
+            raise UsageError(f"{where}.command must start with the program to run, not a "
+                             f"placeholder: {command[0]!r:.60}")
         required = item.get("required", True)
         if not isinstance(required, bool):
             raise UsageError(f"{where}.required must be true or false, not {required!r:.40}")

@@ -336,3 +336,31 @@ def test_a_reviewer_that_stalls_waits_for_a_person_while_the_other_one_reports(
         "only the held reviewer was told (and, hung, started afresh); the other never again"
     told = [e["role"] for e in log if e["kind"] == "answer-passed-on"]
     assert told == ["security"]
+
+
+def test_a_blocked_testers_question_is_answered_in_the_next_rounds_briefs(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    team(repo, tester={"provider": "scripted"})
+    extra_test = {"file": "tests/test_more.py", "content": (
+        "import unittest\n\nfrom calc import neg\n\n\nclass MoreTest(unittest.TestCase):\n"
+        "    def test_neg_zero(self) -> None:\n        self.assertEqual(neg(0), 0)\n")}
+    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG],
+                          "tester": {"status": "blocked", "question": "Test floats too?"}},
+                      2: {"edits": [{"file": "NOTES.md", "content": "ints only\n"}],
+                          "tester": {"edits": [extra_test]}}}, test=ALL_TESTS)
+    runner = spawn("start", "TT-3", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "orch.log")
+    try:
+        waiting = wait_phase(handoff_home, "TT-3", "needs-human", timeout=90)
+        assert waiting["reason"] == "the tester is blocked: Test floats too?"
+        assert handoff("answer", "TT-3", "Integers only.", cwd=repo).returncode == 0
+        final = wait_phase(handoff_home, "TT-3", "passed", "escalated", timeout=90)
+        assert runner.wait(timeout=30) == 0
+    finally:
+        stop_runner(runner)
+    assert final["phase"] == "passed" and final["round"] == 2
+    assert list(final["tested"]) == ["2"], "round 1's tester added nothing: it asked"
+    folder = ticket_path(handoff_home, "TT-3")
+    for who in ("implementer", "tester"):
+        brief = (folder / "inbox" / who / "brief-2.md").read_text()
+        assert "## A person answered" in brief and "Integers only." in brief, who

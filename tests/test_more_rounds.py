@@ -190,3 +190,33 @@ def test_a_tickets_limits_are_those_of_the_config_when_it_was_created(
     ended = state(handoff_home, "L-1")
     assert ended["gate_bounces"] == 1 and "gate failed 1 times" in ended["reason"]
     assert (ended["max_gate_bounces"], ended["max_relaunches"]) == (1, 4)
+
+
+def test_a_ticket_directory_from_before_teams_still_resumes(repo: Path, tmp_path: Path,
+                                                           handoff_home: Path) -> None:
+    """A state.json as the handoff before teams wrote it: no team (implementer and reviewer),
+    no ledger (its last review's must-fixes become one), one relaunch counter."""
+    import json
+
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    code, out = start(repo, tmp_path, "O-1", plan, "--max-rounds", "1")
+    assert code == EXIT_ESCALATED, out
+    folder = ticket_path(handoff_home, "O-1")
+    data = json.loads((folder / "state.json").read_text())
+    for key in ("team", "reviewed", "tested", "ledger", "scans", "weakened", "held",
+                "relaunched"):
+        data.pop(key)
+    data["relaunches"] = 0
+    old = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    for name in ("state.json", "state.json.bak"):
+        (folder / name).write_text(old)
+
+    code, out = more(repo, "O-1", "--more-rounds", "1")
+    assert code == 0, out
+    current = state(handoff_home, "O-1")
+    assert current["phase"] == "passed" and current["verdicts"] == {"1": "fail", "2": "pass"}
+    assert [r["name"] for r in current["team"]] == ["implementer", "reviewer"]
+    brief = (folder / "inbox" / "implementer" / "brief-2.md").read_text()
+    carried = brief.split(FINDINGS)[1]
+    assert "`F1` `tests/test_calc.py:" in carried and "test_mul" in carried

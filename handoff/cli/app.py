@@ -45,8 +45,9 @@ DISTRIBUTION = "tmux-handoff"
 # imports rich and markdown-it, 67 ms on every --help and every mistyped option (measured):
 # more than the whole `status` command.
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Run AI coding CLIs as a small team: an implementer and a reviewer in "
-                       "tmux, git worktrees per role, a bounded review loop.",
+                  help="Run AI coding CLIs as a small team: an implementer, testers and "
+                       "reviewers side by side in tmux, git worktrees per role, a bounded review "
+                       "loop.",
                   epilog="Exit codes: 0 ok (a run: passed), 1 failed, 2 usage, 3 not found, "
                          "4 busy, 5 refused to protect work, 6 missing tool, 10 needs-human, "
                          "11 escalated, 70 internal error (crash log), 130 interrupted "
@@ -62,12 +63,28 @@ def _ticket_ids(incomplete: str) -> list[str]:
     return sorted({t.ticket for t in all_tickets(state_home()) if t.ticket.startswith(incomplete)})
 
 
+def _team(incomplete: str) -> list[str]:
+    """The roles of the team the configuration here gives (the two of every ticket when it
+    cannot be read: a TAB never fails)."""
+    from handoff import config as config_mod
+    from handoff.errors import HandoffError
+    from handoff.machinery.repo import Repo
+    from handoff.record.store import state_home
+    from handoff.role import DEFAULT
+
+    try:
+        names = config_mod.load(state_home(), Repo.at(Path.cwd()).top).team.names
+    except (HandoffError, OSError):
+        names = DEFAULT.names
+    return [r for r in names if r.startswith(incomplete)]
+
+
 def _roles(incomplete: str) -> list[str]:
-    return [r for r in ("implementer", "reviewer") if r.startswith(incomplete)]
+    return _team(incomplete)
 
 
 def _windows(incomplete: str) -> list[str]:
-    return [w for w in ("orchestrator", "implementer", "reviewer") if w.startswith(incomplete)]
+    return [w for w in ("orchestrator", *_team("")) if w.startswith(incomplete)]
 
 
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="The repository (default: here).")]

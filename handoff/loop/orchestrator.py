@@ -328,8 +328,11 @@ class Orchestrator:
         brief = self.tdir.brief(tester, n)
         if self.ws.peers(self.state).working_on(tester) != str(brief):
             self.point(tester, n)
+        feedback = self.state.feedback if self.state.feedback.get("round") == n else {}
+        answers = [(str(t), str(x)) for t, x in feedback.get("notes", [])
+                   if t == rules.ANSWERED]  # a blocked tester's question, answered
         self.hand(brief, lambda: briefs.tester(
-            self.ws.brief_context(self.state, tester, n), commit, diff))
+            self.ws.brief_context(self.state, tester, n), commit, diff, answers))
         self.ensure_briefed(tester, brief, fresh=True)
         self.pass_on_note({tester: brief})
         got = self.wait_for_reports({tester: brief})

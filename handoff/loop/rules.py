@@ -22,6 +22,8 @@ MAX_REJECTIONS = 3
 ALLOW_WORDS = ("allow", "allowed", "yes", "go", "ok", "approve", "approved")
 
 Note = tuple[str, str]
+#: the title of the note a person's answer becomes in the next round's briefs
+ANSWERED = "A person answered"
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def after_answer(text: str, after_answer: str, asked_changes: Sequence[str]) -> 
         else:
             after_answer = ""
     if not after_answer:
-        return Answered(next_round([("A person answered", text)]), allowed)
+        return Answered(next_round([(ANSWERED, text)]), allowed)
     # a peer of the same round is told the answer; gating has none to tell (a budget stop
     # after a report): there it only carries the ticket on
     note = text if after_answer in WORKING else ""

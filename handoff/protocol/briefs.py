@@ -115,9 +115,11 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Entry] = (),
     return join(fields, "".join(parts))
 
 
-def tester(ctx: BriefContext, commit: str, diff: Path) -> str:
+def tester(ctx: BriefContext, commit: str, diff: Path,
+           notes: Sequence[tuple[str, str]] = ()) -> str:
     """A tester's brief: the implementer's commit (or the last tester's), the plan and its
-    criteria; it adds tests on top, and handoff puts its commit on the branch."""
+    criteria; it adds tests on top, and handoff puts its commit on the branch. notes: what a
+    person answered for this round (a blocked tester's question)."""
     test = [list(ctx.plan.test)] if ctx.plan.test else []
     parts = [
         f"# {ctx.ticket} — {ctx.role} (tester) brief, round {ctx.round}\n\n",
@@ -128,6 +130,7 @@ def tester(ctx: BriefContext, commit: str, diff: Path) -> str:
         f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
         _criteria(ctx.plan),
         f"\n## Verification command\n\n{_commands(test)}",
+        *(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes),
         "\n" + _submit_block(ctx),
         f"\nReport template:\n\n```markdown\n{template(Kind.TESTER, commit)}```\n",
     ]
