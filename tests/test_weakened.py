@@ -121,6 +121,18 @@ def test_a_deleted_test_file_is_one_entry(shop: tuple[Path, str]) -> None:
                                  "tests/test_shop.py")]
 
 
+def test_the_persons_git_config_does_not_change_what_is_read(repo: Path) -> None:
+    """diff.noprefix drops git's a/ b/ (a real folder a/ would then be read away), a textconv
+    driver rewrites what a diff shows: handoff asks for neither."""
+    base = commit(repo, {"a/test_total.py": SHOP}, "tests in a folder named a")
+    git(repo, "config", "diff.noprefix", "true")
+    git(repo, "config", "diff.upper.textconv", "tr a-z A-Z")
+    (repo / ".git" / "info" / "attributes").write_text("*.py diff=upper\n", encoding="utf-8")
+    commit(repo, {"a/test_total.py": SHOP.replace("    assert total([3]) == 3\n", "")})
+    assert rows(repo, base) == [("W1", "removed-assertion", "a/test_total.py", 11,
+                                 "assert total([3]) == 3")]
+
+
 def test_a_removed_test_is_listed_once_not_with_its_assertions(shop: tuple[Path, str]) -> None:
     repo, base = shop
     commit(repo, {"tests/test_shop.py": SHOP.replace(

@@ -141,9 +141,10 @@ class Repo:
 
     def line_diff(self, base: str, commit: str) -> str:
         """base...commit with no context and renames found (handoff.protocol.diffs reads it):
-        what lines a change touched, a moved file not taken for a deleted one."""
-        return git(self.top, "diff", "-U0", "-M", "--no-color", "--no-ext-diff",
-                   f"{base}...{commit}")
+        what lines a change touched, a moved file not taken for a deleted one. Whatever the
+        person's git config says: no textconv program runs, the a/ b/ prefixes stay."""
+        return git(self.top, "diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
+                   "--src-prefix=a/", "--dst-prefix=b/", f"{base}...{commit}")
 
     def present_changes(self, base: str, commit: str) -> list[str]:
         """The paths the commit's side changed since base that exist at commit (what a
