@@ -90,6 +90,10 @@ def test_two_reviewers_work_side_by_side_and_the_second_round_carries_the_findin
     # round 2's reviewers answered it, and neither saw the other's report
     second = (folder / "inbox" / "reviewer" / "brief-2.md").read_text()
     assert "answer every one under `ledger:`" in second and "F1" in second
+    # beside the full diff, what changed since the last review: round 2's mend alone
+    since = (folder / "diff-2-since-1.patch").read_text()
+    assert "+    return a + b  # not logged" in since and "return a * b" not in since
+    assert str(folder / "diff-2-since-1.patch") in second
     assert "security-report-1.md" not in second and "review-report-1.md" not in second
     answers = [e.get("ledger") for e in kinds(log, "verdict", 2)]
     assert answers == [["F1 fixed"], ["F1 fixed"]]

@@ -497,7 +497,7 @@ class Orchestrator:
         last = self.state.commit_of(earlier[-1]) if earlier else ""
         increment = None
         if last and last != commit:
-            increment = self.tdir.path / f"diff-{n}-since-{earlier[-1]}.patch"
+            increment = self.tdir.diff_since(n, earlier[-1])
             self.hand(increment, lambda: self.ws.repo.diff(last, commit) + "\n")
         if str(n) not in self.state.weakened:
             plan = self.ws.plan()

@@ -205,6 +205,10 @@ class TicketDir:
     def diff(self, round_: int) -> Path:
         return self.path / f"diff-{round_}.patch"
 
+    def diff_since(self, round_: int, since: int) -> Path:
+        """What round_'s commit changed since round since's, the last reviewed one."""
+        return self.path / f"diff-{round_}-since-{since}.patch"
+
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
 
