@@ -270,6 +270,24 @@ def providers(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def conflicts(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """Which open tickets change the same files, and which would conflict (with their base
+    branch, or with each other) when merged: worked out by git without touching a checkout.
+    Exit 1 when any would."""
+    from handoff.machinery.repo import Repo
+    from handoff.operations import conflicts as conflicts_mod
+    from handoff.record.store import state_home
+
+    found = conflicts_mod.survey(state_home(), Repo.at(repo or Path.cwd()))
+    if as_json:
+        typer.echo(json.dumps(found.fields(), indent=2))
+    else:
+        typer.echo("\n".join(conflicts_mod.lines(found)))
+    if found.conflicting:
+        raise typer.Exit(1)
+
+
+@app.command()
 def start(
     ticket: str,
     plan: Annotated[Path, typer.Option("--plan", help="The plan (Markdown).", exists=False)],

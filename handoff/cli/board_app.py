@@ -99,6 +99,9 @@ def details(row: Row) -> str:
                                                         if peer.evidence else ""))
     if row.reason:
         lines.append(f"  why: {row.reason}")
+    for other, files in row.overlaps:
+        lines.append(f"  overlaps {other}: both change {', '.join(files[:5])}"
+                     + (" …" if len(files) > 5 else ""))
     lines.append(f"  last: {row.last_event}")
     return "\n".join(lines)
 

@@ -35,6 +35,10 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
         if row.get("verdicts") and (one or len(row["verdicts"]) > 1):
             lines.append("    reviews this round: " + ", ".join(
                 f"{role} {verdict}" for role, verdict in row["verdicts"].items()))
+        if row.get("overlaps"):
+            lines.append("    overlaps: " + "; ".join(
+                f"{other} also changes {', '.join(files[:3])}" + (" …" if len(files) > 3 else "")
+                for other, files in row["overlaps"].items()) + " (handoff conflicts says more)")
         if one and row.get("team") and len(row["team"]) > 2:
             lines.append("    team: " + ", ".join(f"{name} ({kind})"
                                                   for name, kind in row["team"].items()))

@@ -46,7 +46,7 @@ from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.sessions import keeps_usage
 from handoff.providers.signals import read_signals
-from handoff.record import seals
+from handoff.record import overlaps, seals
 from handoff.record.events import EventKind
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
@@ -306,8 +306,33 @@ class Orchestrator:
         feedback = self.state.feedback if self.state.feedback.get("round") == n else {}
         findings = [_entry(f) for f in feedback.get("findings", [])]
         notes = [(str(t), str(x)) for t, x in feedback.get("notes", [])]
+        notes += self.elsewhere()
         ctx = self.ws.brief_context(self.state, IMPLEMENTER, n)
         return briefs.implementer(ctx, self.ws.branch(), findings, notes)
+
+    def elsewhere(self) -> list[tuple[str, str]]:
+        """What other tickets did to the files this one changes: merged into the base branch
+        since this ticket started, or passed and waiting to be. Said so the implementer can
+        keep its change apart from theirs before the merge, not find it out at the merge."""
+        touched = set(self.state.touched)
+        if not touched:
+            return []
+        lines = [f"- {o.shown()}: it passed review and will be merged into the base branch"
+                 for o in overlaps.for_ticket(self.ws.home, self.state)
+                 if o.phase == Phase.PASSED]
+        base = self.ws.repo.base_of(self.state.base)
+        head = self.ws.repo.branch_head(base) if base else ""
+        if head and head != self.state.base_commit and \
+                self.ws.repo.is_ancestor(self.state.base_commit, head):
+            moved = sorted(touched & set(self.ws.repo.changed_paths(self.state.base_commit, head)))
+            if moved:
+                lines.append(f"- {base} changed since this ticket started, in files you change "
+                             f"too: {', '.join(moved[:10])}" + (" …" if len(moved) > 10 else ""))
+        if not lines:
+            return []
+        return [("Other tickets change your files", "\n".join(lines) + "\n\nKeep your change "
+                 "to what the plan asks; where you must touch these files, expect to merge with "
+                 "their change.")]
 
     def next_tester(self, n: int) -> str | None:
         return rules.next_tester(self.team.testers, self.state.tested.get(str(n), {}))
@@ -352,6 +377,8 @@ class Orchestrator:
                     return
                 self.state.tested.setdefault(str(n), {})[role] = commit
             self.state.commits[str(n)] = commit
+            # what another ticket of the repository may overlap (handoff.record.overlaps)
+            self.state.touched = self.ws.repo.changed_paths(self.state.base_commit, commit)
         question = report.sections.get("open questions", "").strip()
         self.apply(rules.after_work(kind, role, report.status, question, self.next_tester(n)))
 
@@ -1044,12 +1071,14 @@ class Orchestrator:
         open_findings = [e.attributed() for e in Ledger.of(state.ledger).open()] \
             if state.phase == Phase.ESCALATED else []
         weak = [weakened.described(w) for w in state.weakened.get(str(last), [])]
+        shared = [o.shown() for o in overlaps.for_ticket(self.ws.home, state)]
         changed = self.ws.repo.diffstat(state.base_commit, commit) if commit != state.base_commit \
             else []
         return summary.final_report(
             ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
             commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
             changed=changed, verified=verified, open_findings=open_findings, weakened=weak,
+            overlaps=shared,
             usage=per_round(self.tdir.events.read()[0], self.team.names))
 
 

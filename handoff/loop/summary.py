@@ -18,11 +18,13 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                  rounds: int, reviews: int, bounces: int,
                  changed: Sequence[tuple[str, int, int]], verified: Sequence[str],
                  open_findings: Sequence[str], weakened: Sequence[str] = (),
+                 overlaps: Sequence[str] = (),
                  usage: Sequence[tuple[int, str, Usage]] = ()) -> str:
     """Render the report, dropping detail (never the outcome) until it fits the word limit.
     open_findings: the ledger's open must-fixes (an escalated ticket's); weakened: the tests
     the change weakened, each as one line; usage: (round, role, tokens) as the CLIs recorded
-    them; its table is the first detail to go (its total stays)."""
+    them; its table is the first detail to go (its total stays); overlaps: the other open
+    tickets that change the same files, each as one line."""
     files = [f"{path} (+{added} −{removed})" for path, added, removed in changed]
     findings = list(open_findings)
     for keep_files, keep_findings, cut, table in ((8, 5, 0, True), (8, 5, 0, False),
@@ -31,6 +33,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
         text = _render(ticket, outcome, reason, branch, commit, rounds, reviews, bounces,
                        files, keep_files, verified, findings, keep_findings, cut)
         text += _listed("Tests weakened", weakened, keep_findings, cut)
+        text += _listed("Overlaps", overlaps, keep_findings, cut)
         text += _usage(usage, table)
         if words(text) <= WORD_LIMIT:
             return text

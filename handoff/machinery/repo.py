@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handoff.errors import MissingTool, NotFound, UsageError
+from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.record.store import repo_key
 
 if TYPE_CHECKING:
@@ -162,6 +162,55 @@ class Repo:
             rows.append((path, int(added) if added.isdigit() else 0,
                          int(removed) if removed.isdigit() else 0))
         return rows
+
+    def merge_conflicts(self, ours: str, theirs: str) -> list[str] | None:
+        """The files that conflict when theirs is merged into ours, worked out in the object
+        store alone (`git merge-tree --write-tree`: no index, no checkout is touched); None
+        when they merge cleanly. ExternalFailure when git cannot say (older than 2.38)."""
+        return self.merge(ours, theirs)[1]
+
+    def merge(self, ours: str, theirs: str) -> tuple[str, list[str] | None]:
+        """The tree of theirs merged into ours, written to the object store only, and the
+        files that conflict (None: none, the tree is the merge)."""
+        status, out = run(self.top, "merge-tree", "--write-tree", "--name-only", "--no-messages",
+                          ours, theirs, check=False)
+        lines = out.strip().splitlines()
+        if status == 0 and lines:
+            return lines[0], None
+        if status == 1 and lines:
+            return lines[0], sorted(set(lines[1:]))
+        raise ExternalFailure(f"git merge-tree could not merge {short_sha(theirs)} into "
+                              f"{short_sha(ours)}: {out.strip()[-300:] or f'exit {status}'}",
+                              "handoff needs git 2.38 or newer (merge-tree --write-tree)")
+
+    def checkouts(self) -> dict[str, Path]:
+        """Branch → the worktree it is checked out in, for every worktree of the repo."""
+        found: dict[str, Path] = {}
+        path: Path | None = None
+        for item in git(self.top, "worktree", "list", "--porcelain", "-z").split("\0"):
+            if item.startswith("worktree "):
+                path = Path(item[len("worktree "):])
+            elif item.startswith("branch refs/heads/") and path is not None:
+                found[item[len("branch refs/heads/"):]] = path
+        return found
+
+    def main_checkout(self) -> Path:
+        """The repository's main checkout (git lists it first), whichever worktree runs."""
+        first = git(self.top, "worktree", "list", "--porcelain", "-z").split("\0")[0]
+        return Path(first[len("worktree "):])
+
+    def base_of(self, base: str) -> str:
+        """The branch a ticket started with --base merges into: base when it names a branch,
+        else the branch checked out in the main checkout ('' when none is)."""
+        named = base.removeprefix("refs/heads/")
+        if base != "HEAD" and self.branch_head(named):
+            return named
+        return self.current_branch(self.main_checkout())
+
+    def current_branch(self, checkout: Path) -> str:
+        """The branch checked out in checkout ('' when its HEAD is detached)."""
+        status, out = run(checkout, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        return out.strip() if status == 0 else ""
 
     def uncommitted(self) -> int:
         """How many changed or untracked paths the checkout holds (ignored files aside)."""

@@ -23,6 +23,7 @@ from typing import Any
 
 from handoff.errors import HandoffError
 from handoff.operations.render import describe
+from handoff.record import overlaps
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir, all_tickets
 from handoff.role import DEFAULT, IMPLEMENTER
@@ -58,6 +59,10 @@ class Row:
     peers: dict[str, Peer]
     orchestrator: int | None
     reason: str = ""
+    #: the files the ticket's branch changed (its record's `touched`)
+    touched: tuple[str, ...] = ()
+    #: the other open tickets of its repository that change some of them → those files
+    overlaps: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def others(self) -> dict[str, Peer]:
@@ -241,7 +246,8 @@ class Board:
         return changed
 
     def rows(self) -> list[Row]:
-        return [t.row for t in self._tracked.values() if t.row is not None]
+        rows = [t.row for t in self._tracked.values() if t.row is not None]
+        return [replace(row, overlaps=_overlaps(row, rows)) for row in rows]
 
     def _read(self, tracked: _Tracked) -> Row:
         self.reads += 1
@@ -258,7 +264,18 @@ class Board:
         peers = {role: fold.peers.get(role, Peer()) for role in team}
         peers.update({r: p for r, p in fold.peers.items() if r not in peers})
         return Row(str(tdir.path), state.ticket, state.repo, state.phase, state.round,
-                   state.max_rounds, since, fold.last, peers, pid, state.reason)
+                   state.max_rounds, since, fold.last, peers, pid, state.reason,
+                   tuple(state.touched))
+
+
+def _overlaps(row: Row, rows: list[Row]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The other open tickets of the row's repository that change some of its files (in memory:
+    the rows hold what each record says it touched)."""
+    if row.phase == "closed":
+        return ()
+    others = ((r.ticket, r.phase, r.touched) for r in rows
+              if r.repo == row.repo and r.key != row.key)
+    return tuple((o.ticket, o.files) for o in overlaps.among(row.ticket, row.touched, others))
 
 
 def _fold_new_events(path: Path, offset: int, fold: Fold) -> int:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from handoff.errors import ExternalFailure, UsageError, WorkAtRisk
+from handoff.errors import UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
-from handoff.machinery.repo import Repo, git, run, short_sha
+from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import branch_name
 from handoff.operations import lifecycle
 from handoff.record.ticket import State
@@ -91,13 +91,11 @@ def _ensure_passed(ws: Workspace, state: State) -> None:
 def base_branch(repo: Repo, state: State) -> Base:
     """The branch the ticket was started from: --base when it named a branch, else the branch
     checked out in the main worktree when its history holds the ticket's base commit."""
-    where = checkouts(repo)
-    named = state.base.removeprefix("refs/heads/")
-    if state.base != "HEAD" and repo.branch_head(named):
-        return Base(named, repo.branch_head(named), where.get(named))
-    main = main_worktree(repo)
-    status, out = run(main, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
-    current = out.strip() if status == 0 else ""
+    where = repo.checkouts()
+    current = repo.base_of(state.base)
+    if current and current == state.base.removeprefix("refs/heads/"):
+        return Base(current, repo.branch_head(current), where.get(current))
+    main = repo.main_checkout()
     if not current:
         raise UsageError(f"{state.ticket} was started from {state.base} "
                          f"({short_sha(state.base_commit)}), not a branch, and {main} has no branch "
@@ -113,24 +111,6 @@ def base_branch(repo: Repo, state: State) -> Base:
     return Base(current, head, where.get(current, main))
 
 
-def checkouts(repo: Repo) -> dict[str, Path]:
-    """Branch → the worktree it is checked out in, for every worktree of the repo."""
-    found: dict[str, Path] = {}
-    path: Path | None = None
-    for item in git(repo.top, "worktree", "list", "--porcelain", "-z").split("\0"):
-        if item.startswith("worktree "):
-            path = Path(item[len("worktree "):])
-        elif item.startswith("branch refs/heads/") and path is not None:
-            found[item[len("branch refs/heads/"):]] = path
-    return found
-
-
-def main_worktree(repo: Repo) -> Path:
-    """The repository's main checkout (git lists it first), whichever worktree handoff ran in."""
-    first = git(repo.top, "worktree", "list", "--porcelain", "-z").split("\0")[0]
-    return Path(first[len("worktree "):])
-
-
 def _ensure_clean_checkout(base: Base) -> None:
     """The user's checkout of the base moves with the merge: any change in it is refused."""
     assert base.checkout is not None
@@ -144,21 +124,14 @@ def _ensure_clean_checkout(base: Base) -> None:
 
 def merged_tree(repo: Repo, base: Base, commit: str, branch: str) -> str:
     """The tree of the merge, written to the object store only; conflicts refuse, naming files."""
-    status, out = run(repo.top, "merge-tree", "--write-tree", "--name-only", "--no-messages",
-                      base.head, commit, check=False)
-    lines = out.strip().splitlines()
-    if status == 0 and lines:
-        return lines[0]
-    if status == 1:
-        files = sorted(set(lines[1:]))
-        listing = ", ".join(files[:8]) + (" …" if len(files) > 8 else "")
+    tree, conflicts = repo.merge(base.head, commit)
+    if conflicts is not None:
+        listing = ", ".join(conflicts[:8]) + (" …" if len(conflicts) > 8 else "")
         raise UsageError(f"{branch} does not merge cleanly into {base.branch} "
                          f"(at {short_sha(base.head)}): conflicts in {listing}",
                          f"nothing was changed; merge {base.branch} into {branch} and resolve "
                          "them, or merge by hand")
-    raise ExternalFailure(f"git merge-tree could not merge {short_sha(commit)} into {base.branch}: "
-                          f"{out.strip()[-300:] or f'exit {status}'}",
-                          "handoff finish needs git 2.38 or newer (merge-tree --write-tree)")
+    return tree
 
 
 def message(ws: Workspace, state: State, base: str, branch: str, mode: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
 from handoff.phases import FINISHED, PHASES, next_step
-from handoff.record import usage
+from handoff.record import overlaps, usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
@@ -125,9 +125,14 @@ def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
             seen = len(events)
 
 
-def status_row(tdir: TicketDir) -> dict[str, Any]:
+def status_row(tdir: TicketDir, neighbours: list[State] | None = None) -> dict[str, Any]:
+    """One ticket's row; neighbours: the open tickets of its repository, when the caller read
+    them already (else they are read here), for what overlaps it."""
     state = tdir.load()
     pid = holder(tdir.lock_file)
+    if neighbours is None:
+        neighbours = overlaps.open_states(tdir.path.parent.parent, state.repo_key) \
+            if state.touched else []
     return {
         "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
         "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
@@ -135,6 +140,7 @@ def status_row(tdir: TicketDir) -> dict[str, Any]:
         "orchestrator": pid, "session": state.session, "socket": state.socket,
         "updated": state.updated, "team": {r.name: str(r.kind) for r in state.roles.roles},
         "verdicts": dict(state.reviewed.get(str(state.round), {})),
+        "overlaps": {o.ticket: list(o.files) for o in overlaps.of(state, neighbours)},
         **last_run(tdir, state, pid),
     }
 
@@ -169,19 +175,24 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
 def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
     if ticket is not None:
         return [_row_or_problem(find_ticket(home, ticket, repo))]
-    return [_row_or_problem(t) for t in all_tickets(home)]
+    tickets = all_tickets(home)
+    # every open ticket read once, for what overlaps each (not once per row)
+    by_repo: dict[str, list[State]] = {}
+    for key in {t.path.parent.name for t in tickets}:
+        by_repo[key] = overlaps.open_states(home, key)
+    return [_row_or_problem(t, by_repo.get(t.path.parent.name, [])) for t in tickets]
 
 
-def _row_or_problem(tdir: TicketDir) -> dict[str, Any]:
+def _row_or_problem(tdir: TicketDir, neighbours: list[State] | None = None) -> dict[str, Any]:
     """One broken ticket directory must not hide all the others from `status`."""
     try:
-        return status_row(tdir)
+        return status_row(tdir, neighbours)
     except HandoffError as exc:
         found = recovered_state(tdir)
         return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
                 "round": found.state.round, "reviews": 0, "gate_bounces": 0,
                 "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
-                "team": {}, "verdicts": {},
+                "team": {}, "verdicts": {}, "overlaps": {},
                 "orchestrator": holder(tdir.lock_file), "session": found.state.session,
                 "socket": found.state.socket, "updated": "", "run": "unknown",
                 "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,

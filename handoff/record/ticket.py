@@ -64,6 +64,9 @@ class State:
     team: list[dict[str, str]] = field(default_factory=DEFAULT.records)
     #: round → the commit under test and review: the implementer's, then each tester's
     commits: dict[str, str] = field(default_factory=dict)
+    #: the files the ticket's branch changed since its base, as of its newest commit: what
+    #: another ticket of the repository may overlap (handoff.record.overlaps)
+    touched: list[str] = field(default_factory=list)
     #: round → the round's verdict, once every reviewer's report is in
     verdicts: dict[str, str] = field(default_factory=dict)
     #: round → each reviewer's verdict as its report was accepted
