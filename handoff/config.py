@@ -118,6 +118,10 @@ class Config:
     budget: Budget | None = None
     #: what the gate runs after the plan's test command (handoff.loop.scanners)
     scanners: tuple[Scanner, ...] = ()
+    #: TCP ports each worktree gets (HANDOFF_PORT_1..N, PORT): handoff.machinery.ports
+    ports: int = 0
+    #: where they come from, low and high included
+    port_range: tuple[int, int] = (20000, 29999)
 
     @property
     def providers(self) -> dict[str, str]:
@@ -190,6 +194,13 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
             base[key] = _strings(source, key, value)
         elif key == "scanners":
             base[key] = _scanners(source, value)
+        elif key == "ports":
+            base[key] = _int(source, key, value, minimum=0)
+            if base[key] > MAX_PORTS:
+                raise UsageError(f"{source}: 'ports' is at most {MAX_PORTS} a worktree, not "
+                                 f"{value}")
+        elif key == "port_range":
+            base[key] = _port_range(source, value)
         elif key == "env_allow":
             base["env_allow"] = _strings(source, key, value)
             for name in base["env_allow"]:
@@ -291,6 +302,26 @@ def _scanners(source: str, value: Any) -> tuple[Scanner, ...]:
             raise UsageError(f"{where}.required must be true or false, not {required!r:.40}")
         found.append(Scanner(name=name, command=command, required=required))
     return tuple(found)
+
+
+MAX_PORTS = 32
+
+
+def _port_range(source: str, value: Any) -> tuple[int, int]:
+    """port_range: LOW-HIGH (a string) or [LOW, HIGH], unprivileged ports, LOW ≤ HIGH."""
+    hint = "e.g. port_range: 20000-29999"
+    parts = value.split("-") if isinstance(value, str) else value
+    if not isinstance(parts, list) or len(parts) != 2:
+        raise UsageError(f"{source}: 'port_range' must be LOW-HIGH, not {value!r:.40}", hint)
+    try:
+        low, high = (int(str(p).strip()) for p in parts)
+    except ValueError:
+        raise UsageError(f"{source}: 'port_range' must be two port numbers, not "
+                         f"{value!r:.40}", hint) from None
+    if not 1024 <= low <= high <= 65535:
+        raise UsageError(f"{source}: 'port_range' {low}-{high} is not a range of unprivileged "
+                         "ports (1024-65535, low first)", hint)
+    return low, high
 
 
 def _passable(where: str, name: str) -> None:
@@ -575,6 +606,8 @@ roles:
 # env_allow: []          # extra environment variables every peer may see
 # notify: []             # argv told when a ticket needs you or ends (the event as JSON on stdin)
 # budget: {{tokens: 2000000, cost_usd: 5}}  # past it the ticket waits for you (either or both)
+# ports: 0               # TCP ports each worktree gets: HANDOFF_PORT_1..N, and PORT for the first
+# port_range: 20000-29999
 """
 
 

@@ -728,3 +728,22 @@ def test_the_branch_is_not_moved_over_the_implementers_uncommitted_work(repo: Pa
     assert "calc.py" in problem and "overwritten" in problem
     assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == base, "not moved"
     assert (work / "calc.py").read_text() == "the implementer's uncommitted work\n"
+
+
+def test_a_gitignored_env_file_is_copied_into_each_worktree_as_its_own(repo: Path,
+                                                                       base: str) -> None:
+    """`share: [{path: .env, mode: copy}]`, the documented way to give every worktree the
+    settings a checkout never holds."""
+    (repo / ".gitignore").write_text("__pycache__/\n.env\n")
+    git(repo, "commit", "-qam", ".env is ignored")
+    (repo / ".env").write_text("DATABASE_URL=postgres://localhost/dev\n")
+    wt = worktrees(repo, shares=(Share(".env", "copy"),))
+    implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
+    reviewer = wt.create_detached("reviewer", git(repo, "rev-parse", "HEAD"))
+    for checkout in (implementer, reviewer):
+        copied = checkout / ".env"
+        assert copied.read_text() == "DATABASE_URL=postgres://localhost/dev\n"
+        assert not copied.is_symlink(), "its own copy: a peer's edit stays in its worktree"
+    (implementer / ".env").write_text("PORT=1\n")
+    assert (repo / ".env").read_text() == "DATABASE_URL=postgres://localhost/dev\n"
+    assert wt.dirty(implementer) == [], "the copy is the setup's, not the peer's work"

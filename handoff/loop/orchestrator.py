@@ -232,6 +232,11 @@ class Orchestrator:
                 made = wt.ensure(role, rev, recreate=True)
                 if made.changed:
                     self.event("worktree", role, **made.fields())
+        booked = {name: ports for name in (*self.team.names, GATE)
+                  if (ports := self.ws.ports(name))}
+        if booked != state.ports:
+            state.ports = booked
+            self.save()
         peers = self.ws.peers(state)
         if not peers.tmux.has_session(state.session):
             follow = self_argv("log", state.ticket, "--repo", str(self.ws.repo.top), "--follow")

@@ -25,6 +25,7 @@ from handoff.loop import fences
 from handoff.loop.monitor import Timing
 from handoff.machinery import sandbox
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
+from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
 from handoff.machinery.tmux import Tmux
 from handoff.machinery.worktrees import GATE, TicketWorktrees, branch_name
@@ -80,7 +81,24 @@ class Workspace:
     @property
     def worktrees(self) -> TicketWorktrees:
         return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
-                               self.config.post_create, self.config.setup_timeout, self.home)
+                               self.config.post_create, self.config.setup_timeout, self.home,
+                               self.port_env)
+
+    def ports(self, name: str) -> list[int]:
+        """The TCP ports of the ticket's worktree name (a role's, or the gate's), booked for
+        it in the machine's port book the first time they are asked for."""
+        if not self.config.ports:
+            return []
+        low, high = self.config.port_range
+        return PortBook(self.home).take(f"{self.tdir.path}#{name}", self.config.ports, low, high,
+                                        alive=booked_ticket_alive)
+
+    def port_env(self, name: str) -> dict[str, str]:
+        """HANDOFF_PORT_1..N of the worktree, and PORT for the first: for its peer, its gate,
+        its set-up."""
+        found = self.ports(name)
+        env = {f"HANDOFF_PORT_{i}": str(port) for i, port in enumerate(found, start=1)}
+        return {**env, "PORT": str(found[0])} if found else env
 
     def peers(self, state: State) -> Peers:
         return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)
@@ -113,7 +131,7 @@ class Workspace:
                  "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role,
                  # bytecode outside the checkout: a detached checkout's ignored files stay
                  # between rounds, a stale .pyc must not be among them (TicketWorktrees.point)
-                 **self.worktrees.bytecode_env(role)}
+                 **self.worktrees.bytecode_env(role), **self.port_env(role)}
         return allowlisted_env(extra, (*provider.passthrough(dict(os.environ)),
                                        *self.config.env_allow))
 
@@ -121,7 +139,8 @@ class Workspace:
         """The gate's environment (its test command and scanners): the base variables and the
         config's, no provider's key: the project's tests have no use for one."""
         return allowlisted_env({"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
-                                **self.worktrees.bytecode_env(GATE)}, self.config.env_allow)
+                                **self.worktrees.bytecode_env(GATE), **self.port_env(GATE)},
+                               self.config.env_allow)
 
     def orchestrator_env(self) -> dict[str, str]:
         """The orchestrator passes its peers' variables on to them, so it is given those (and
@@ -256,6 +275,18 @@ class Workspace:
         if holder(self.tdir.lock_file) is not None:
             _signal(pid, signal.SIGKILL)
         return pid
+
+
+def booked_ticket_alive(owner: str) -> bool:
+    """A port booking (`<ticket dir>#<worktree>`) whose ticket may still use it: its record is
+    there and not closed (a record that cannot be read keeps its ports: never take a live one)."""
+    tdir = TicketDir(Path(owner.rsplit("#", 1)[0]))
+    if not tdir.state_file.exists():
+        return False
+    try:
+        return tdir.load().phase != "closed"
+    except (UsageError, NotFound):
+        return True
 
 
 def _signal(pid: int, signum: int) -> None:

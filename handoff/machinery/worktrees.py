@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,6 +181,8 @@ class TicketWorktrees:
     setup_timeout: float = 900.0
     #: the HANDOFF_HOME whose ticket these worktrees are (recorded in each one's admin folder)
     home: Path | None = None
+    #: more environment for a worktree's post_create, by the worktree's name (its ports)
+    setup_env: Callable[[str], Mapping[str, str]] | None = None
 
     @property
     def root(self) -> Path:
@@ -343,7 +345,7 @@ class TicketWorktrees:
         (admin / SETUP_MARK).unlink(missing_ok=True)
         self._share(path)
         before = set(self._untracked(path))
-        self._post_create(path)
+        self._post_create(path, self.setup_env(path.name) if self.setup_env else {})
         made = [name for name in self._untracked(path) if name not in before]
         (admin / SETUP_OUTPUT).write_text("".join(f"{name}\0" for name in made),
                                           encoding="utf-8")
@@ -390,10 +392,11 @@ class TicketWorktrees:
             else:
                 shutil.copy2(source, target)
 
-    def _post_create(self, path: Path) -> None:
+    def _post_create(self, path: Path, more: Mapping[str, str]) -> None:
         for argv in self.post_create:
             try:
-                result = proc.run(argv, cwd=path, timeout=self.setup_timeout, check=False)
+                result = proc.run(argv, cwd=path, timeout=self.setup_timeout, check=False,
+                                  env={**os.environ, **more} if more else None)
             except ExternalFailure as exc:  # it hung: ended with every process it started
                 raise ExternalFailure(
                     f"post_create command {' '.join(argv)} in {path}: {exc.message}",

@@ -20,6 +20,7 @@ from handoff.loop.orchestrator import Orchestrator, gate_note
 from handoff.loop.workspace import Workspace
 from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
+from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import Repo
 from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
@@ -530,9 +531,13 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     # what was not handoff's worktree stays where it is, and is named
     left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()
+    # the worktrees' ports go back to the machine's book (kept worktrees included: their
+    # ticket is over, and nothing of handoff's runs in them any more)
+    ports = PortBook(ws.home).release(f"{ws.tdir.path}#")
     if state.phase != "closed":  # a second close changes nothing and says so
         ws.tdir.move(state, "closed", "closed by handoff close", removed=removed,
-                     kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone)
+                     kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone,
+                     ports=ports)
     branch = state.branch or ws.branch()
     return {"ticket": state.ticket, "removed": removed,
             # a ticket closed before its plan was approved never had a branch

@@ -84,6 +84,8 @@ class State:
     weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: the roles of the phase a person was asked about: the answer goes to them
     held: list[str] = field(default_factory=list)
+    #: worktree (a role's, `gate`) → the TCP ports it was given (handoff.machinery.ports)
+    ports: dict[str, list[int]] = field(default_factory=dict)
     worktrees: dict[str, str] = field(default_factory=dict)
     gates: dict[str, str] = field(default_factory=dict)
     feedback: dict[str, Any] = field(default_factory=dict)
