@@ -710,14 +710,15 @@ class Orchestrator:
                 watcher.follow(None, wait.role)  # the peer of an earlier wait is not this one's
             while True:
                 self.intake.serve(self.judge_handed)
-                for wait in (w for w in waits if w.role not in got and not w.held):
+                # a held peer's report counts too: a person may have mended it meanwhile
+                for wait in (w for w in waits if w.role not in got):
                     if wait.report.exists() and report_settled(
                             wait.report, self.team.kind(wait.role), wait.role):
                         report = self.take_report(wait.role, n, wait.report)
                         if self.state.phase != phase or self.state.round != n:
                             return None
                         if report is not None:
-                            got[wait.role] = report
+                            got[wait.role], wait.held = report, ""
                             if accepted is not None:
                                 accepted(wait.role, n, report)
                 working = [w for w in waits if w.role not in got and not w.held]
