@@ -27,7 +27,7 @@ from tests.harness import (
     write_plan,
 )
 
-LOW, HIGH = 24100, 24199
+LOW, HIGH = 24100, 24299  # room for the 20 tickets × 3 worktrees × 2 ports one test books
 
 
 def alive(owner: str) -> bool:
