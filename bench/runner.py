@@ -50,6 +50,9 @@ def parser() -> argparse.ArgumentParser:
                       help="each waiting-orchestrator window in ticket (default %(default)g)")
     made.add_argument("--tickets", type=int, default=Options.tickets, metavar="N",
                       help="tickets started at once in crowd (default %(default)d)")
+    made.add_argument("--max-parallel", type=int, default=None, metavar="N",
+                      help="the crowd's max_parallel (default: its ticket count, none waits); "
+                           "below it, the most tickets seen with live peers is a figure")
     return made
 
 
@@ -87,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     # absolute but not resolved: a venv's python is a symlink out of the venv
     python = os.path.abspath(args.python) if args.python else None
-    options = Options(reps=args.reps, python=python, idle=args.idle, tickets=args.tickets)
+    options = Options(reps=args.reps, python=python, idle=args.idle, tickets=args.tickets,
+                      max_parallel=args.max_parallel)
     previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     started = time.perf_counter()
     figures: list[Figure] = []

@@ -122,10 +122,20 @@ class Config:
     ports: int = 0
     #: where they come from, low and high included
     port_range: tuple[int, int] = (20000, 29999)
+    #: tickets of this machine at work at once (None: handoff.record.slots.default_limit);
+    #: from the person's own config alone
+    max_parallel: int | None = None
 
     @property
     def providers(self) -> dict[str, str]:
         return {role: spec.provider for role, spec in self.roles.items()}
+
+    @property
+    def parallel(self) -> int:
+        """max_parallel in force: the person's, else what this machine holds."""
+        from handoff.record.slots import default_limit
+
+        return self.max_parallel or default_limit()
 
     @property
     def team(self) -> Team:
@@ -168,6 +178,13 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
                 f"{source}: unknown key '{key}'", f"known keys: {', '.join(sorted(known))}"
             )
         if key in ("max_rounds", "max_gate_bounces"):
+            base[key] = _int(source, key, value)
+        elif key == "max_parallel":
+            if not personal:
+                raise UsageError(f"{source}: 'max_parallel' is this machine's, not a "
+                                 "repository's: it bounds the tickets of every repository",
+                                 "put it in $HANDOFF_HOME/config.yaml (handoff doctor names "
+                                 "that file)")
             base[key] = _int(source, key, value)
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)

@@ -13,6 +13,8 @@ from handoff.role import Kind
 
 class Phase(StrEnum):
     AWAITING_APPROVAL = "awaiting-approval"
+    #: waiting for one of this machine's `max_parallel` slots (handoff.record.slots)
+    QUEUED = "queued"
     IMPLEMENTING = "implementing"
     TESTING = "testing"
     GATING = "gating"
@@ -27,6 +29,9 @@ PHASES = tuple(str(p) for p in Phase)
 FINISHED = (Phase.PASSED, Phase.ESCALATED, Phase.CLOSED)
 #: the phases in which an orchestrator waits for peers' reports
 WORKING = (Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING)
+#: the phases that hold one of the machine's slots: peers or the gate's tests are at work (a
+#: ticket waiting for a person holds none: its peers sit idle, which costs memory, not CPU)
+AT_WORK = (Phase.IMPLEMENTING, Phase.TESTING, Phase.GATING, Phase.REVIEWING)
 
 
 def awaited(kind: Kind) -> Phase:

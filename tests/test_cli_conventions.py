@@ -133,7 +133,7 @@ def test_install_completion_sets_up_the_users_bash(isolated: dict[str, str]) -> 
 # ---- NO_COLOR ------------------------------------------------------------------------------
 
 #: help, the help of a command, a usage error (typer's panel) and handoff's own error
-SHOWN = (("--help",), ("start", "--help"), ("start",), ("status", "NO-SUCH-TICKET"))
+SHOWN = (("--help",), ("start", "--help"), ("answer",), ("status", "NO-SUCH-TICKET"))
 
 
 def forced_colour(no_color: str | None) -> dict[str, str]:
@@ -156,7 +156,7 @@ def test_no_escape_codes_even_with_colour_forced(tmp_path: Path) -> None:
         for args, done in runs.items():
             assert ESC not in done.stdout + done.stderr, (args, done.stdout, done.stderr)
         assert "Commands" in runs[("--help",)].stdout
-        assert "Missing argument" in runs[("start",)].stderr
+        assert "Missing argument" in runs[("answer",)].stderr
         assert runs[("status", "NO-SUCH-TICKET")].returncode == errors.EXIT_NOT_FOUND
         assert "handoff: error:" in runs[("status", "NO-SUCH-TICKET")].stderr
 

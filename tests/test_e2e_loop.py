@@ -93,7 +93,7 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str, temp_
     assert {"launch", "submission", "gate", "verdict", "recycle", "final-report"} <= kinds
 
 
-def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str,
+def test_demo_keep_leaves_the_peers_windows_to_attach_to(handoff_home: Path, socket: str,
                                                 temp_dir: Path) -> None:
     done = handoff("demo", "--keep", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -102,8 +102,18 @@ def test_demo_keep_leaves_the_peers_to_attach_to(handoff_home: Path, socket: str
     assert row["phase"] == "passed"
     assert row["hint"] == f"handoff finish {row['ticket']} (merges it) or handoff close " \
                           f"{row['ticket']}", "a passed ticket says how to take it"
-    assert set(windows(socket, row["session"])) == {"orchestrator", "implementer", "reviewer"}
-    assert windows(socket, row["session"])["implementer"], "the implementer still runs"
+    shown = windows(socket, row["session"])
+    assert set(shown) == {"orchestrator", "implementer", "reviewer"}
+    # a finished ticket runs no CLI: each peer left, its window kept with its last screen
+    assert not shown["implementer"] and not shown["reviewer"]
+    screen = subprocess.run(["tmux", "-L", socket, "capture-pane", "-p", "-t",
+                             f"={row['session']}:implementer"], capture_output=True, text=True,
+                            timeout=15).stdout
+    assert "scripted: leaving" in screen and "report accepted" in screen, screen
+    left = [e for e in json.loads(handoff("log", row["ticket"], "--json").stdout)
+            if e["kind"] == "recycle" and e.get("reason") == "the ticket passed"]
+    assert {(e["role"], e["pane"]) for e in left} == {("implementer", "kept"),
+                                                       ("reviewer", "kept")}
     # the main checkout, the implementer's, the reviewer's and the gate's own
     assert worktree_count(Path(row["repo"])) == 4
     closed = handoff("close", row["ticket"], "--repo", row["repo"])

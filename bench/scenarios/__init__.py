@@ -18,6 +18,8 @@ class Options:
     idle: float = 10.0
     #: tickets started at once (crowd)
     tickets: int = 20
+    #: the crowd's max_parallel (None: as many as it has tickets, so none waits)
+    max_parallel: int | None = None
 
     def reps_or(self, default: int) -> int:
         return max(self.reps, 1) if self.reps is not None else default

@@ -4,6 +4,10 @@ each `start` took to return (counted from the moment all were launched), whether
 passed, how long until the last one ended, and the hand-over latency under that load. Each
 repetition is one such crowd. It takes minutes: it runs only when named (`python -m bench
 crowd`).
+
+`max_parallel` is the ticket count unless `--max-parallel N` says less: then the tickets
+beyond N queue, and the most tickets seen with a live peer at once (tmux asked every 100 ms
+while the crowd runs) is a figure whose target is N.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+import yaml
 
 from bench import handover
 from bench.figures import Figure, Target
@@ -33,9 +40,44 @@ def phase(folder: Path) -> str:
         return ""
 
 
+class LivePeers:
+    """The most tickets with a live peer pane (any window but the orchestrator's) at once,
+    asked of the crowd's tmux server every 100 ms on a thread of its own."""
+
+    def __init__(self, box: Sandbox) -> None:
+        self.box = box
+        self.most = 0
+        self.looks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LivePeers:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            listed = self.box.tmux("list-panes", "-a", "-F",
+                                   "#{session_name}\t#{window_name}\t#{pane_dead}", check=False)
+            live = {line.split("\t")[0] for line in listed.splitlines()
+                    if line.count("\t") == 2 and line.split("\t")[1] != "orchestrator"
+                    and line.split("\t")[2] == "0"}
+            self.looks += 1
+            self.most = max(self.most, len(live))
+            self._stop.wait(0.1)
+
+
 class Crowd:
-    def __init__(self, box: Sandbox, count: int) -> None:
-        self.box, self.count = box, count
+    def __init__(self, box: Sandbox, count: int, limit: int) -> None:
+        self.box, self.count, self.limit = box, count, limit
+        box.home.mkdir(parents=True, exist_ok=True)
+        (box.home / "config.yaml").write_text(yaml.safe_dump({"max_parallel": limit}),
+                                              encoding="utf-8")
+        self.most: list[float] = []
         self.plan = box.root / "plan.md"
         self.plan.write_text(demo.plan_text(box.python), encoding="utf-8")
         self.returned: list[float] = []
@@ -53,6 +95,8 @@ class Crowd:
             folder.mkdir()
             repos.append(demo.make_repo(folder))
         names = [f"C{k}-{n}" for n in range(count)]
+        peers = LivePeers(self.box)
+        peers.__enter__()
         started = time.perf_counter()
         starts = [subprocess.Popen([box.python, "-m", "handoff", "start", name, "--plan",
                                     str(self.plan), "--yes"], cwd=repo, env=box.env,
@@ -65,9 +109,13 @@ class Crowd:
                 raise BenchError(f"a start failed: {err.decode(errors='replace')[-400:]}")
         folders = [next(box.home.glob(f"*/{name}")) for name in names]
         # the bench's own polling, outside what it measures per ticket
-        wait_until(lambda: all(phase(f) in ENDED for f in folders),
-                   f"the crowd of {count} tickets to end", timeout=600, interval=0.2)
+        try:
+            wait_until(lambda: all(phase(f) in ENDED for f in folders),
+                       f"the crowd of {count} tickets to end", timeout=1200, interval=0.2)
+        finally:
+            peers.__exit__()
         self.ended.append(time.perf_counter() - started)
+        self.most.append(peers.most)
         phases = [phase(f) for f in folders]
         self.passed.append(phases.count("passed"))
         self.others |= {p for p in phases if p != "passed"}
@@ -88,7 +136,12 @@ class Crowd:
             Figure(f"{n} at once: tickets passed", "tickets", self.passed,
                    targets=(Target("each", at_least=n),), note=f"of {n}{others}"),
             Figure(f"{n} at once: the last ticket ended", "s", self.ended,
-                   note="from the launch of all the starts"),
+                   note="from the launch of all the starts"
+                   + (f", max_parallel {self.limit}" if self.limit < n else "")),
+            *([Figure(f"{n} at once, max_parallel {self.limit}: most with live peers",
+                      "tickets", self.most, targets=(Target("each", at_most=self.limit),),
+                      note="tickets with a live peer pane at once, tmux asked every 100 ms")]
+              if self.limit < n else []),
             *handover.figures(f"{n} at once", self.taken, self.onward, 2.0),
         ]
 
@@ -96,7 +149,8 @@ class Crowd:
 def run(options: Options) -> list[Figure]:
     reps = options.reps_or(DEFAULT_REPS)
     with Sandbox("crowd", options.python) as box:
-        crowd = Crowd(box, max(options.tickets, 1))
+        count = max(options.tickets, 1)
+        crowd = Crowd(box, count, min(options.max_parallel or count, count))
         for k in range(reps):
             print(f"bench: crowd: {crowd.count} tickets at once, {k + 1}/{reps} …",
                   file=sys.stderr, flush=True)

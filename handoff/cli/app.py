@@ -37,6 +37,7 @@ from handoff.machinery.repo import short_sha
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
+    from handoff.operations.lifecycle import PlanToStart
 
 #: the name handoff is published under (pyproject.toml), whose metadata holds its version
 DISTRIBUTION = "tmux-handoff"
@@ -289,10 +290,19 @@ def conflicts(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def start(
-    ticket: str,
-    plan: Annotated[Path, typer.Option("--plan", help="The plan (Markdown).", exists=False)],
+    ticket: Annotated[list[str] | None, typer.Argument(
+        metavar="TICKET | PLAN...", show_default=False,
+        help="The ticket's id; with --plans, the plan files, a ticket each.")] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="The plan (Markdown).",
+                                              exists=False, show_default=False)] = None,
+    plans: Annotated[bool, typer.Option("--plans", help="The arguments are plans: each starts "
+                                        "a ticket named by its frontmatter's 'ticket:', else "
+                                        "by its file name (plans/PROJ-12.md: PROJ-12).")]
+    = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve the plan without asking.")]
     = False,
+    now: Annotated[bool, typer.Option("--now", help="Start at once, even when max_parallel "
+                                      "tickets are at work (it still counts).")] = False,
     foreground: Annotated[bool, typer.Option("--foreground", help="Run the orchestrator in this "
                                              "terminal instead of its tmux window.")] = False,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
@@ -301,29 +311,76 @@ def start(
     summary: Annotated[str, typer.Option("--summary", help="What was asked (ticket.md).")] = "",
     repo: RepoOpt = None,
 ) -> None:
-    """Create a ticket from a plan, approve it, and start the loop."""
-    from handoff.inputs import PLAN_LIMIT, read_text
+    """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
+    Beyond max_parallel tickets at work on this machine it waits in the queue."""
+    from handoff.operations import lifecycle
+
+    args = ticket or []
+    if plans:
+        if plan is not None or foreground or summary:
+            raise UsageError("--plans takes the plans as its arguments, and starts each in its "
+                             "own window: --plan, --summary and --foreground are for one ticket",
+                             "handoff start --plans plans/*.md --yes")
+        if not args:
+            raise UsageError("--plans needs the plan files", "handoff start --plans plans/*.md")
+        starts = lifecycle.plans_to_start([Path(a) for a in args])
+    else:
+        if len(args) != 1 or plan is None:
+            raise UsageError("start takes one ticket id and its --plan (or --plans and plan "
+                             "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
+                             "--plans plans/*.md")
+        starts = [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
+    if not plans:  # its exit code says how a --foreground run ended
+        raise typer.Exit(_start_one(starts[0], yes, now, foreground, max_rounds, base, summary,
+                                    repo, brief=False))
+    failed = 0
+    for one in starts:
+        try:
+            failed += _start_one(one, yes, now, False, max_rounds, base, "", repo,
+                                 brief=True) != 0
+        except HandoffError as exc:
+            typer.echo(f"handoff: error: {one.ticket}: {exc.message}"
+                       + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
+            failed += 1
+    typer.echo(f"{len(starts) - failed} of {len(starts)} started; where each stands: "
+               "handoff status, or handoff watch")
+    raise typer.Exit(1 if failed else 0)
+
+
+def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rounds: int | None,
+               base: str, summary: str, repo: Path | None, brief: bool) -> int:
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
-    plan_text = read_text(plan, PLAN_LIMIT, "the plan")  # /dev/zero or a binary: a clear error
     ws = lifecycle.create(state_home(), lifecycle.NewTicket(
-        ticket=ticket, repo=repo or Path.cwd(), plan_text=plan_text, summary=summary,
-        base=base, max_rounds=max_rounds))
+        ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
+        base=base, max_rounds=max_rounds, now=now))
+    ticket = one.ticket
     changes = ws.repo.uncommitted()
-    if changes:
+    if changes and not brief:
         typer.echo(f"note: {changes} uncommitted change(s) in {ws.repo.top} are not part of "
-                   f"{ticket}: it starts from {base} ({short_sha(ws.state().base_commit)})", err=True)
+                   f"{ticket}: it starts from {base} ({short_sha(ws.state().base_commit)})",
+                   err=True)
     if not _approve(ws, yes):
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)
-        raise typer.Exit(1)
-    raise typer.Exit(_launch(ws, foreground))
+        return 1
+    queue = lifecycle.queue_note(ws)
+    if queue:
+        typer.echo(f"{ticket}: {queue}", err=True)
+    if brief:
+        typer.echo(f"{ticket}: the orchestrator runs in tmux session {lifecycle.run_in_window(ws)}")
+        return 0
+    return _launch(ws, foreground)
 
 
 @app.command()
 def resume(
-    ticket: TicketArg,
+    ticket: Annotated[str | None, typer.Argument(autocompletion=_ticket_ids,
+                                                 show_default=False)] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every ticket whose run was cut off (a "
+                                        "reboot, a kill): each in its own window, queued "
+                                        "ones in their places.")] = False,
     foreground: Annotated[bool, typer.Option("--foreground")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
     more_rounds: Annotated[int | None, typer.Option(
@@ -335,11 +392,46 @@ def resume(
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
+    if every:
+        if ticket is not None or foreground or yes or more_rounds is not None:
+            raise UsageError("--all resumes every ticket whose run was cut off, each in its "
+                             "own window: it takes no ticket, --foreground, --yes or "
+                             "--more-rounds", "handoff resume --all")
+        raise typer.Exit(_resume_all(state_home(), repo))
+    if ticket is None:
+        raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
     ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
     _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
     raise typer.Exit(_launch(ws, foreground))
+
+
+def _resume_all(home: Path, repo: Path | None) -> int:
+    from handoff.machinery.repo import Repo
+    from handoff.operations import lifecycle
+
+    found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
+    if not found:
+        typer.echo("no ticket's run was cut off: nothing to resume (handoff status shows "
+                   "where each stands)")
+        return 0
+    failed = 0
+    for tdir in found:
+        try:
+            ws, notes = lifecycle.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
+            _notes(notes)
+            typer.echo(f"{tdir.ticket}: resumed in tmux session {lifecycle.run_in_window(ws)}")
+            if not lifecycle.in_line(home, tdir):
+                typer.echo(f"note: {tdir.ticket} took no slot within "
+                           f"{lifecycle.IN_LINE_BOUND:.0f}s: the next may start before it "
+                           f"(handoff log {tdir.ticket} says why)", err=True)
+        except HandoffError as exc:
+            failed += 1
+            typer.echo(f"handoff: error: {tdir.ticket}: {exc.message}"
+                       + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
+    typer.echo(f"{len(found) - failed} of {len(found)} resumed")
+    return 1 if failed else 0
 
 
 @app.command()
@@ -552,7 +644,7 @@ def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session an
     try:
         ws = lifecycle.create(state_home(), lifecycle.NewTicket(
             ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count.",
-            socket=demo_socket()))
+            socket=demo_socket(), now=True))  # scripted peers cost next to nothing: no queue
     except HandoffError:
         remove_demo(repo)  # nothing was started in it
         raise

@@ -70,7 +70,8 @@ def cells(row: Row, now: datetime) -> dict[str, str | Text]:
     # a 64-character id (ids may be that long) would push every other column off the screen;
     # the details line below the table shows it whole
     return {"needs": needs, "ticket": _cut(row.ticket, TICKET_WIDTH),
-            "repo": _cut(row.repo_name, TICKET_WIDTH), "phase": row.phase,
+            "repo": _cut(row.repo_name, TICKET_WIDTH),
+            "phase": f"{row.phase} {row.place}/{row.waiting}" if row.place else row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
             "implementer": _peer_cell(row, "implementer"),
             "reviewer": _team_cell(row), "in_phase": row.in_phase(now),
@@ -97,7 +98,9 @@ def details(row: Row) -> str:
         when = f" (at {peer.time[11:19]})" if peer.time else ""
         lines.append(f"  {role}: {peer.state}{when}" + (f" — {peer.evidence}"
                                                         if peer.evidence else ""))
-    if row.reason:
+    if row.place:  # live, where the reason it queued with is the queue as it was then
+        lines.append(f"  queue: {row.place} of {row.waiting} waiting for a slot (max_parallel)")
+    elif row.reason:
         lines.append(f"  why: {row.reason}")
     for other, files in row.overlaps:
         lines.append(f"  overlaps {other}: both change {', '.join(files[:5])}"

@@ -15,6 +15,12 @@ from typing import Any
 from handoff.errors import HandoffError, describe
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st …"""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
     """What `status` prints for rows (one: a single ticket was asked for)."""
     from handoff.machinery.repo import short_sha
@@ -30,7 +36,12 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
             {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
         lines.append(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
                      f"{Path(row['repo']).name}")
-        if row["reason"]:
+        queue = row.get("queue")
+        if queue:  # live: the reason it queued with names the queue as it was then
+            lines.append(f"    queue: {ordinal(queue['place'])} of {queue['waiting']} waiting; "
+                         f"{queue['at_work']} of {queue['max_parallel']} tickets at work "
+                         "(max_parallel); it starts by itself when a slot frees")
+        elif row["reason"]:
             lines.append(f"    {row['reason']}")
         if row.get("verdicts") and (one or len(row["verdicts"]) > 1):
             lines.append("    reviews this round: " + ", ".join(

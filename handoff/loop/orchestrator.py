@@ -38,7 +38,7 @@ from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import GATE
-from handoff.phases import FINISHED, Phase
+from handoff.phases import AT_WORK, FINISHED, Phase
 from handoff.protocol import briefs, protected, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.ledger import Entry, Ledger
@@ -46,10 +46,11 @@ from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.sessions import keeps_usage
 from handoff.providers.signals import read_signals
-from handoff.record import overlaps, seals
+from handoff.record import overlaps, seals, slots
 from handoff.record.events import EventKind
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
+from handoff.record.slots import Slot
 from handoff.record.store import atomic_write, digest, file_digest
 from handoff.record.ticket import State, TicketDir, brief_round
 from handoff.record.usage import over_budget, per_round
@@ -61,6 +62,9 @@ TICK = 0.5
 #: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale
 RECYCLE_GRACE = 60.0
 SETTLE = 1.0
+#: seconds between looks at the queue when nothing in its folder changed (every slot given
+#: back and every waiter gone changes something there: this is only the fallback)
+QUEUE_LOOK = 5.0
 
 #: where each recorded event is shown as it happens (a foreground run prints them)
 EventSink = Callable[[dict[str, Any]], None]
@@ -131,6 +135,9 @@ class Orchestrator:
         self.judged: dict[str, str] = {}
         #: what wakes the waits of a run (`run` keeps it open): reports, signals, the intake
         self.watcher: Watcher | None = None
+        #: one of the machine's max_parallel slots, held while the ticket is at work
+        self.slot = Slot(ws.home, self.tdir.path, self.state.created, ws.config.parallel,
+                         now=self.state.jumps_queue)
 
     @property
     def team(self) -> Team:
@@ -190,10 +197,14 @@ class Orchestrator:
                 self.event("orchestrator", pid=os.getpid(), relaunches_before=carried,
                            intake=self.intake.error or "listening",
                            sandbox=fenced.why if fenced is not None else "none",
-                           team=[f"{r.name}:{r.kind}" for r in self.team.roles])
+                           team=[f"{r.name}:{r.kind}" for r in self.team.roles],
+                           max_parallel=self.slot.limit)
                 while self.state.phase not in FINISHED:
+                    if not self.hold_slot():
+                        continue
                     step = {
                         Phase.AWAITING_APPROVAL: None,
+                        Phase.QUEUED: self.queued,
                         Phase.IMPLEMENTING: self.implementing,
                         Phase.TESTING: self.testing,
                         Phase.GATING: self.gating,
@@ -205,6 +216,8 @@ class Orchestrator:
                     step()
                     self.check_budget()
                 self.finish()
+                if self.state.phase in (Phase.PASSED, Phase.ESCALATED):
+                    self.leave_finished(f"the ticket {self.state.phase}")
             except (Stopped, KeyboardInterrupt):
                 self.event("stopped", phase=self.state.phase)
             except Exception as exc:  # recorded for `handoff log`, then shown as usual
@@ -212,9 +225,36 @@ class Orchestrator:
                            message=getattr(exc, "message", None) or repr(exc))
                 raise
             finally:
+                self.slot.release()
                 signal.signal(signal.SIGTERM, old_term)
                 signal.signal(signal.SIGHUP, old_hup)
         return self.state
+
+    # ---- the machine's slots ------------------------------------------------------------
+    def hold_slot(self) -> bool:
+        """A phase at work needs one of the machine's slots, taken before its step; without
+        one the ticket queues (False). Any other phase gives its slot back."""
+        phase = Phase(self.state.phase)
+        if phase not in AT_WORK:
+            if phase != Phase.QUEUED:
+                self.slot.release()
+            return True
+        standing = self.slot.take()
+        if standing is None:
+            return True
+        self.state.queued_for = phase
+        self.transition(Phase.QUEUED, standing.why(self.tdir.path))
+        return False
+
+    def queued(self) -> None:
+        """Wait for a slot, then go back to the phase the ticket queued from."""
+        slots.folder(self.ws.home).mkdir(parents=True, exist_ok=True)
+        with Watcher([slots.folder(self.ws.home)]) as watcher:
+            while self.slot.take() is not None:
+                watcher.wait(QUEUE_LOOK)
+        back = self.state.queued_for if self.state.queued_for in AT_WORK else Phase.IMPLEMENTING
+        self.state.queued_for = ""
+        self.transition(back, f"it got a slot (max_parallel {self.slot.limit})")
 
     def setup(self) -> None:
         """Worktrees and the tmux session: created once, found again on resume."""
@@ -492,6 +532,25 @@ class Orchestrator:
             self.ws.keep_session(self.state, role, transcripts[role])
             peers.retire(role, transcripts[role])
             self.event("recycle", role, stage="stopped", by="orchestrator")
+
+    def leave_finished(self, why: str) -> None:
+        """A finished ticket holds no slot, so it runs no CLI either (ten passed tickets' idle
+        peers were gigabytes of node): each peer is asked to leave, and its pane stays with
+        its last screen for `handoff attach`; one that does not go is ended. The pane histories
+        and sessions are kept. A resume after a crash here finishes the job."""
+        peers = self.ws.peers(self.state)
+        working = [role for role in self.team.names if peers.working_on(role)]
+        transcripts = {role: self.ws.transcript_for(self.state, role) for role in working}
+        left = peers.leave_all({role: self.ws.provider(role) for role in working})
+        for role in working:
+            self.ws.keep_session(self.state, role, transcripts[role])
+            if role in left:
+                peers.capture(role, transcripts[role])
+                peers.reap(role)
+            else:
+                peers.retire(role, transcripts[role])
+            self.event("recycle", role, stage="stopped", by="orchestrator", reason=why,
+                       pane="kept" if role in left else "ended")
 
     # ---- the reviewers --------------------------------------------------------------------
     def reviewing(self) -> None:

@@ -23,7 +23,8 @@ from typing import Any
 
 from handoff.errors import HandoffError
 from handoff.operations.render import describe
-from handoff.record import overlaps
+from handoff.phases import Phase
+from handoff.record import overlaps, slots
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir, all_tickets
 from handoff.role import DEFAULT, IMPLEMENTER
@@ -63,6 +64,9 @@ class Row:
     touched: tuple[str, ...] = ()
     #: the other open tickets of its repository that change some of them → those files
     overlaps: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: a queued ticket's place among the waiters (from 1; 0: it holds none), and how many wait
+    place: int = 0
+    waiting: int = 0
 
     @property
     def others(self) -> dict[str, Peer]:
@@ -159,6 +163,8 @@ def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
         return Peer(str(event.get("verdict", "?")), f"verdict {event.get('verdict')}"
                     + (f", {must} must-fix" if must else ""), when)
     if kind == "recycle":
+        if event.get("reason"):  # it left a finished ticket: what it did last says more
+            return None
         if event.get("stage") == "stopped":
             return Peer("stopped", f"stopped by the {event.get('by')}", when)
         return Peer("starting", f"recycled by {event.get('by')}", when)
@@ -247,7 +253,11 @@ class Board:
 
     def rows(self) -> list[Row]:
         rows = [t.row for t in self._tracked.values() if t.row is not None]
-        return [replace(row, overlaps=_overlaps(row, rows)) for row in rows]
+        queue = slots.standing(self.home) if any(r.phase == Phase.QUEUED for r in rows) \
+            else None
+        return [replace(row, overlaps=_overlaps(row, rows),
+                        place=queue.place(row.key) if queue else 0,
+                        waiting=len(queue.waiting) if queue else 0) for row in rows]
 
     def _read(self, tracked: _Tracked) -> Row:
         self.reads += 1

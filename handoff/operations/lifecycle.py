@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import getpass
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from handoff import config as config_mod
-from handoff.errors import Busy, MissingTool, UsageError
-from handoff.inputs import need_folder
+from handoff.errors import Busy, HandoffError, MissingTool, UsageError
+from handoff.inputs import PLAN_LIMIT, need_folder, read_text
 from handoff.loop import notify, rules
 from handoff.loop.gate import end_left
 from handoff.loop.orchestrator import Orchestrator, gate_note
@@ -30,6 +31,7 @@ from handoff.phases import FINISHED, awaited
 from handoff.protocol import plan as plan_mod
 from handoff.protocol import reports
 from handoff.protocol.ledger import Ledger
+from handoff.record import slots
 from handoff.record.lock import TicketLock, holder
 from handoff.record.store import (
     atomic_write,
@@ -38,7 +40,7 @@ from handoff.record.store import (
     private_dir,
     validate_ticket_id,
 )
-from handoff.record.ticket import State, TicketDir, ticket_dir
+from handoff.record.ticket import State, TicketDir, all_tickets, ticket_dir
 from handoff.role import IMPLEMENTER, Kind, check_name
 
 
@@ -51,6 +53,60 @@ class NewTicket:
     base: str = "HEAD"
     max_rounds: int | None = None
     socket: str | None = None
+    #: take a slot over max_parallel rather than wait in the queue
+    now: bool = False
+
+
+@dataclass(frozen=True)
+class PlanToStart:
+    ticket: str
+    path: Path
+    text: str
+
+
+def read_plan(path: Path, label: str = "the plan") -> str:
+    """A plan's text (a binary file, /dev/zero or an oversized one refused clearly)."""
+    return read_text(path, PLAN_LIMIT, label)
+
+
+def plans_to_start(paths: list[Path]) -> list[PlanToStart]:
+    """`start --plans`: each plan with the ticket it starts (its frontmatter's `ticket:`, else
+    its file name), all read and checked before any starts, so a mistake in the fifth does not
+    leave four started and the rest not."""
+    found: list[PlanToStart] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        text = read_plan(path, f"the plan {path}")
+        plan = plan_mod.parse(text, str(path))
+        ticket = plan.ticket or path.stem
+        try:
+            validate_ticket_id(ticket)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc.message}" + ("" if plan.ticket else
+                             " (taken from the file's name)"),
+                             f"name the ticket in the plan's frontmatter (ticket: PROJ-12), or "
+                             f"rename the file; {exc.hint}") from None
+        if ticket in seen:
+            raise UsageError(f"{seen[ticket]} and {path} both start ticket {ticket}",
+                             "give one of them its own id: ticket: ID in its frontmatter")
+        seen[ticket] = path
+        found.append(PlanToStart(ticket, path, text))
+    return found
+
+
+def queue_note(ws: Workspace) -> str:
+    """What `start` says when the ticket will wait for a slot ('' when one is free). The
+    orchestrator decides; this only reads the queue, so it may be a moment out of date."""
+    limit = ws.config.parallel
+    now = slots.standing(ws.home, limit)
+    if len(now.at_work) + len(now.waiting) < limit:
+        return ""
+    if ws.state().jumps_queue:
+        return (f"{len(now.at_work)} of {limit} tickets at work (max_parallel): --now starts "
+                "it anyway")
+    return (f"{len(now.at_work)} of {limit} tickets at work (max_parallel): it waits in the "
+            f"queue{f' behind {len(now.waiting)}' if now.waiting else ''} and starts by itself "
+            "when a slot frees (handoff status shows its place)")
 
 
 def create(home: Path, new: NewTicket) -> Workspace:
@@ -85,7 +141,7 @@ def create(home: Path, new: NewTicket) -> Workspace:
                   base_commit=base_commit, socket=tmux.socket,
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
                   max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
-                  team=cfg.team.records())
+                  team=cfg.team.records(), jumps_queue=new.now)
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
@@ -304,6 +360,48 @@ def ensure_resumable(ws: Workspace) -> None:
         raise UsageError(f"{state.ticket} has {state.phase}, nothing to resume",
                          f"its final report is {ws.tdir.final_report}; 'handoff close "
                          f"{state.ticket}' removes its worktrees")
+
+
+#: the phases a run carries on by itself: `resume --all` restarts a ticket left in one
+CARRIED_ON = ("queued", "implementing", "testing", "gating", "reviewing")
+
+
+def left_behind(home: Path, repo_key: str | None = None) -> list[TicketDir]:
+    """The tickets whose run was cut off (a reboot, a kill, a lost tmux server): in a phase a
+    run carries on, and no orchestrator holds them. Not those waiting for a person: their
+    approval or answer starts them."""
+    found: list[tuple[bool, str, TicketDir]] = []
+    for tdir in all_tickets(home, repo_key):
+        try:
+            phase = tdir.load().phase
+        except HandoffError:
+            continue  # `status` shows it unreadable, `resume TICKET` mends it by name
+        if phase in CARRIED_ON and holder(tdir.lock_file) is None:
+            found.append((phase == "queued", tdir.load().created, tdir))
+    # the ones that were at work first, then the queue in its order: each is started once the
+    # one before has its place (`in_line`), so the order survives the restart
+    return [tdir for _, _, tdir in sorted(found, key=lambda f: (f[0], f[1], str(f[2].path)))]
+
+
+#: how long `resume --all` waits for a resumed ticket to take its slot or place in the queue
+IN_LINE_BOUND = 20.0
+
+
+def in_line(home: Path, tdir: TicketDir, bound: float = IN_LINE_BOUND) -> bool:
+    """Wait until the ticket's new orchestrator holds a slot or a place in the queue (or has
+    already finished with it); False after bound seconds."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        now = slots.standing(home)
+        if any(h.ticket == str(tdir.path) for h in (*now.at_work, *now.waiting)):
+            return True
+        try:
+            if tdir.load().phase not in CARRIED_ON:
+                return True
+        except HandoffError:
+            pass
+        time.sleep(0.05)
+    return False
 
 
 def open_to_resume(home: Path, ticket: str, repo: Path | None,

@@ -14,8 +14,8 @@ from typing import Any
 
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
-from handoff.phases import FINISHED, PHASES, next_step
-from handoff.record import overlaps, usage
+from handoff.phases import FINISHED, PHASES, Phase, next_step
+from handoff.record import overlaps, slots, usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
@@ -125,14 +125,17 @@ def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
             seen = len(events)
 
 
-def status_row(tdir: TicketDir, neighbours: list[State] | None = None) -> dict[str, Any]:
-    """One ticket's row; neighbours: the open tickets of its repository, when the caller read
-    them already (else they are read here), for what overlaps it."""
+def status_row(tdir: TicketDir, neighbours: list[State] | None = None,
+               queue: slots.Standing | None = None) -> dict[str, Any]:
+    """One ticket's row; neighbours: the open tickets of its repository, and queue: the
+    machine's slots, when the caller read them already (else they are read here)."""
     state = tdir.load()
     pid = holder(tdir.lock_file)
+    home = tdir.path.parent.parent
     if neighbours is None:
-        neighbours = overlaps.open_states(tdir.path.parent.parent, state.repo_key) \
-            if state.touched else []
+        neighbours = overlaps.open_states(home, state.repo_key) if state.touched else []
+    if queue is None and state.phase == Phase.QUEUED:
+        queue = slots.standing(home)
     return {
         "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
         "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
@@ -141,8 +144,19 @@ def status_row(tdir: TicketDir, neighbours: list[State] | None = None) -> dict[s
         "updated": state.updated, "team": {r.name: str(r.kind) for r in state.roles.roles},
         "verdicts": dict(state.reviewed.get(str(state.round), {})),
         "overlaps": {o.ticket: list(o.files) for o in overlaps.of(state, neighbours)},
+        "queue": queued(tdir, queue) if state.phase == Phase.QUEUED else None,
         **last_run(tdir, state, pid),
     }
+
+
+def queued(tdir: TicketDir, queue: slots.Standing | None) -> dict[str, Any] | None:
+    """A queued ticket's place (None when its orchestrator does not hold one: it is not
+    running, and takes its place again when resumed)."""
+    place = queue.place(tdir.path) if queue is not None else 0
+    if queue is None or not place:
+        return None
+    return {"place": place, "waiting": len(queue.waiting), "at_work": len(queue.at_work),
+            "max_parallel": queue.limit}
 
 
 def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
@@ -180,19 +194,21 @@ def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> l
     by_repo: dict[str, list[State]] = {}
     for key in {t.path.parent.name for t in tickets}:
         by_repo[key] = overlaps.open_states(home, key)
-    return [_row_or_problem(t, by_repo.get(t.path.parent.name, [])) for t in tickets]
+    queue = slots.standing(home)
+    return [_row_or_problem(t, by_repo.get(t.path.parent.name, []), queue) for t in tickets]
 
 
-def _row_or_problem(tdir: TicketDir, neighbours: list[State] | None = None) -> dict[str, Any]:
+def _row_or_problem(tdir: TicketDir, neighbours: list[State] | None = None,
+                    queue: slots.Standing | None = None) -> dict[str, Any]:
     """One broken ticket directory must not hide all the others from `status`."""
     try:
-        return status_row(tdir, neighbours)
+        return status_row(tdir, neighbours, queue)
     except HandoffError as exc:
         found = recovered_state(tdir)
         return {"ticket": tdir.ticket, "repo": found.state.repo, "phase": "unreadable",
                 "round": found.state.round, "reviews": 0, "gate_bounces": 0,
                 "dir": str(tdir.path), "branch": "", "commit": "", "reason": exc.message,
-                "team": {}, "verdicts": {}, "overlaps": {},
+                "team": {}, "verdicts": {}, "overlaps": {}, "queue": None,
                 "orchestrator": holder(tdir.lock_file), "session": found.state.session,
                 "socket": found.state.socket, "updated": "", "run": "unknown",
                 "error": "", "events_skipped": len(tdir.events.read()[1]), "usage": None,

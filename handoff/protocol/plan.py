@@ -7,6 +7,7 @@ A plan is Markdown, optionally with YAML frontmatter:
     review:                            # the reviewer's test commands (default: [test])
       - python -m pytest -q
     may_change: [CLAUDE.md]            # control files this ticket may change (protected.py)
+    ticket: PROJ-12                    # its ticket's id, for `handoff start --plans`
     ---
 
 A `## Acceptance criteria` section's list items are the plan's criteria, AC1, AC2, … in
@@ -46,6 +47,8 @@ class Plan:
     may_change: tuple[str, ...] = ()
     #: the acceptance criteria, in order: AC1 is criteria[0]
     criteria: tuple[str, ...] = ()
+    #: the ticket id the plan names for itself ('' when it names none)
+    ticket: str = ""
 
     def criterion(self, ident: str) -> str | None:
         """The text of criterion AC<n> (as a reviewer names it, any case), None if none. AC0
@@ -99,10 +102,16 @@ def parse(text: str, source: str = "plan") -> Plan:
             data, _ = split(text)
         except FrontmatterError as exc:
             raise UsageError(f"{source}: {exc}") from None
-    unknown = set(data) - {"test", "review", "may_change"}
+    unknown = set(data) - {"test", "review", "may_change", "ticket"}
     if unknown:
         raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",
-                         "a plan's frontmatter knows 'test', 'review' and 'may_change'")
+                         "a plan's frontmatter knows 'test', 'review', 'may_change' and "
+                         "'ticket'")
+    ticket = data.get("ticket", "")
+    if isinstance(ticket, int) and not isinstance(ticket, bool):
+        ticket = str(ticket)  # ticket: 123 reads as a number
+    if not isinstance(ticket, str):
+        raise UsageError(f"{source}: 'ticket' must be a ticket id, e.g. ticket: PROJ-12")
     may_change = data.get("may_change", [])
     if isinstance(may_change, str):
         may_change = [may_change]
@@ -116,7 +125,7 @@ def parse(text: str, source: str = "plan") -> Plan:
         review_raw = [review_raw]
     review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
     return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
-                may_change=tuple(may_change), criteria=criteria(text))
+                may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip())
 
 
 def criteria(text: str) -> tuple[str, ...]:

@@ -9,6 +9,8 @@ from handoff.providers.screen import ScreenRules
 
 TOOK = "scripted: took"
 WAITING = "scripted: waiting for the next message"
+#: what makes it leave, like Claude Code's /exit
+EXIT = "/exit"
 
 RULES = ScreenRules(composer="\0", busy=(r"^scripted: took",), turn_ended=(f"^{WAITING}",))
 
@@ -21,6 +23,7 @@ class Scripted(Provider):
     name = "scripted"
     enter_delay = 0.0
     rules = RULES
+    exit_keys = (EXIT, "Enter")
     signals = True
 
     def executable(self) -> str | None:

@@ -44,7 +44,7 @@ import yaml
 from handoff.protocol.frontmatter import split
 from handoff.protocol.plan import parse as parse_plan
 from handoff.protocol.reports import template
-from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.providers.scripted import EXIT, SIGNALS_VARIABLE, TOOK, WAITING
 from handoff.providers.signals import PROMPT, STOP
 from handoff.role import NAME
 
@@ -346,6 +346,9 @@ def main(argv: list[str]) -> int:
     handle(role, first)
     for line in sys.stdin:
         text = PASTE_MARKS.sub("", line).strip()
+        if text == EXIT:  # asked to leave, as a CLI's own exit command does
+            say("scripted: leaving")
+            return 0
         if text:
             handle(role, text)
     return 0

@@ -43,7 +43,7 @@ def _ofd(fd: int, command: int, kind: int) -> int:
     return int(FLOCK.unpack(packed)[0])
 
 
-def _try_lock(fd: int) -> bool:
+def try_lock(fd: int) -> bool:
     """Take the exclusive lock without waiting; False when someone else holds it."""
     try:
         if OFD:
@@ -57,7 +57,7 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _locked(fd: int) -> bool:
+def is_locked(fd: int) -> bool:
     """Whether anyone holds the lock; with OFD locks this takes nothing."""
     if OFD:
         return _ofd(fd, fcntl.F_OFD_GETLK, fcntl.F_WRLCK) != fcntl.F_UNLCK
@@ -77,7 +77,7 @@ class TicketLock:
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + (0.0 if OFD else PROBE_GRACE)
-        while not _try_lock(fd):
+        while not try_lock(fd):
             if time.monotonic() >= deadline:
                 os.close(fd)
                 owner = holder(self.path)
@@ -116,7 +116,7 @@ def holder(path: Path) -> int | None:
         return None
     try:
         deadline = time.monotonic() + PID_WAIT
-        while _locked(fd):
+        while is_locked(fd):
             pid = _pid_in(fd)
             # a new owner truncates the file and writes its pid just after locking it
             if pid is not None and _alive(pid):

@@ -84,6 +84,10 @@ class State:
     weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: the roles of the phase a person was asked about: the answer goes to them
     held: list[str] = field(default_factory=list)
+    #: the phase a queued ticket goes back to when it gets a slot (handoff.record.slots)
+    queued_for: str = ""
+    #: started with --now: it takes a slot over max_parallel rather than wait
+    jumps_queue: bool = False
     #: worktree (a role's, `gate`) → the TCP ports it was given (handoff.machinery.ports)
     ports: dict[str, list[int]] = field(default_factory=dict)
     worktrees: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,220 @@
+"""The queue: max_parallel bounds the tickets at work on a machine (handoff.record.slots, the
+orchestrator's `queued` phase), with real tickets in real tmux."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import yaml
+
+from handoff.record import slots
+from tests.conftest import wait_until
+from tests.harness import (
+    events,
+    handoff,
+    plan_text,
+    spawn,
+    state,
+    stop_runner,
+    ticket_path,
+    wait_event,
+    wait_phase,
+    write_plan,
+)
+
+QUICK = [sys.executable, "-c", "print('ok')"]
+DONE = ("passed", "escalated", "needs-human")
+
+
+def limit(home: Path, n: int) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump({"max_parallel": n}))
+
+
+def quick_plan(folder: Path, name: str = "plan.md", **script: object) -> Path:
+    return write_plan(folder, plan_text({1: {"edits": [{"file": "NOTES.md", "content": "x\n"}],
+                                             **script}}, test=QUICK), name)
+
+
+class Sampler:
+    """How many tickets have a live peer in tmux, looked at every 50 ms while it runs: the
+    most seen at once, and by whom."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+        self.most: set[str] = set()
+        self.looks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            listed = subprocess.run(
+                ["tmux", "-L", self.socket, "list-panes", "-a", "-F",
+                 "#{session_name}\t#{window_name}\t#{pane_dead}"],
+                capture_output=True, text=True, timeout=15).stdout
+            live = {line.split("\t")[0] for line in listed.splitlines()
+                    if line.count("\t") == 2 and line.split("\t")[1] != "orchestrator"
+                    and line.split("\t")[2] == "0"}
+            self.looks += 1
+            if len(live) > len(self.most):
+                self.most = live
+            self._stop.wait(0.05)
+
+
+def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    limit(handoff_home, 2)
+    plan = quick_plan(tmp_path)
+    tickets = [f"Q-{i}" for i in range(5)]
+    runs = [spawn("start", t, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                  log=tmp_path / f"{t}.log") for t in tickets]
+    try:
+        wait_event(handoff_home, tickets[0], "orchestrator")
+        with Sampler(state(handoff_home, tickets[0])["socket"]) as sampler:
+            def queued_rows() -> list[dict[str, object]] | None:
+                rows = json.loads(handoff("status", "--json", cwd=repo).stdout)
+                return [r for r in rows if r["queue"]] or None
+            seen = wait_until(queued_rows, 60, "a ticket to wait in the queue")
+            places = sorted(int(r["queue"]["place"]) for r in seen)  # type: ignore[index]
+            assert places == list(range(1, len(places) + 1)), seen
+            assert all(r["queue"]["max_parallel"] == 2 and r["queue"]["at_work"] <= 2  # type: ignore[index]
+                       for r in seen)
+            table = handoff("status", str(seen[0]["ticket"]), cwd=repo).stdout
+            assert "queue: " in table and "of 2 tickets at work" in table, table
+            for ticket in tickets:
+                final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
+                assert final["phase"] == "passed", final["reason"]
+            for run in runs:  # each ends by itself once its peers have left
+                assert run.wait(timeout=60) == 0
+        assert sampler.looks > 10
+        assert len(sampler.most) <= 2, f"{sampler.most} had live peers at once"
+    finally:
+        for run in runs:
+            stop_runner(run)
+    # the ones that waited went on in the order their tickets were made, each once a slot freed
+    left: dict[str, str] = {}
+    for ticket in tickets:
+        moves = [e for e in events(handoff_home, ticket) if e["kind"] == "phase"]
+        if any(m["to"] == "queued" for m in moves):
+            queued = next(m for m in moves if m["to"] == "queued")
+            assert "of 2 tickets at work (max_parallel)" in queued["reason"]
+            out = next(m for m in moves if m["from"] == "queued")
+            assert out["to"] == "implementing"
+            left[ticket] = out["time"]
+    assert len(left) >= 3, "five tickets, two slots: at least three waited"
+    made = sorted(left, key=lambda t: state(handoff_home, t)["created"])
+    assert made == sorted(left, key=lambda t: left[t])
+    assert not list(slots.folder(handoff_home).iterdir()), "every slot given back"
+    for ticket in tickets:  # a finished ticket runs no CLI
+        retired = [e for e in events(handoff_home, ticket) if e["kind"] == "recycle"
+                   and e.get("reason") == "the ticket passed"]
+        assert {e["role"] for e in retired} == {"implementer", "reviewer"}
+        assert (ticket_path(handoff_home, ticket) / "transcripts").is_dir()
+
+
+def test_a_killed_orchestrator_frees_its_slot_and_resume_all_brings_every_ticket_home(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    limit(handoff_home, 1)
+    held = quick_plan(tmp_path, "held.md", pause_until="go")
+    quick = quick_plan(tmp_path, "quick.md")
+    first = spawn("start", "K-1", "--plan", str(held), "--yes", "--foreground", cwd=repo,
+                  log=tmp_path / "K-1.log")
+    runs = [first]
+    try:
+        wait_event(handoff_home, "K-1", "launch", role="implementer")
+        for ticket in ("K-2", "K-3"):
+            runs.append(spawn("start", ticket, "--plan", str(quick), "--yes", "--foreground",
+                              cwd=repo, log=tmp_path / f"{ticket}.log"))
+            wait_phase(handoff_home, ticket, "queued")
+        # kill -9 of a waiter and of the holder: neither can give anything back (the waiter
+        # first: alive, it would take the holder's slot)
+        for run in (runs[1], first):
+            run.kill()
+            run.wait(timeout=30)
+        # K-3 was made after K-2, but K-2's process is dead: K-3 takes the slot
+        final = wait_phase(handoff_home, "K-3", *DONE, timeout=90)
+        assert final["phase"] == "passed", final["reason"]
+        assert state(handoff_home, "K-1")["phase"] == "implementing"
+        assert state(handoff_home, "K-2")["phase"] == "queued"
+        resumed = handoff("resume", "--all", cwd=repo)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "2 of 2 resumed" in resumed.stdout, resumed.stdout
+        # K-1 was at work: it is resumed first, takes the one slot again, and K-2 waits
+        wait_until(lambda: state(handoff_home, "K-2")["phase"] == "queued" and any(
+            e["kind"] == "orchestrator" for e in events(handoff_home, "K-2")[-3:]), 60,
+            "K-2's new orchestrator to queue")
+        (ticket_path(handoff_home, "K-1") / "go").write_text("")
+        for ticket in ("K-1", "K-2"):
+            final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
+            assert final["phase"] == "passed", final["reason"]
+        k1 = next(e["time"] for e in events(handoff_home, "K-1") if e["kind"] == "phase"
+                  and e["to"] == "passed")
+        k2 = [e["time"] for e in events(handoff_home, "K-2") if e["kind"] == "phase"
+              and e["from"] == "queued"][-1]
+        assert k2 > k1, "K-2 started only when K-1 gave its slot back"
+        again = handoff("resume", "--all", cwd=repo)
+        assert again.returncode == 0 and "nothing to resume" in again.stdout
+    finally:
+        for run in runs:
+            stop_runner(run)
+        handoff("stop", "K-1", cwd=repo)
+        handoff("stop", "K-2", cwd=repo)
+    wait_until(lambda: not slots.standing(handoff_home).at_work, 30, "every slot given back")
+
+
+def test_now_starts_at_once_over_the_limit(repo: Path, tmp_path: Path,
+                                          handoff_home: Path) -> None:
+    limit(handoff_home, 1)
+    first = spawn("start", "N-1", "--plan", str(quick_plan(tmp_path, "held.md",
+                                                            pause_until="go")),
+                  "--yes", "--foreground", cwd=repo, log=tmp_path / "N-1.log")
+    try:
+        wait_event(handoff_home, "N-1", "launch", role="implementer")
+        urgent = handoff("start", "N-2", "--plan", str(quick_plan(tmp_path)), "--yes", "--now",
+                         cwd=repo)
+        assert urgent.returncode == 0, urgent.stderr
+        assert "--now starts it anyway" in urgent.stderr
+        final = wait_phase(handoff_home, "N-2", *DONE, timeout=90)
+        assert final["phase"] == "passed", final["reason"]
+        assert not any(e["kind"] == "phase" and e["to"] == "queued"
+                       for e in events(handoff_home, "N-2"))
+        assert state(handoff_home, "N-2")["jumps_queue"] is True
+    finally:
+        (ticket_path(handoff_home, "N-1") / "go").write_text("")
+        stop_runner(first)
+
+
+def test_start_plans_starts_a_ticket_per_plan_named_by_frontmatter_or_file(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    folder = tmp_path / "plans"
+    folder.mkdir()
+    named = quick_plan(folder, "first.md").read_text().replace("---\n", "---\nticket: FROM-FM\n", 1)
+    (folder / "first.md").write_text(named)
+    quick_plan(folder, "PROJ-7.md")
+    bad = handoff("start", "--plans", str(folder / "first.md"), str(folder / "first.md"),
+                  "--yes", cwd=repo)
+    assert bad.returncode != 0 and "both start ticket FROM-FM" in bad.stderr
+    assert not list(handoff_home.glob("*/FROM-FM")), "refused before any ticket was made"
+    started = handoff("start", "--plans", str(folder / "first.md"), str(folder / "PROJ-7.md"),
+                      "--yes", cwd=repo)
+    assert started.returncode == 0, started.stderr
+    assert "2 of 2 started" in started.stdout
+    for ticket in ("FROM-FM", "PROJ-7"):
+        final = wait_phase(handoff_home, ticket, *DONE, timeout=90)
+        assert final["phase"] == "passed", final["reason"]
+    again = handoff("start", "--plans", str(folder / "PROJ-7.md"), "--yes", cwd=repo)
+    assert again.returncode == 1 and "PROJ-7: ticket PROJ-7 already exists" in again.stderr
+    assert "0 of 1 started" in again.stdout
