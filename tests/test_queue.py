@@ -4,13 +4,12 @@ orchestrator's `queued` phase), with real tickets in real tmux."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import yaml
 
+from bench.scenarios.crowd import LivePeers
 from handoff.record import slots
 from tests.conftest import wait_until
 from tests.harness import (
@@ -40,40 +39,6 @@ def quick_plan(folder: Path, name: str = "plan.md", **script: object) -> Path:
                                              **script}}, test=QUICK), name)
 
 
-class Sampler:
-    """How many tickets have a live peer in tmux, looked at every 50 ms while it runs: the
-    most seen at once, and by whom."""
-
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-        self.most: set[str] = set()
-        self.looks = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            listed = subprocess.run(
-                ["tmux", "-L", self.socket, "list-panes", "-a", "-F",
-                 "#{session_name}\t#{window_name}\t#{pane_dead}"],
-                capture_output=True, text=True, timeout=15).stdout
-            live = {line.split("\t")[0] for line in listed.splitlines()
-                    if line.count("\t") == 2 and line.split("\t")[1] != "orchestrator"
-                    and line.split("\t")[2] == "0"}
-            self.looks += 1
-            if len(live) > len(self.most):
-                self.most = live
-            self._stop.wait(0.05)
-
-
 def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     limit(handoff_home, 2)
@@ -83,7 +48,7 @@ def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
                   log=tmp_path / f"{t}.log") for t in tickets]
     try:
         wait_event(handoff_home, tickets[0], "orchestrator")
-        with Sampler(state(handoff_home, tickets[0])["socket"]) as sampler:
+        with LivePeers(state(handoff_home, tickets[0])["socket"], every=0.05) as sampler:
             def queued_rows() -> list[dict[str, object]] | None:
                 rows = json.loads(handoff("status", "--json", cwd=repo).stdout)
                 return [r for r in rows if r["queue"]] or None

@@ -42,11 +42,14 @@ def phase(folder: Path) -> str:
 
 class LivePeers:
     """The most tickets with a live peer pane (any window but the orchestrator's) at once,
-    asked of the crowd's tmux server every 100 ms on a thread of its own."""
+    asked of a tmux server every `every` seconds on a thread of its own while in a `with`
+    (the crowd's; tests/test_queue.py's too)."""
 
-    def __init__(self, box: Sandbox) -> None:
-        self.box = box
-        self.most = 0
+    def __init__(self, socket: str, env: dict[str, str] | None = None,
+                 every: float = 0.1) -> None:
+        self.socket, self.env, self.every = socket, env, every
+        #: the sessions of the most seen at once
+        self.most: set[str] = set()
         self.looks = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -61,14 +64,16 @@ class LivePeers:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            listed = self.box.tmux("list-panes", "-a", "-F",
-                                   "#{session_name}\t#{window_name}\t#{pane_dead}", check=False)
-            live = {line.split("\t")[0] for line in listed.splitlines()
-                    if line.count("\t") == 2 and line.split("\t")[1] != "orchestrator"
-                    and line.split("\t")[2] == "0"}
+            listed = subprocess.run(["tmux", "-L", self.socket, "list-panes", "-a", "-F",
+                                     "#{session_name}\t#{window_name}\t#{pane_dead}"],
+                                    capture_output=True, text=True, env=self.env,
+                                    timeout=15).stdout
+            live = {fields[0] for fields in (line.split("\t") for line in listed.splitlines())
+                    if len(fields) == 3 and fields[1] != "orchestrator" and fields[2] == "0"}
             self.looks += 1
-            self.most = max(self.most, len(live))
-            self._stop.wait(0.1)
+            if len(live) > len(self.most):
+                self.most = live
+            self._stop.wait(self.every)
 
 
 class Crowd:
@@ -95,7 +100,7 @@ class Crowd:
             folder.mkdir()
             repos.append(demo.make_repo(folder))
         names = [f"C{k}-{n}" for n in range(count)]
-        peers = LivePeers(self.box)
+        peers = LivePeers(self.box.socket, self.box.env)
         peers.__enter__()
         started = time.perf_counter()
         starts = [subprocess.Popen([box.python, "-m", "handoff", "start", name, "--plan",
@@ -115,7 +120,7 @@ class Crowd:
         finally:
             peers.__exit__()
         self.ended.append(time.perf_counter() - started)
-        self.most.append(peers.most)
+        self.most.append(len(peers.most))
         phases = [phase(f) for f in folders]
         self.passed.append(phases.count("passed"))
         self.others |= {p for p in phases if p != "passed"}

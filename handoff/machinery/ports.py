@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
-import os
 import socket
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from handoff.errors import Busy, ExternalFailure
+from handoff.errors import ExternalFailure
+from handoff.record.lock import briefly
 from handoff.record.store import atomic_write
 
 BOOK = "ports.json"
@@ -56,26 +54,12 @@ class PortBook:
     @contextlib.contextmanager
     def _held(self) -> Iterator[dict[int, str]]:
         """The book, under the lock, written back when the block ends without an error."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.home / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            deadline = time.monotonic() + LOCK_WAIT
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise Busy(f"the port book {self.home / BOOK} stayed locked for "
-                                   f"{LOCK_WAIT:g}s", "retry; another handoff is booking "
-                                   "ports") from None
-                    time.sleep(0.02)
+        with briefly(self.home / LOCK, LOCK_WAIT, "the port book",
+                     "retry; another handoff is booking ports"):
             book = self._read()
             yield book
             atomic_write(self.home / BOOK, json.dumps(
                 {str(port): owner for port, owner in sorted(book.items())}, indent=1) + "\n")
-        finally:
-            os.close(fd)  # drops the flock
 
     def _read(self) -> dict[int, str]:
         try:

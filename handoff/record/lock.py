@@ -22,6 +22,7 @@ import os
 import struct
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -145,3 +146,25 @@ def _alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has let go of its files
     return True
+
+
+@contextlib.contextmanager
+def briefly(path: Path, bound: float, what: str, hint: str) -> Iterator[None]:
+    """A flock on path for a short read-change-write of a book the home's handoffs share (the
+    port book, the queue), waited for at most bound seconds: past it, Busy saying `what` (a
+    holder stopped with ^Z would otherwise hold every other one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + bound
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Busy(f"{what} ({path}) stayed locked for {bound:g}s", hint) from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # drops the flock

@@ -17,17 +17,14 @@ it still counts, so nobody else starts until the tickets at work are below the l
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.errors import Busy
-from handoff.record.lock import is_locked, try_lock
+from handoff.record.lock import briefly, is_locked, try_lock
 
 RUN, WAIT = ".run", ".wait"
 #: how long a taker waits for another's take to finish (each holds it for a few file reads)
@@ -79,26 +76,11 @@ def key(ticket: Path) -> str:
     return hashlib.sha256(str(ticket).encode()).hexdigest()[:20]
 
 
-@contextlib.contextmanager
-def taking(home: Path) -> Iterator[None]:
+def taking(home: Path) -> contextlib.AbstractContextManager[None]:
     """The lock every take and every clean-up of dead files holds."""
-    home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / "queue.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + TAKE_BOUND
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Busy(f"{home / 'queue.lock'} was held for over {TAKE_BOUND:.0f}s by "
-                               "another handoff (stopped with ^Z?)",
-                               "resume or end that process, then run this again") from None
-                time.sleep(0.005)
-        yield
-    finally:
-        os.close(fd)  # drops the flock
+    return briefly(home / "queue.lock", TAKE_BOUND, "the queue",
+                   "another handoff holds it (stopped with ^Z?): resume or end it, then run "
+                   "this again")
 
 
 def _holder(path: Path) -> Holder | None:
