@@ -15,6 +15,7 @@ import pytest
 
 from handoff.config import load
 from handoff.loop.orchestrator import watched_folders
+from handoff.record.slots import Slot
 from handoff.record.ticket import TicketDir
 from tests.harness import handoff, with_inotify_watches
 from tests.realcli import configure, role
@@ -63,6 +64,27 @@ def test_doctor_with_the_defaults_is_all_ok(repo: Path) -> None:
                  "reviewer: scripted"):
         assert any(what in line for line in lines(done.stdout, "OK")), what
     assert lines(done.stdout, "FAIL") == []
+
+
+def test_doctor_says_the_queues_limit_where_it_comes_from_and_who_holds_a_slot(
+        repo: Path, handoff_home: Path) -> None:
+    [line] = [x for x in lines(handoff("doctor", cwd=repo).stdout, "OK") if "queue:" in x]
+    assert f"for {os.cpu_count()} core(s)" in line and "now 0 at work, 0 waiting" in line
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text("max_parallel: 1\n")
+    busy = Slot(handoff_home, handoff_home / "repo-1" / "A", "1", 1)
+    waiting = Slot(handoff_home, handoff_home / "repo-1" / "B", "2", 1)
+    assert busy.take() is None and waiting.take() is not None
+    try:
+        [line] = [x for x in lines(handoff("doctor", cwd=repo).stdout, "OK") if "queue:" in x]
+        assert line == ("OK    queue: 1 ticket at work at once (max_parallel in your config); "
+                        "now 1 at work, 1 waiting")
+    finally:
+        busy.release()
+        waiting.release()
+    (repo / ".handoff.yaml").write_text("max_parallel: 8\n")
+    refused = handoff("doctor", cwd=repo).stdout
+    assert "'max_parallel' is this machine's, not a repository's" in refused
 
 
 def test_doctor_warns_when_an_orchestrator_could_not_watch_its_folders(repo: Path) -> None:

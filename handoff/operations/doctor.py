@@ -18,6 +18,7 @@ from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
 from handoff.providers.base import SANDBOXED, proven_range
+from handoff.record import slots
 
 
 def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
@@ -131,11 +132,22 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     for key, value, path in config_mod.settings(home, repo):
         found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
     found.append(sandbox_check(cfg))
+    found.append(queue_check(home, cfg))
     found.append(team_check(cfg))
     for role in cfg.team.names:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     found += scanner_checks(cfg, repo)
     return found
+
+
+def queue_check(home: Path, cfg: Config) -> Check:
+    """How many tickets may be at work at once, where that comes from, and how many are."""
+    why = "max_parallel in your config" if cfg.max_parallel else \
+        f"the default for {os.cpu_count() or 1} core(s) and this memory"
+    now = slots.standing(home, cfg.parallel)
+    tickets = "ticket" if cfg.parallel == 1 else "tickets"
+    return Check("OK", "queue", f"{cfg.parallel} {tickets} at work at once ({why}); now "
+                 f"{len(now.at_work)} at work, {len(now.waiting)} waiting")
 
 
 def team_check(cfg: Config) -> Check:
