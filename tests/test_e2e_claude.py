@@ -74,10 +74,15 @@ def test_claude_as_both_peers_fails_then_passes_each_round_briefed_once(
     session = (folder / "transcripts" / "reviewer-1.session.jsonl").read_text()
     assert f"Read and follow {folder / 'inbox' / 'reviewer' / 'brief-1.md'}" in session
 
+    # a passed ticket runs no CLI: both left by themselves when asked, windows kept
+    left = [e for e in events(handoff_home, "CC-1") if e["kind"] == "left"]
+    assert {(e["role"], e["pane"]) for e in left} == {("implementer", "kept"),
+                                                       ("reviewer", "kept")}
+    assert "claude --resume" in (folder / "transcripts" / "implementer-2.log").read_text()
     closed = handoff("close", "CC-1", cwd=repo)
     assert closed.returncode == 0, closed.stderr
     stopped = [e for e in events(handoff_home, "CC-1") if e["kind"] == "stopped"]
-    assert stopped[-1]["exited"] == ["implementer", "reviewer"], "idle peers left by themselves"
+    assert stopped[-1]["exited"] == [], "nobody was left to ask"
     assert processes_of(handoff_home, str(claude.parent.parent), "claude") == []
 
 

@@ -111,7 +111,7 @@ def test_demo_keep_leaves_the_peers_windows_to_attach_to(handoff_home: Path, soc
                             timeout=15).stdout
     assert "scripted: leaving" in screen and "report accepted" in screen, screen
     left = [e for e in json.loads(handoff("log", row["ticket"], "--json").stdout)
-            if e["kind"] == "recycle" and e.get("reason") == "the ticket passed"]
+            if e["kind"] == "left" and e["reason"] == "the ticket passed"]
     assert {(e["role"], e["pane"]) for e in left} == {("implementer", "kept"),
                                                        ("reviewer", "kept")}
     # the main checkout, the implementer's, the reviewer's and the gate's own

@@ -112,7 +112,7 @@ def test_tickets_started_together_get_distinct_ports_that_their_gates_bind(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     handoff_home.mkdir(parents=True, exist_ok=True)
     (handoff_home / "config.yaml").write_text(yaml.safe_dump(
-        {"ports": 2, "port_range": f"{LOW}-{HIGH}",
+        {"ports": 2, "port_range": f"{LOW}-{HIGH}", "max_parallel": 20,
          "post_create": [[sys.executable, "-c", "import os; open('.port', 'w').write("
                                                 "os.environ['PORT'])"]]}))
     (repo / ".gitignore").write_text("__pycache__/\n.port\n")

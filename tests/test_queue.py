@@ -84,8 +84,8 @@ def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
     assert made == sorted(left, key=lambda t: left[t])
     assert not list(slots.folder(handoff_home).iterdir()), "every slot given back"
     for ticket in tickets:  # a finished ticket runs no CLI
-        retired = [e for e in events(handoff_home, ticket) if e["kind"] == "recycle"
-                   and e.get("reason") == "the ticket passed"]
+        retired = [e for e in events(handoff_home, ticket) if e["kind"] == "left"
+                   and e["reason"] == "the ticket passed"]
         assert {e["role"] for e in retired} == {"implementer", "reviewer"}
         assert (ticket_path(handoff_home, ticket) / "transcripts").is_dir()
 

@@ -41,21 +41,23 @@ def program_ended(socket: str) -> bool:
     return done.stdout.strip() == "1"
 
 
-def test_attach_shows_the_chosen_peer_and_detaching_leaves_it_running(
+def test_attach_shows_the_chosen_peers_window_and_detaching_leaves_it(
         repo: Path, tmp_path: Path, socket: str, terminal: str) -> None:
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
     done = handoff("start", "T-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
     assert done.returncode == 0, done.stderr
 
+    # the ticket passed, so its reviewer left; its window stays with its last screen
     run_in_terminal(terminal, repo, "attach", "T-1", "--role", "reviewer")
-    wait_until(lambda: "scripted agent — reviewer" in screen(terminal),
-               what="the reviewer's screen in the user's terminal")
+    wait_until(lambda: "review-report-1.md" in screen(terminal)
+               and "scripted: leaving" in screen(terminal),
+               what="the reviewer's last screen in the user's terminal")
     assert "[T-1-" in screen(terminal), "the status line names the ticket's session"
 
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "C-b", "d"], check=True,
                    timeout=15)
     wait_until(lambda: program_ended(terminal), what="the attach to end on detach")
-    assert tmux_alive(socket), "detaching never stops the peers"
+    assert tmux_alive(socket), "detaching never ends the ticket's session"
 
 
 def test_attach_to_a_ticket_without_peers_says_how_to_start_them(

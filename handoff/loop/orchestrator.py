@@ -549,8 +549,7 @@ class Orchestrator:
                 peers.reap(role)
             else:
                 peers.retire(role, transcripts[role])
-            self.event("recycle", role, stage="stopped", by="orchestrator", reason=why,
-                       pane="kept" if role in left else "ended")
+            self.event("left", role, reason=why, pane="kept" if role in left else "ended")
 
     # ---- the reviewers --------------------------------------------------------------------
     def reviewing(self) -> None:

@@ -163,8 +163,6 @@ def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
         return Peer(str(event.get("verdict", "?")), f"verdict {event.get('verdict')}"
                     + (f", {must} must-fix" if must else ""), when)
     if kind == "recycle":
-        if event.get("reason"):  # it left a finished ticket: what it did last says more
-            return None
         if event.get("stage") == "stopped":
             return Peer("stopped", f"stopped by the {event.get('by')}", when)
         return Peer("starting", f"recycled by {event.get('by')}", when)

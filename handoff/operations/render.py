@@ -95,8 +95,9 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     + (f" on {_name(e['brief'])}" if e.get("brief") else "")
     + (f" [{e['reason']}]" if e.get("reason") else ""),
     "brief": lambda e: f"briefed with {_name(e.get('brief'))} (by {e.get('by')})",
-    "recycle": lambda e: f"left: {e['reason']} (its pane history is in transcripts/)"
-                         if e.get("reason") else f"recycled by {e.get('by')}",
+    "recycle": lambda e: f"recycled by {e.get('by')}",
+    "left": lambda e: f"left: {e.get('reason')} (its pane history is in transcripts/"
+                      + (", its window kept)" if e.get("pane") == "kept" else ")"),
     "submitted": lambda e: f"filed {e.get('report')}",
     "submission": _submission,
     "gate": _gate,

@@ -248,6 +248,8 @@ def test_a_hanging_post_create_is_ended_with_its_children(repo: Path, tmp_path: 
        "every ticket's branch and record; the main checkout clean")
 def test_tickets_started_together_in_one_repo_all_survive(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    handoff_home.mkdir(parents=True, exist_ok=True)  # all at once: none waits in the queue
+    (handoff_home / "config.yaml").write_text(f"max_parallel: {TICKETS}\n")
     plan = write_plan(tmp_path, plan_text({1: {"pause_until": "go"}}))
     for batch in range(BATCHES):
         tickets = [f"R{batch}-{i}" for i in range(TICKETS)]
