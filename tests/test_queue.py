@@ -42,24 +42,37 @@ def quick_plan(folder: Path, name: str = "plan.md", **script: object) -> Path:
 def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     limit(handoff_home, 2)
-    plan = quick_plan(tmp_path)
-    tickets = [f"Q-{i}" for i in range(5)]
-    runs = [spawn("start", t, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
-                  log=tmp_path / f"{t}.log") for t in tickets]
+    held, quick = quick_plan(tmp_path, "held.md", pause_until="go"), quick_plan(tmp_path)
+    holders, waiters = ["Q-0", "Q-1"], ["Q-2", "Q-3", "Q-4"]
+    # the two holders start side by side and keep their slots until told; the waiters queue one
+    # after another, so the order they are owed is known (a ticket that has not asked yet is
+    # owed nothing: CI measured a later-made ticket taking a slot its slower sibling never asked
+    # for)
+    runs = [spawn("start", t, "--plan", str(held), "--yes", "--foreground", cwd=repo,
+                  log=tmp_path / f"{t}.log") for t in holders]
     try:
-        wait_event(handoff_home, tickets[0], "orchestrator")
-        with LivePeers(state(handoff_home, tickets[0])["socket"], every=0.05) as sampler:
-            def queued_rows() -> list[dict[str, object]] | None:
-                rows = json.loads(handoff("status", "--json", cwd=repo).stdout)
-                return [r for r in rows if r["queue"]] or None
-            seen = wait_until(queued_rows, 60, "a ticket to wait in the queue")
-            places = sorted(int(r["queue"]["place"]) for r in seen)  # type: ignore[index]
-            assert places == list(range(1, len(places) + 1)), seen
-            assert all(r["queue"]["max_parallel"] == 2 and r["queue"]["at_work"] <= 2  # type: ignore[index]
-                       for r in seen)
-            table = handoff("status", str(seen[0]["ticket"]), cwd=repo).stdout
-            assert "queue: " in table and "of 2 tickets at work" in table, table
-            for ticket in tickets:
+        for ticket in holders:
+            wait_event(handoff_home, ticket, "launch", role="implementer")
+        with LivePeers(state(handoff_home, holders[0])["socket"], every=0.05) as sampler:
+            for ticket in waiters:
+                runs.append(spawn("start", ticket, "--plan", str(quick), "--yes", "--foreground",
+                                  cwd=repo, log=tmp_path / f"{ticket}.log"))
+                wait_phase(handoff_home, ticket, "queued")
+            rows = json.loads(handoff("status", "--json", cwd=repo).stdout)
+            places = {r["ticket"]: r["queue"]["place"] for r in rows if r["queue"]}
+            assert places == {"Q-2": 1, "Q-3": 2, "Q-4": 3}, rows
+            assert all(r["queue"]["max_parallel"] == 2 and r["queue"]["at_work"] == 2
+                       for r in rows if r["queue"]), rows
+            table = handoff("status", "Q-3", cwd=repo).stdout
+            assert "queue: 2nd of 3 waiting; 2 of 2 tickets at work" in table, table
+            # one holder lets go: with the other still holding, the waiters go one at a time
+            (ticket_path(handoff_home, "Q-0") / "go").write_text("")
+            for ticket in waiters:
+                final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
+                assert final["phase"] == "passed", final["reason"]
+            assert state(handoff_home, "Q-1")["phase"] == "implementing"
+            (ticket_path(handoff_home, "Q-1") / "go").write_text("")
+            for ticket in (*holders, *waiters):
                 final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
                 assert final["phase"] == "passed", final["reason"]
             for run in runs:  # each ends by itself once its peers have left
@@ -69,21 +82,19 @@ def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
     finally:
         for run in runs:
             stop_runner(run)
-    # the ones that waited went on in the order their tickets were made, each once a slot freed
-    left: dict[str, str] = {}
-    for ticket in tickets:
+    # each waiter went on in its turn, once the one before it had given its slot back
+    out, done = {}, {}
+    for ticket in waiters:
         moves = [e for e in events(handoff_home, ticket) if e["kind"] == "phase"]
-        if any(m["to"] == "queued" for m in moves):
-            queued = next(m for m in moves if m["to"] == "queued")
-            assert "of 2 tickets at work (max_parallel)" in queued["reason"]
-            out = next(m for m in moves if m["from"] == "queued")
-            assert out["to"] == "implementing"
-            left[ticket] = out["time"]
-    assert len(left) >= 3, "five tickets, two slots: at least three waited"
-    made = sorted(left, key=lambda t: state(handoff_home, t)["created"])
-    assert made == sorted(left, key=lambda t: left[t])
+        queued = next(m for m in moves if m["to"] == "queued")
+        assert "of 2 tickets at work (max_parallel)" in queued["reason"]
+        leaving = next(m for m in moves if m["from"] == "queued")
+        assert leaving["to"] == "implementing"
+        out[ticket] = leaving["time"]
+        done[ticket] = next(m["time"] for m in moves if m["to"] == "passed")
+    assert out["Q-2"] < done["Q-2"] < out["Q-3"] < done["Q-3"] < out["Q-4"], (out, done)
     assert not list(slots.folder(handoff_home).iterdir()), "every slot given back"
-    for ticket in tickets:  # a finished ticket runs no CLI
+    for ticket in (*holders, *waiters):  # a finished ticket runs no CLI
         retired = [e for e in events(handoff_home, ticket) if e["kind"] == "left"
                    and e["reason"] == "the ticket passed"]
         assert {e["role"] for e in retired} == {"implementer", "reviewer"}
