@@ -12,7 +12,8 @@ import pytest
 from handoff.cli import app
 from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, write_plan
 
-HEAVY = ("typer", "click", "libtmux", "git", "yaml", "textual", "handoff.cli.app")
+HEAVY = ("typer", "click", "libtmux", "git", "yaml", "textual", "psutil", "watchdog",
+         "handoff.cli.app")
 
 
 def loaded_by(*args: str, cwd: Path) -> set[str]:

@@ -12,6 +12,7 @@ LAYERS = ("cli", "operations", "loop", "machinery", "config", "providers", "prot
           "base")
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "phases": "base",
+       "processes": "base", "platforms": "base",
        "trace": "base",
        "__init__": "base", "__main__": "cli"}
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from handoff.machinery.processes import environ
+from handoff.processes import environ
 from handoff.record import seals
 from handoff.record.seals import Seals
 from tests.conftest import wait_until

@@ -1,4 +1,5 @@
-"""handoff.machinery.watch: wake up on file changes (inotify on Linux), rescan on every wake-up."""
+"""handoff.machinery.watch: wake up on file changes (inotify on Linux, watchdog elsewhere: both
+run here), rescan on every wake-up."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def wait_for(
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="inotify wake-ups exist on Linux only")
+
+
+#: the two ways folders are watched; watchdog is what macOS gets, proven here on Linux
+BY = pytest.mark.parametrize("by", ["inotify", "watchdog"])
 
 
 def put(folder: Path, name: str, text: str) -> None:
@@ -94,9 +99,11 @@ def test_creates_missing_folders(tmp_path: Path) -> None:
 
 
 @linux_only
-def test_wait_wakes_when_a_thread_creates_a_file(tmp_path: Path) -> None:
+@BY
+def test_wait_wakes_when_a_thread_creates_a_file(tmp_path: Path, by: str) -> None:
     inbox = tmp_path / "inbox"
-    with Watcher([inbox]) as watcher:
+    with Watcher([inbox], by=by) as watcher:
+        assert (watcher.by, watcher.polling) == (by, "")
         writer = threading.Thread(target=lambda: (inbox / "report.md").write_text("done"))
         started = time.monotonic()
         writer.start()
@@ -108,10 +115,12 @@ def test_wait_wakes_when_a_thread_creates_a_file(tmp_path: Path) -> None:
 
 
 @linux_only
-def test_wait_wakes_when_another_process_writes(tmp_path: Path) -> None:
+@BY
+def test_wait_wakes_when_another_process_writes(tmp_path: Path, by: str) -> None:
     inbox = tmp_path / "inbox"
     code = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('done')"
-    with Watcher([inbox]) as watcher:
+    with Watcher([inbox], by=by) as watcher:
+        assert watcher.polling == ""
         child = subprocess.Popen([PYTHON, "-c", code, str(inbox / "report.md")])
         try:
             started = time.monotonic()
@@ -125,9 +134,10 @@ def test_wait_wakes_when_another_process_writes(tmp_path: Path) -> None:
 
 
 @linux_only
-def test_wait_watches_every_folder(tmp_path: Path) -> None:
+@BY
+def test_wait_watches_every_folder(tmp_path: Path, by: str) -> None:
     first, second = tmp_path / "implementer", tmp_path / "reviewer"
-    with Watcher([first, second]) as watcher:
+    with Watcher([first, second], by=by) as watcher:
         put(second, "report.md", "x")
         assert watcher.wait(20) is True
 
@@ -152,8 +162,24 @@ def test_wait_drains_events_it_woke_for(tmp_path: Path) -> None:
         assert watcher.wait(0.2) is False
 
 
-def test_close_twice_is_harmless(tmp_path: Path) -> None:
-    watcher = Watcher([tmp_path])
+def test_watchdog_wakes_for_changes_but_not_for_reading(tmp_path: Path) -> None:
+    """watchdog also reports a file opened or read; the caller's own rescan after each wake-up
+    would then wake it again, for ever."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "plan.md").write_text("x", encoding="utf-8")
+    with Watcher([inbox], by="watchdog") as watcher:
+        assert watcher.polling == ""
+        for _ in range(3):
+            assert (inbox / "plan.md").read_text(encoding="utf-8") == "x"
+            assert watcher.wait(0.3) is False, "reading a file woke the watcher"
+        (inbox / "plan.md").unlink()
+        assert watcher.wait(20) is True, "a file removed did not"
+
+
+@BY
+def test_close_twice_is_harmless(tmp_path: Path, by: str) -> None:
+    watcher = Watcher([tmp_path], by=by)
     watcher.close()
     watcher.close()
     assert watcher.wait(0) is False

@@ -44,6 +44,12 @@ def _reader_gone() -> int:
 
 def run(argv: Sequence[str]) -> int:
     """`handoff ARGV...` in this process; its exit status."""
+    from handoff import platforms
+
+    where = platforms.here()
+    if where.refused:  # before anything that needs what it lacks is imported
+        sys.stderr.write(f"handoff: error: {where.refused}\n  hint: {platforms.REFUSED_HINT}\n")
+        return 1
     try:
         code = _lane(list(argv))
         if code is not None:

@@ -26,15 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from handoff.inputs import clip, joined
-from handoff.machinery.processes import (
-    GRACE,
-    boot_id,
-    end_group,
-    environ,
-    has_proc,
-    processes,
-    start_time,
-)
+from handoff.machinery.groups import GRACE, end_group
+from handoff.processes import boot_id, environ, in_group, start_time
 from handoff.record.events import now
 from handoff.record.store import atomic_write, atomic_write_json
 from handoff.record.ticket import TicketDir
@@ -249,7 +242,7 @@ def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | 
     record.unlink(missing_ok=True)
     return {"pid": data.get("pid"), "command": data.get("argv", []),
             "left_by": data.get("orchestrator"), "started": data.get("started"),
-            "ended": {g: s for g, s in ended.items() if s}, "proc": has_proc()}
+            "ended": {g: s for g, s in ended.items() if s}}
 
 
 def ours(data: dict[str, Any]) -> set[int]:
@@ -257,14 +250,14 @@ def ours(data: dict[str, Any]) -> set[int]:
     leader is the very process recorded (same pid, start time and boot), or, the leader gone,
     a process of that group carries the run's token in its environment. Else nothing."""
     pgid, start, token = data.get("pgid"), data.get("start"), data.get("token")
-    if not has_proc() or data.get("boot") != boot_id() or not isinstance(pgid, int) \
+    boot = boot_id()
+    if not boot or data.get("boot") != boot or not isinstance(pgid, int) \
             or pgid <= 1 or pgid == os.getpgrp():
         return set()  # nothing can be proven: leave it rather than kill a stranger's group
     if start and start_time(pgid) == start:
         return {pgid}
     if isinstance(token, str) and token and any(
-            group == pgid and state != "Z" and environ(pid).get(TOKEN) == token
-            for pid, group, state in processes()):
+            environ(pid).get(TOKEN) == token for pid in in_group(pgid)):
         return {pgid}
     return set()
 

@@ -33,12 +33,12 @@ from handoff.loop.rules import Move
 from handoff.loop.submission import provenance, set_aside, spend
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import Peers, self_argv
-from handoff.machinery.processes import environ, process_alive
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import GATE
 from handoff.phases import AT_WORK, FINISHED, Phase
+from handoff.processes import alive, environ
 from handoff.protocol import briefs, protected, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.ledger import Entry, Ledger
@@ -856,7 +856,7 @@ class Orchestrator:
             pid, age = int(marker.read_text(encoding="utf-8")), time.time() - marker.stat().st_mtime
         except (OSError, ValueError):
             return False
-        return age < RECYCLE_GRACE and process_alive(pid)
+        return age < RECYCLE_GRACE and alive(pid)
 
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""

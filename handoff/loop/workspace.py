@@ -29,6 +29,7 @@ from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
 from handoff.machinery.tmux import Tmux
 from handoff.machinery.worktrees import GATE, TicketWorktrees, branch_name
+from handoff.processes import command
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
@@ -295,10 +296,6 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def _is_handoff(pid: int) -> bool:
-    """Only ever signal our own orchestrator, never whatever reused a pid."""
-    if not Path("/proc/self").is_dir():
-        return True  # no /proc (macOS): the flock holder is ours by construction
-    try:
-        return b"handoff" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    """Only ever signal our own orchestrator, never whatever reused a pid (one whose command
+    line cannot be read is not proven ours)."""
+    return any("handoff" in part for part in command(pid))

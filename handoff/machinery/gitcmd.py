@@ -37,7 +37,7 @@ from git.exc import GitCommandNotFound
 
 from handoff import trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
-from handoff.machinery import processes
+from handoff.machinery import groups
 from handoff.machinery.proc import KILL_GRACE, REPO_LOCATING
 
 _tree_kill = git.cmd._kill_process  # what GitPython's watchdog calls with git's pid
@@ -52,7 +52,7 @@ def _end_group_then_tree(pid: int) -> bool:
     except ProcessLookupError:
         leads_group = False
     if leads_group:
-        processes.end_group(pid, KILL_GRACE)
+        groups.end_group(pid, KILL_GRACE)
     return _tree_kill(pid) or leads_group
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from handoff import trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound
-from handoff.machinery import processes
+from handoff.machinery import groups
 
 DEFAULT_TIMEOUT = 30.0
 #: how long a process group gets between TERM and KILL, and how long a KILLed one gets to go
@@ -125,7 +125,7 @@ def end_group(child: subprocess.Popen[str], grace: float = KILL_GRACE) -> None:
     kernel hands that number to no other process or group, so it names only ours.
     """
     try:
-        processes.end_group(child.pid, grace)
+        groups.end_group(child.pid, grace)
     finally:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=grace)

@@ -15,7 +15,7 @@ import signal
 import time
 from pathlib import Path
 
-from handoff.machinery.processes import environ
+from handoff.processes import carrying
 
 MARKER = "HANDOFF_PEER"
 
@@ -26,25 +26,10 @@ def marker(ticket_dir: Path, role: str) -> str:
 
 def marked(value: str) -> list[int]:
     """Live processes whose HANDOFF_PEER is value, or starts with it when value ends in '#'
-    (every role of a ticket). Linux /proc; [] elsewhere."""
-    proc = Path("/proc")
-    if not (proc / "self" / "environ").exists():
-        return []
-    whole = not value.endswith("#")
-    found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        mark = environ(entry.name).get(MARKER)
-        if mark is None or not (mark == value if whole else mark.startswith(value)):
-            continue
-        try:
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
+    (every role of a ticket)."""
+    if value.endswith("#"):
+        return carrying(MARKER, lambda mark: mark.startswith(value))
+    return carrying(MARKER, lambda mark: mark == value)
 
 
 def reap(value: str, grace: float = 3.0) -> list[int]:

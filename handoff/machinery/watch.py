@@ -1,7 +1,13 @@
-"""Wake up when files change in a few folders (inotify on Linux; plain polling elsewhere, or
-where the kernel refuses a watch, which `Watcher.polling` says), or when a followed process
-exits (a pidfd, Linux 5.3+): one process per key, so one wait follows every peer of a phase
-(the reviewers work side by side).
+"""Wake up when files change in a few folders, or when a followed process exits (a pidfd,
+Linux 5.3+): one process per key, so one wait follows every peer of a phase (the reviewers
+work side by side).
+
+Folders are watched with inotify on Linux, called directly: watchdog's own inotify thread
+adds a thread hop and a pipe (measured here, a file written → `wait` returned, 300 times each,
+two runs: p50 0.28 and 0.68 ms direct against 1.2 and 2.3 ms through watchdog, p95 0.7 and
+2.4 against 3.1 and 8.7 ms). Elsewhere (macOS: FSEvents or kqueue) watchdog watches them and
+wakes the wait through a pipe; without it, or where the kernel refuses a watch, the folders
+are polled, which `Watcher.polling` says.
 
 Callers always rescan after a wake-up, so a file written before the watch began, or lost in
 an event-queue overflow, is still seen: the events only decide *when* to look.
@@ -9,6 +15,7 @@ an event-queue overflow, is still seen: the events only decide *when* to look.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -50,26 +57,75 @@ def _why(code: int, limit: str) -> str:
     return text
 
 
+#: watchdog's events that say a file changed (not one merely opened or read: the caller's
+#: own rescan would wake it again)
+_CHANGES = frozenset({"created", "modified", "moved", "deleted", "closed"})
+
+
+class _Observed:
+    """watchdog watching the folders, writing a byte into a pipe for each change: the pipe's
+    end is what `wait` selects on, as it does inotify's descriptor."""
+
+    def __init__(self, folders: list[Path]) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        self.read, self._write = os.pipe()
+        for fd in (self.read, self._write):
+            os.set_blocking(fd, False)
+        pipe = self._write
+
+        class Wake(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                if event.event_type in _CHANGES:
+                    with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                        os.write(pipe, b"\0")
+
+        self._observer = Observer()
+        try:
+            for folder in folders:
+                self._observer.schedule(Wake(), str(folder), recursive=False)
+            self._observer.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        for fd in (self.read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class Watcher:
     """A context manager: `wait(timeout)` returns early when something changes in the folders."""
 
-    def __init__(self, folders: Iterable[Path], also: Iterable[int] = ()) -> None:
+    def __init__(self, folders: Iterable[Path], also: Iterable[int] = (),
+                 by: str = "") -> None:
         """also: more descriptors whose readiness wakes `wait` (e.g. a listening socket);
-        negative ones are ignored."""
+        negative ones are ignored. by: "inotify" or "watchdog" (tests); "" picks inotify on
+        Linux and watchdog elsewhere."""
         self.folders = [Path(f) for f in folders]
         self.also = [fd for fd in also if fd >= 0]
         self._fd = -1
+        self._observed: _Observed | None = None
         #: key → (the followed pid, its pidfd or -1)
         self._followed: dict[str, tuple[int, int]] = {}
         #: the keys whose followed process has exited (seen by `wait`); cleared by `follow`
         self.gone: set[str] = set()
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
-        #: why the folders are polled rather than watched by inotify ("" when they are
-        #: watched): for the caller to say, since polling costs a look every POLL_INTERVAL
-        self.polling = self._watch()
+        #: why the folders are polled rather than watched ("" when they are watched): for
+        #: the caller to say, since polling costs a look every POLL_INTERVAL
+        #: what watches them: "inotify" or "watchdog"
+        self.by = by or ("inotify" if _libc() is not None else "watchdog")
+        self.polling = self._watch(self.by)
 
-    def _watch(self) -> str:
+    def _watch(self, by: str) -> str:
+        if by == "watchdog":
+            return self._watch_by_watchdog()
         libc = _libc()
         if libc is None:
             return f"no inotify on {sys.platform}"
@@ -84,6 +140,17 @@ class Watcher:
                 os.close(fd)
                 return f"inotify_add_watch: {problem}"
         self._fd = fd
+        return ""
+
+    def _watch_by_watchdog(self) -> str:
+        try:
+            self._observed = _Observed(self.folders)
+        except ImportError:
+            return (f"no inotify on {sys.platform}, and watchdog is not installed "
+                    "(pip install watchdog)")
+        except OSError as exc:  # e.g. a kqueue or inotify limit
+            return f"watchdog: {exc}"
+        self._fd = self._observed.read
         return ""
 
     def follow(self, pid: int | None, key: str = "") -> bool:
@@ -148,9 +215,12 @@ class Watcher:
     def close(self) -> None:
         for key in list(self._followed):
             self._drop_pidfd(key)
-        if self._fd >= 0:
+        if self._observed is not None:
+            self._observed.close()  # closes the pipe, self._fd among it
+            self._observed = None
+        elif self._fd >= 0:
             os.close(self._fd)
-            self._fd = -1
+        self._fd = -1
 
     def __enter__(self) -> Watcher:
         return self

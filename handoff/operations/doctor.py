@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff import config as config_mod
+from handoff import platforms
 from handoff.config import Config
 from handoff.errors import HandoffError, MissingTool
 from handoff.machinery import sandbox, tools
@@ -60,9 +61,9 @@ def state_check(home: Path) -> Check:
 
 
 def watch_check() -> Check:
-    """Can an orchestrator wait on inotify? Tried on the folders it watches, in a scratch
-    ticket directory; without them it polls (and says so in its log), which works, at a look
-    every POLL_INTERVAL."""
+    """Can an orchestrator wait on file events (inotify; watchdog off Linux)? Tried on the
+    folders it watches, in a scratch ticket directory; without them it polls (and says so in
+    its log), which works, at a look every POLL_INTERVAL."""
     from handoff.loop.orchestrator import watched_folders
     from handoff.machinery.watch import POLL_INTERVAL, Watcher
     from handoff.record.ticket import TicketDir
@@ -70,11 +71,13 @@ def watch_check() -> Check:
     with tempfile.TemporaryDirectory(prefix="handoff-doctor-") as scratch, \
             Watcher(watched_folders(TicketDir(Path(scratch) / "T-1"))) as watcher:
         polling = watcher.polling
+        by = watcher.by
     if not polling:
-        return Check("OK", "file watching", "inotify")
+        return Check("OK", "file watching", by)
     return Check("WARN", "file watching", f"an orchestrator would poll every {POLL_INTERVAL} s: "
-                 f"{polling}", "raise the limit, e.g. sudo sysctl fs.inotify.max_user_watches"
-                 "=524288 (reports are taken meanwhile, only by polling)")
+                 f"{polling}", ("raise the limit, e.g. sudo sysctl fs.inotify.max_user_watches"
+                               "=524288" if by == "inotify" else "pip install watchdog")
+                 + " (reports are taken meanwhile, only by polling)")
 
 
 def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | None,
@@ -118,7 +121,8 @@ def _install_hint(provider: Provider) -> str:
 
 def run(home: Path, repo: Path | None) -> list[Check]:
     """Every check, for `handoff doctor`."""
-    found = tool_checks()
+    found = [platform_check(platforms.here())]
+    found += tool_checks()
     found.append(state_check(home))
     found.append(watch_check())
     try:
@@ -138,6 +142,14 @@ def run(home: Path, repo: Path | None) -> list[Check]:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     found += scanner_checks(cfg, repo)
     return found
+
+
+def platform_check(where: platforms.Platform) -> Check:
+    """Where handoff runs, and what is weaker here than where it is tested."""
+    if where.tested or where.name == "WSL2":
+        return Check("OK", "platform", where.said)
+    return Check("WARN", "platform", where.said,
+                 "handoff is tested on Linux; what is weaker here is listed above")
 
 
 def queue_check(home: Path, cfg: Config) -> Check:

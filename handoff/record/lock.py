@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from handoff.errors import Busy
+from handoff.processes import alive
 
 #: struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (+ padding)
 FLOCK = struct.Struct("@hhqqi4x")
@@ -120,7 +121,7 @@ def holder(path: Path) -> int | None:
         while is_locked(fd):
             pid = _pid_in(fd)
             # a new owner truncates the file and writes its pid just after locking it
-            if pid is not None and _alive(pid):
+            if pid is not None and alive(pid):
                 return pid
             if time.monotonic() >= deadline:
                 return -1
@@ -133,19 +134,6 @@ def holder(path: Path) -> int | None:
 def _pid_in(fd: int) -> int | None:
     text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
     return int(text) if text.isdigit() and int(text) > 0 else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, as another user
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has let go of its files
-    return True
 
 
 @contextlib.contextmanager

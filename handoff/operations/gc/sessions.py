@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from handoff.machinery.peers import Peers
-from handoff.machinery.processes import environ
 from handoff.machinery.tmux import Tmux, TmuxFailure, failure_kind, socket_name
 from handoff.operations.gc.found import Leftover, Options, Record, failing
+from handoff.processes import environ
 
 
 def handoff_sockets(records: list[Record]) -> list[str]:

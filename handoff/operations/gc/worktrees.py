@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 
 from handoff import config as config_mod
+from handoff import processes
 from handoff.errors import HandoffError, WorkAtRisk
-from handoff.machinery import processes, reaper
+from handoff.machinery import reaper
 from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
