@@ -1,5 +1,5 @@
 """handoff's benchmark: each figure handoff measured beside a raw baseline doing the same work,
-with the target issue 9 holds it to and the verdict.
+with the target it is held to and the verdict.
 
     .venv/bin/python -m bench [SCENARIO...] [--reps N] [--markdown]
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from bench.figures import Figure, Target
 
-#: issue 9: accepted -> next action, alone; with 20 tickets at once at most twice these
+#: accepted -> next action, alone: the loop acts at once; with 20 tickets at once at most
+#: twice these (a crowd may slow it, not stall it)
 ALONE_P50, ALONE_P95 = 5.0, 20.0
 
 

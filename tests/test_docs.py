@@ -34,7 +34,6 @@ import pytest
 import yaml
 
 from handoff import config as config_mod
-from handoff.loop import gate
 from handoff.protocol import intake, reports
 from handoff.providers import REGISTRY
 from handoff.providers.base import RoleSpec
@@ -215,7 +214,7 @@ def ticket_files() -> set[str]:
     """Every path TicketDir knows, relative to the ticket directory, with the role as <role> and
     the round or number as N."""
     tdir = TicketDir(Path("/ticket"))
-    args = {"role": ("implementer", "reviewer"), "round_": (1,), "number": (1,),
+    args = {"role": ("implementer", "reviewer"), "round_": (1,), "number": (1,), "by": ("close",),
             "report": (tdir.report("implementer", 1), tdir.report("reviewer", 1))}
     found: list[Path | None] = []
     for name, member in vars(TicketDir).items():
@@ -237,13 +236,14 @@ def ticket_files() -> set[str]:
         if isinstance(path, Path) and path != tdir.path:
             rel = str(path.relative_to(tdir.path))
             rel = re.sub(r"\b(implementer|reviewer)\b", "<role>", rel)
+            rel = re.sub(r"\.(rejected|forged)-1\.md$", r".\1-K.md", rel)  # the Kth of a report
             names.add(re.sub(r"(?<=-)1(?=\.|$)", "N", rel))
     return names
 
 
 def test_protocol_names_every_file_of_the_ticket_directory() -> None:
     text = doc("protocol.md")
-    files = ticket_files() | {intake.SOCKET, gate.RECORD}
+    files = ticket_files() | {intake.SOCKET}
     assert {"state.json", "events.jsonl", "inbox/<role>/brief-N.md",
             "receipts/review-report-N.json"} <= files, files  # the derivation itself works
     missing = [f for f in sorted(files) if f"`{f}" not in text]

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from handoff.inputs import clip
 from handoff.loop import gate
-from handoff.loop.gate import CAP, EXCERPT, TOKEN, cap, end_left_gate, excerpt, record_path, run_gate
+from handoff.loop.gate import CAP, EXCERPT, TOKEN, end_left_gate, excerpt, run_gate
+from handoff.record.ticket import TicketDir
 from tests.conftest import PYTHON, read_json, wait_until
 
 
@@ -121,14 +123,14 @@ def test_output_is_capped_in_the_log_keeping_head_and_tail(tmp_path: Path) -> No
     assert len(text) < CAP + 2000
 
 
-def test_cap_keeps_head_and_tail() -> None:
+def test_a_log_is_cut_keeping_head_and_tail() -> None:
     text = "H" * 100 + "m" * 1000 + "T" * 100
-    capped = cap(text, limit=200)
+    capped = clip(text, 200)
     assert capped.startswith("H" * 100)
     assert capped.endswith("T" * 100)
     assert "m" not in capped.replace("cut by handoff", "")
     assert "1000" in capped
-    assert cap("short", limit=200) == "short"
+    assert clip("short", 200) == "short"
 
 
 def test_missing_program_is_a_127_result(tmp_path: Path) -> None:
@@ -217,9 +219,9 @@ def test_multibyte_output_is_cut_on_character_boundaries(tmp_path: Path) -> None
     assert set(result.output.replace("bytes cut by handoff", "").strip()) <= set("é\n…[] 0123456789")
 
 
-def test_cap_counts_bytes_not_characters() -> None:
+def test_a_log_is_cut_counting_bytes_not_characters() -> None:
     text = "€" * 1000  # 3 bytes each
-    capped = cap(text, limit=300)
+    capped = clip(text, 300)
     assert len(capped.encode()) < 300 + 60
     assert capped.startswith("€" * 50) and capped.endswith("€" * 50)
     assert "[2700 bytes cut by handoff]" in capped
@@ -307,7 +309,8 @@ def test_a_gate_that_ignores_term_is_killed(tmp_path: Path, monkeypatch: pytest.
 ORCHESTRATOR = (
     "import signal, sys\n"
     "from pathlib import Path\n"
-    "from handoff.loop.gate import record_path, run_gate\n"
+    "from handoff.loop.gate import run_gate\n"
+    "from handoff.record.ticket import TicketDir\n"
     "def stop(signum, frame): raise SystemExit('stopped')\n"
     "signal.signal(signal.SIGTERM, stop)\n"
     "folder = Path(sys.argv[1])\n"
@@ -315,7 +318,7 @@ ORCHESTRATOR = (
     "        'subprocess.Popen([sys.executable, \"-c\", \"import time; time.sleep(300)\"]); '\n"
     "        'print(\"gate up\", flush=True); time.sleep(300)']\n"
     "run_gate(hang, folder, {'PATH': '/usr/bin:/bin'}, 300, folder / 'gate.log',\n"
-    "         record=record_path(folder))\n"
+    "         record=TicketDir(folder).gate_running)\n"
 )
 
 
@@ -325,7 +328,7 @@ def orchestrator(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path
     (only if it is the recorded one) when a test leaves it running."""
     child = subprocess.Popen([PYTHON, "-c", ORCHESTRATOR, str(tmp_path)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    record = record_path(tmp_path)
+    record = TicketDir(tmp_path).gate_running
     try:
         yield child, record
     finally:
@@ -427,7 +430,7 @@ def test_a_group_that_cannot_be_proven_ours_is_left_alone(
         data["boot"] = "another-boot"
     else:
         data["start"] = ""
-    record = record_path(tmp_path)
+    record = TicketDir(tmp_path).gate_running
     record.write_text(json.dumps(data), encoding="utf-8")
     ended = end_left_gate(record, grace=1.0)
     assert ended is not None and ended["ended"] == {}
@@ -436,7 +439,7 @@ def test_a_group_that_cannot_be_proven_ours_is_left_alone(
 
 
 def test_a_torn_record_is_removed_and_kills_nothing(tmp_path: Path) -> None:
-    record = record_path(tmp_path)
+    record = TicketDir(tmp_path).gate_running
     record.write_text('{"pid": 1, "pg', encoding="utf-8")
     ended = end_left_gate(record)
     assert ended is not None and ended["ended"] == {}
@@ -448,7 +451,7 @@ def test_a_file_that_is_no_program_is_a_127_result(tmp_path: Path) -> None:
     script.write_bytes(b"\x7fELF not really\n")  # executable, but exec() refuses it (ENOEXEC)
     script.chmod(0o755)
     result = run_gate([str(script)], tmp_path, base_env(), 30, tmp_path / "gate.log",
-                      record=record_path(tmp_path))
+                      record=TicketDir(tmp_path).gate_running)
     assert result.exit_code == 127 and not result.passed
     assert "cannot run" in result.output
-    assert not record_path(tmp_path).exists(), "no gate runs: none is recorded"
+    assert not TicketDir(tmp_path).gate_running.exists(), "no gate runs: none is recorded"

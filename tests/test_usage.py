@@ -18,7 +18,7 @@ import pytest
 from handoff import config as config_mod
 from handoff.errors import UsageError
 from handoff.loop.summary import WORD_LIMIT, final_report, words
-from handoff.operations.render import describe
+from handoff.operations.render import event_line
 from handoff.record import usage
 from handoff.record.usage import Usage
 from tests.harness import (
@@ -115,13 +115,13 @@ def test_the_init_template_offers_the_budget(tmp_path: Path) -> None:
 # ---- showing it ---------------------------------------------------------------------------
 
 def test_log_renders_usage_and_budget_events() -> None:
-    line = describe({"time": "2026-11-30T03:20:26.531+00:00", "kind": "usage", "round": 2,
+    line = event_line({"time": "2026-11-30T03:20:26.531+00:00", "kind": "usage", "round": 2,
                      "role": "reviewer", "input_tokens": 1000, "output_tokens": 20,
                      "cache_read_tokens": 30000, "cache_write_tokens": 5, "tokens": 31025,
                      "cost_usd": 0.0421, "source": "/h/.claude/projects/-wt/abc.jsonl"})
     assert line == ("03:20:26  r2  reviewer used 31,025 tokens (in 1,000, out 20, cache read "
                     "30,000, cache write 5), $0.04 — -wt/abc.jsonl")
-    stop = describe({"time": "2026-11-30T03:20:27.000+00:00", "kind": "budget", "round": 1,
+    stop = event_line({"time": "2026-11-30T03:20:27.000+00:00", "kind": "budget", "round": 1,
                      "over": "tokens", "total": 2100000, "limit": 2000000})
     assert stop.endswith("over budget: 2,100,000 tokens used, the budget is 2,000,000")
 

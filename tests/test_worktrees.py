@@ -698,7 +698,8 @@ def test_remove_all_removes_every_checkout_of_the_ticket_saving_the_detached_one
     (security / "notes.txt").write_text("a reviewer's scratch\n")
     (gate / "calc.py").write_text("changed by a test run\n")
     kept = tmp_path / "transcripts"
-    assert wt.remove_all(scratch_dir=kept) == ["implementer", "security", "gate"]
+    removed = wt.remove_all(scratch=lambda name: kept / f"{name}-scratch-close.patch")
+    assert removed == ["implementer", "security", "gate"]
     assert "a reviewer's scratch" in (kept / "security-scratch-close.patch").read_text()
     assert "changed by a test run" in (kept / "gate-scratch-close.patch").read_text()
     assert not (repo / ".worktrees").exists() and registered_paths(repo) == {repo.resolve()}

@@ -30,7 +30,8 @@ from bench.scenarios import Options
 from handoff.operations import demo
 
 DEFAULT_REPS = 5
-#: issue 9: the whole ticket at most 1.5 times its raw floor
+#: the whole ticket at most 1.5 times its raw floor (the same git, tmux, set-up and tests
+#: typed by hand): the loop's bookkeeping stays small beside the work
 TARGET = 1.5
 
 

@@ -5,7 +5,7 @@ CPU is user + system time of the child process (and any it waited for), from
 resource.getrusage(RUSAGE_CHILDREN) before and after each run; handoff's command and the
 baseline alternate. The interpreter is, unless --python names another, a cached venv with
 handoff installed from this checkout with its runtime dependencies only (bench.runtime_venv),
-as issue 9 asks: the test extras' packages would not be imported, but their .pth files and a
+as a person installs it: the test extras' packages would not be imported, but their .pth files and a
 longer sys.path cost every start.
 
 * submit: `python -m handoff submit REPORT --dir D --role implementer` to a real ticket
@@ -30,7 +30,8 @@ from handoff.record.ticket import State, ticket_dir
 
 DEFAULT_REPS = 20
 STATUS_TICKETS = 5
-#: issue 9: CPU against `python -c pass` of the same venv
+#: CPU against `python -c pass` of the same venv: a peer runs `submit` for every report and
+#: scripts run `status` in prompts, so these start often
 TARGETS = {"submit": 3.0, "status": 6.0, "--help": 8.0}
 KEY = "repo-0123456789"
 

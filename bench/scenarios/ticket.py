@@ -44,9 +44,9 @@ from bench.stats import in_turn
 DEFAULT_REPS = 5
 SAMPLE = 0.002
 TICKS = os.sysconf("SC_CLK_TCK")
-#: issue 9: a waiting orchestrator costs at most 0.05 % of a core
+#: a waiting orchestrator (for hours, on a person or a model) costs at most 0.05 % of a core
 IDLE_CPU = 0.05
-#: issue 9: "no subprocess per tick" (a 0.5 s tick was 120 a minute). A peer with hooks is
+#: no subprocess per tick (a 0.5 s tick was 120 a minute). A peer with hooks is
 #: still looked at when HOOKED_LOOK (30 s) runs out, a look being up to two tmux calls: 4.
 SPAWNS_PER_MINUTE = 4.0
 

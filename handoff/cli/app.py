@@ -137,9 +137,9 @@ def _options(
 
 def _run(ws: Workspace) -> int:
     from handoff.loop.orchestrator import Orchestrator
-    from handoff.operations.render import describe
+    from handoff.operations.render import event_line
 
-    state = Orchestrator(ws, lambda event: typer.echo(describe(event))).run()
+    state = Orchestrator(ws, lambda event: typer.echo(event_line(event))).run()
     if state.phase in ("passed", "escalated"):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
     return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
@@ -465,12 +465,12 @@ def log(
     """The handoff chain of a ticket: every event, in order (from the ticket directory alone:
     it works with state.json unreadable and with the repo gone)."""
     from handoff.operations import standing
-    from handoff.operations.render import describe
+    from handoff.operations.render import event_line
     from handoff.record.store import state_home
 
     def show(event: dict[str, Any]) -> None:
         # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
-        typer.echo(json.dumps(event) if as_json else describe(event))
+        typer.echo(json.dumps(event) if as_json else event_line(event))
 
     tdir = standing.find_ticket(state_home(), ticket, repo)
     events, bad = tdir.events.read()

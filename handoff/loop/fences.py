@@ -30,6 +30,7 @@ from handoff.machinery.worktrees import (
     bytecode_root,
 )
 from handoff.providers import Provider
+from handoff.record.seals import Seals
 from handoff.record.store import private_dir
 from handoff.record.ticket import TicketDir
 from handoff.role import Kind
@@ -41,7 +42,7 @@ def peer(role: str, kind: Kind, provider: Provider, env: Mapping[str, str], *, h
     worktree = worktrees.path(role)
     fence = _base(worktree, env, home, repo, config, provider)
     fence = fence.with_rules(READ, [tdir.path])
-    fence = fence.with_rules(HIDE, [tdir.path / "seals"])
+    fence = fence.with_rules(HIDE, [Seals(tdir.path).folder])
     # made now: a folder that is not there has no mount point in the read-only ticket folder
     drafts, signals = private_dir(tdir.drafts(role)), private_dir(tdir.signals(role))
     fence = fence.with_rules(WRITE, [drafts, signals])

@@ -38,7 +38,6 @@ CAP = 64 * 1024
 EXCERPT = 4 * 1024
 #: the variable that marks every process of one gate run
 TOKEN = "HANDOFF_GATE_TOKEN"
-RECORD = "gate-running.json"
 CHUNK = 64 * 1024
 
 
@@ -61,12 +60,6 @@ class GateResult:
             return f"`{command}` timed out after {self.seconds:.0f}s"
         state = "passed" if self.passed else f"failed (exit {self.exit_code})"
         return f"`{command}` {state} in {self.seconds:.1f}s"
-
-
-def cap(text: str, limit: int = CAP) -> str:
-    """Keep the head and the tail, limit bytes in all: the first error and the final summary
-    both matter."""
-    return clip(text, limit)
 
 
 def excerpt(output: str, lines: int = 15, limit: int = EXCERPT) -> str:
@@ -100,11 +93,6 @@ class Kept:
     def text(self) -> str:
         return joined(bytes(self.head), bytes(self.tail),
                       self.total - len(self.head) - len(self.tail))
-
-
-def record_path(ticket_dir: Path) -> Path:
-    """Where a running gate is recorded, in its ticket's directory."""
-    return ticket_dir / RECORD
 
 
 def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
@@ -219,7 +207,7 @@ def _record(argv: Sequence[str], token: str, pid: int | None) -> dict[str, Any]:
 
 def end_left(tdir: TicketDir, round_: int, by: str) -> dict[str, Any] | None:
     """end_left_gate for a command a person runs (stop, close), which records the event."""
-    left = end_left_gate(record_path(tdir.path))
+    left = end_left_gate(tdir.gate_running)
     if left is not None:
         tdir.events.append("gate", round=round_, result="ended", reason=f"ended by {by}", **left)
     return left

@@ -27,7 +27,7 @@ from handoff import trace
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.loop import metering, notify, rules, scanners, submission, summary, weakened
-from handoff.loop.gate import GateResult, end_left_gate, excerpt, record_path, run_gate
+from handoff.loop.gate import GateResult, end_left_gate, excerpt, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
 from handoff.loop.rules import Move
 from handoff.loop.submission import provenance, set_aside, spend
@@ -79,7 +79,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 @dataclass
-class Watching:
+class PeerView:
     """The orchestrator's view of one running peer: its monitor and the last message sent."""
 
     monitor: PeerMonitor
@@ -126,7 +126,7 @@ class Orchestrator:
         self.tdir = ws.tdir
         self.say = say or (lambda event: None)
         self.state = ws.state()
-        self.monitors: dict[str, Watching] = {}
+        self.views: dict[str, PeerView] = {}
         #: when this orchestrator launched each peer: its hooks' signals count from then
         self.launched_ns: dict[str, int] = {}
         #: where `handoff submit` hands reports over while this orchestrator runs
@@ -179,7 +179,7 @@ class Orchestrator:
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
-        with TicketLock(self.tdir.lock_file), self.intake, self.files_watched() as watcher:
+        with TicketLock(self.tdir.lock_file), self.intake, self.file_watcher() as watcher:
             # one watcher for the whole run: closing an inotify descriptor waits for the
             # kernel (about 9 ms, measured), and a watcher a wait closed would put that on
             # every hand-over
@@ -448,7 +448,7 @@ class Orchestrator:
     def gating(self) -> None:
         if not self.plan_unchanged() or not self.control_files_allowed():
             return
-        left = end_left_gate(record_path(self.tdir.path))
+        left = end_left_gate(self.tdir.gate_running)
         if left is not None:  # a killed orchestrator's gate: ended first, never two at once
             self.event("gate", result="ended", reason="left running by an earlier orchestrator",
                        **left)
@@ -501,7 +501,7 @@ class Orchestrator:
         n = self.state.round
         self.event("gate", result="running", command=list(argv), commit=commit)
         return run_gate(argv, cwd, env, self.ws.config.gate_timeout, self.tdir.gate_log(n),
-                        record=record_path(self.tdir.path), fence=self.ws.gate_fence())
+                        record=self.tdir.gate_running, fence=self.ws.gate_fence())
 
     def run_scanners(self, n: int, commit: str, cwd: Path,
                      env: dict[str, str]) -> list[scanners.ScanResult]:
@@ -514,7 +514,7 @@ class Orchestrator:
         found = scanners.run_scanners(self.ws.config.scanners, scope, cwd, env,
                                       self.ws.config.gate_timeout,
                                       lambda name: self.tdir.scan_log(n, name),
-                                      record=record_path(self.tdir.path),
+                                      record=self.tdir.gate_running,
                                       fence=self.ws.gate_fence())
         for scan in found:
             self.event("scanner", **scan.fields())
@@ -652,7 +652,7 @@ class Orchestrator:
         """Wait for `handoff answer`; the answer starts the implementer's next round."""
         number = self.state.answers_used + 1
         path = self.tdir.answer(number)
-        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
+        with self.file_watcher() if self.watcher is None else nullcontext(self.watcher) \
                 as watcher:
             while not path.exists():
                 watcher.wait(TICK)
@@ -670,7 +670,7 @@ class Orchestrator:
         if not answered.move.next_round:  # the same round: its peers are told the answer
             self.state.relaunched = {}
             self.state.note_for_peer = answered.note
-            self.monitors.clear()
+            self.views.clear()
         self.apply(answered.move)
 
     def pass_on_note(self, briefed: Mapping[str, Path]) -> None:
@@ -694,7 +694,7 @@ class Orchestrator:
             delivery = self.ws.peers(self.state).deliver(self.ws.provider(role), role, message)
             self.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
             if delivery:
-                self.monitors[role] = self.watching(role, message, since)
+                self.views[role] = self.new_view(role, message, since)
             else:
                 self.launch(role, brief, "answered")
 
@@ -725,7 +725,7 @@ class Orchestrator:
         delivery = peers.deliver_brief(self.ws.provider(role), role, brief)
         if delivery:
             self.event("brief", role, brief=str(brief), by="paste")
-            self.monitors.pop(role, None)
+            self.views.pop(role, None)
             return
         self.event("delivery-failed", role, brief=str(brief), why=delivery.why)
         self.launch(role, brief, "")
@@ -737,12 +737,12 @@ class Orchestrator:
             self.event("worktree", role, **made)
         self.launched_ns[role] = signal_clock()
         launch = self.ws.launch(self.state, role, brief)
-        self.monitors.pop(role, None)
+        self.views.pop(role, None)
         self.event("launch", role, brief=str(brief), provider=self.ws.spec(role).provider,
                    message=first_message(brief), reason=reason,
                    **({"session_id": launch.session_id} if launch.signals else {}))
 
-    # ---- waiting for reports, watching the peers ---------------------------------------
+    # ---- waiting for reports, watching the peers ------------------------------------
     def wait_for_reports(
             self, briefed: Mapping[str, Path],
             accepted: Callable[[str, int, Report], None] | None = None,
@@ -762,7 +762,7 @@ class Orchestrator:
         waits = [Awaited(role, brief, self.tdir.report(role, n), Patience(self.state.ticket))
                  for role, brief in briefed.items()]
         got: dict[str, Report] = {}
-        with self.files_watched() if self.watcher is None else nullcontext(self.watcher) \
+        with self.file_watcher() if self.watcher is None else nullcontext(self.watcher) \
                 as watcher:
             for wait in waits:
                 watcher.follow(None, wait.role)  # the peer of an earlier wait is not this one's
@@ -822,7 +822,7 @@ class Orchestrator:
                 return None if wait.held else TICK
             if not watcher.follow(pane.pid, role):
                 return TICK  # its exit cannot wake us (no pidfd, or tmux has yet to see it)
-            wait.held = self.watch(role, n, brief, wait.report, pane)
+            wait.held = self.assess(role, n, brief, wait.report, pane)
             if wait.held:
                 return None
         except TmuxFailure as failure:
@@ -835,12 +835,12 @@ class Orchestrator:
         silent = wait.patience.answered()
         if silent is not None:
             self.event("tmux", role, state="answering", after=round(silent, 1))
-        watching = self.monitors.get(role)
-        if watching is None:
+        view = self.views.get(role)
+        if view is None:
             return TICK
-        return watching.monitor.next_look(time.monotonic(), self.ws.provider(role).signals)
+        return view.monitor.next_look(time.monotonic(), self.ws.provider(role).signals)
 
-    def files_watched(self) -> Watcher:
+    def file_watcher(self) -> Watcher:
         """A watcher of what the loop waits on: `watched_folders`, and the intake's socket."""
         watcher = Watcher(watched_folders(self.tdir, self.team.names),
                           also=[self.intake.fileno()])
@@ -860,47 +860,47 @@ class Orchestrator:
 
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""
-        watching = self.monitors.get(role)
-        return watching is not None and bool(read_signals(self.tdir.signals(role),
-                                                          watching.since_ns))
+        view = self.views.get(role)
+        return view is not None and bool(read_signals(self.tdir.signals(role),
+                                                          view.since_ns))
 
-    def watching(self, role: str, message: str, since_ns: int) -> Watching:
+    def new_view(self, role: str, message: str, since_ns: int) -> PeerView:
         """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
         monitor = PeerMonitor(time.monotonic(), self.ws.timing(),
                               frozenset(self.ws.spec(role).answer))
-        return Watching(monitor, message, since_ns)
+        return PeerView(monitor, message, since_ns)
 
-    def watch(self, role: str, n: int, brief: Path, report: Path, pane: Pane) -> str:
+    def assess(self, role: str, n: int, brief: Path, report: Path, pane: Pane) -> str:
         """Read the screen of the peer's live pane (just looked up) and act on what it shows;
         why a person must step in ('' while it need not)."""
-        watching = self.monitors.get(role)
-        if watching is not None and watching.pid and watching.pid != pane.pid:
+        view = self.views.get(role)
+        if view is not None and view.pid and view.pid != pane.pid:
             # started afresh by a person (`handoff recycle`): judged afresh, signals from now
             self.launched_ns[role] = signal_clock()
-            self.event("peer", role, state="recycled", evidence=f"pid {watching.pid} was "
+            self.event("peer", role, state="recycled", evidence=f"pid {view.pid} was "
                        f"replaced by pid {pane.pid} in its pane (handoff recycle)")
-            watching = None
-        if watching is None:
-            watching = self.monitors[role] = self.watching(
+            view = None
+        if view is None:
+            view = self.views[role] = self.new_view(
                 role, first_message(brief), self.launched_ns.get(role, signal_clock()))
-            watching.pid = pane.pid
+            view.pid = pane.pid
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
         screen = peers.screen_of(pane)
-        signals = read_signals(self.tdir.signals(role), watching.since_ns)
+        signals = read_signals(self.tdir.signals(role), view.since_ns)
         if signals:
-            watching.since_ns = signals[-1].mtime_ns + 1
+            view.since_ns = signals[-1].mtime_ns + 1
         reading = provider.read(screen) if screen is not None else None
-        submitted = screen is not None and provider.rules.submitted(screen, watching.message)
-        for decision in watching.monitor.observe(time.monotonic(), reading, signals, submitted,
+        submitted = screen is not None and provider.rules.submitted(screen, view.message)
+        for decision in view.monitor.observe(time.monotonic(), reading, signals, submitted,
                                                  screen or ""):
             if report.exists():
                 return ""  # the report came in meanwhile: it is judged first
-            held = self.act(role, n, brief, decision, watching, screen or "")
+            held = self.act(role, n, brief, decision, view, screen or "")
             if held:
                 return held
         return ""
 
-    def act(self, role: str, n: int, brief: Path, decision: Decision, watching: Watching,
+    def act(self, role: str, n: int, brief: Path, decision: Decision, view: PeerView,
             screen: str) -> str:
         """Carry out one judgement of the peer; why a person must step in ('' : none)."""
         peers, provider = self.ws.peers(self.state), self.ws.provider(role)
@@ -926,8 +926,8 @@ class Orchestrator:
                     f"{decision.evidence}; the nudge was not taken: {delivery.why}",
                     fix="attach to see what holds its input line; 'handoff answer' passes your "
                         "answer on"), screen)
-            watching.message, watching.since_ns = message, since
-            watching.monitor.after_nudge_or_answer(time.monotonic())
+            view.message, view.since_ns = message, since
+            view.monitor.after_nudge_or_answer(time.monotonic())
         else:
             return self.escalate(role, decision, screen)
         return ""
@@ -1042,7 +1042,7 @@ class Orchestrator:
     def reject(self, role: str, kind: Kind, n: int, path: Path, problems: list[str]) -> None:
         """A report that does not stand is kept beside the record; the rules say what now."""
         self.state.rejections += 1
-        rejected = path.with_name(f"{path.stem}.rejected-{self.state.rejections}.md")
+        rejected = self.tdir.rejected(path, self.state.rejections)
         path.replace(rejected)
         self.save()
         self.event("submission", role, report=rejected.name, accepted=False, problems=problems)
@@ -1057,8 +1057,7 @@ class Orchestrator:
     def point(self, name: str, n: int) -> None:
         """A detached checkout (a tester's, a reviewer's, the gate's) back at round n's
         commit, whatever was left in it kept as a patch."""
-        self.ws.worktrees.point(name, self.state.commit_of(n), self.tdir.path /
-                                "transcripts" / f"{name}-scratch-{n}.patch")
+        self.ws.worktrees.point(name, self.state.commit_of(n), self.tdir.scratch_patch(name, n))
 
     def changed_checkout(self, name: str, commit: str, untracked: bool = False) -> str:
         """Why a detached checkout (a reviewer's, where its review ran; the gate's) is no longer

@@ -148,9 +148,7 @@ def set_aside(tdir: TicketDir, report: Path, role: str, round_: int,
               why: str) -> dict[str, Any] | None:
     """A report that does not count is kept beside the record, never taken, never deleted;
     returns the `forgery` event (None: another process set it aside first)."""
-    n = 1
-    while (kept := report.with_name(f"{report.stem}.forged-{n}.md")).exists():
-        n += 1
+    kept = tdir.forged(report)
     try:
         report.replace(kept)
     except FileNotFoundError:

@@ -254,8 +254,7 @@ class Workspace:
                       sandboxed=self.sandbox() is not None)
 
     def latest_brief(self, role: str) -> Path | None:
-        briefs = sorted((self.tdir.path / "inbox" / role).glob("brief-*.md"),
-                        key=lambda p: int(p.stem.split("-")[1]))
+        briefs = self.tdir.briefs(role)
         return briefs[-1] if briefs else None
 
     def branch(self) -> str:

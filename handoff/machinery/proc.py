@@ -73,7 +73,7 @@ def run(
         stdout, stderr = child.communicate(input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         finished = child.poll() is not None  # only something it started still holds our pipes
-        end_group(child)
+        end_child(child)
         stdout, stderr = _leftover_output(child)
         trace.command(argv, child.returncode if finished else None, started)
         if not finished:
@@ -84,7 +84,7 @@ def run(
                 "command: what it waits on); mend that and retry",
             ) from None
     except BaseException:  # stopped or interrupted while it ran: it must not outlive us either
-        end_group(child)
+        end_child(child)
         raise
     else:
         trace.command(argv, child.returncode, started)
@@ -118,7 +118,7 @@ def _start(argv: Sequence[str], cwd: Path | str | None, env: dict[str, str],
                           f"make it executable: chmod +x {argv[0]}") from None
 
 
-def end_group(child: subprocess.Popen[str], grace: float = KILL_GRACE) -> None:
+def end_child(child: subprocess.Popen[str], grace: float = KILL_GRACE) -> None:
     """End child's whole process group, then reap child.
 
     The group id is the child's pid (it leads its own session); until the child is reaped the

@@ -560,21 +560,22 @@ class TicketWorktrees:
                        if NAME.fullmatch(p.name) and not p.is_symlink() and self.is_live(p))
         return sorted(found, key=lambda name: (name != IMPLEMENTER, name == GATE))
 
-    def remove_all(self, force: bool = False, scratch_dir: Path | None = None) -> list[str]:
+    def remove_all(self, force: bool = False,
+                   scratch: Callable[[str], Path] | None = None) -> list[str]:
         """Remove every worktree of the ticket (checking all before removing any); the branch
         stays.
 
         A detached checkout only ever holds a commit already on the branch, plus what its peer
-        or test runs left there: with scratch_dir, that is saved there as <name>-scratch-close.
-        patch instead of blocking the removal.
+        or test runs left there: with scratch (a checkout's name → where to keep it), that is
+        saved as a patch instead of blocking the removal.
         """
         names = self.present()
         detached = [name for name in names if name != IMPLEMENTER]
-        if scratch_dir is not None:
+        if scratch is not None:
             for name in detached:
-                self.save_scratch(self.path(name), scratch_dir / f"{name}-scratch-close.patch")
+                self.save_scratch(self.path(name), scratch(name))
         if not force:
-            self.ensure_clean(tuple(names) if scratch_dir is None else (IMPLEMENTER,))
+            self.ensure_clean(tuple(names) if scratch is None else (IMPLEMENTER,))
         removed = [name for name in names if self.remove(name, force=True)]
         for folder in (self.root, self.root.parent):
             if folder.is_dir() and not any(folder.iterdir()):

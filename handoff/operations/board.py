@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.errors import HandoffError
-from handoff.operations.render import describe
+from handoff.operations.render import event_line
 from handoff.phases import Phase
 from handoff.record import overlaps, slots
 from handoff.record.lock import holder
@@ -125,7 +125,7 @@ class Fold:
         peer = _peer_of(kind, event, when)
         if peer is not None and role and role != "human":
             self.peers[role] = peer
-        self.last = describe(event).split("\n", 1)[0]
+        self.last = event_line(event).split("\n", 1)[0]
 
     def _all(self, peer: Peer) -> None:
         for role in self.peers:

@@ -336,11 +336,6 @@ def orchestrator_running(ws: Workspace) -> int | None:
     return holder(ws.tdir.lock_file)
 
 
-def ensure_idle(ws: Workspace) -> None:
-    """Refuse to start a second orchestrator (the lock would refuse it too, but later)."""
-    _ensure_idle(ws.tdir)
-
-
 def _ensure_idle(tdir: TicketDir) -> None:
     pid = holder(tdir.lock_file)
     if pid is not None:
@@ -512,7 +507,7 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
         state.max_rounds, state.max_gate_bounces = after.max_rounds, after.max_gate_bounces
         state.ledger = _ledger(ws, state).records()  # the open findings go on with it
         tdir.save(state)
-        kept = tdir.path / f"final-report.escalated-{state.round}.md"
+        kept = tdir.escalated_report(state.round)
         if tdir.final_report.exists():
             tdir.final_report.replace(kept)
         tdir.events.append("more-rounds", round=state.round, by=by, user=_user(), more=more,
@@ -621,11 +616,11 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     kept: Path | None = None
     if force and not keep_worktrees:
         # --force consents to removing the work, yet a patch of it costs nothing to keep
-        kept = ws.tdir.path / "transcripts" / "implementer-discarded-at-close.patch"
+        kept = ws.tdir.discarded("implementer")
         if not wt.save_scratch(wt.path("implementer"), kept):
             kept = None
-    removed = [] if keep_worktrees else wt.remove_all(force=force,
-                                                      scratch_dir=ws.tdir.path / "transcripts")
+    removed = [] if keep_worktrees else wt.remove_all(
+        force=force, scratch=lambda name: ws.tdir.scratch_patch(name, "close"))
     # what was not handoff's worktree stays where it is, and is named
     left = [] if keep_worktrees else [str(p) for p in wt.left()]
     state = ws.state()

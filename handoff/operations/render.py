@@ -9,7 +9,7 @@ from handoff.machinery.repo import short_sha
 from handoff.record.usage import Usage, short
 
 
-def describe(event: dict[str, Any]) -> str:
+def event_line(event: dict[str, Any]) -> str:
     kind, role = str(event.get("kind", "?")), str(event.get("role", ""))
     n = event.get("round", 0)
     time = str(event.get("time", ""))[11:19]

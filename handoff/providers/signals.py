@@ -25,7 +25,7 @@ def script() -> Path:
 
 def signal_command(folder: Path, event: str) -> str:
     """The hook's command line (CLIs run hook commands through a shell)."""
-    return shlex.join(["sh", str(script()), str(folder), event])
+    return shlex.join(signal_argv(folder, event))
 
 
 def signal_argv(folder: Path, event: str) -> list[str]:

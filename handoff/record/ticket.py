@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,12 @@ class TicketDir:
     def brief(self, role: str, round_: int) -> Path:
         return self.path / "inbox" / role / f"brief-{round_}.md"
 
+    def briefs(self, role: str) -> list[Path]:
+        """The role's briefs, oldest round first."""
+        found = (self.path / "inbox" / role).glob("brief-*.md")
+        return sorted((p for p in found if brief_round(p) is not None),
+                      key=lambda p: brief_round(p) or 0)
+
     def report(self, role: str, round_: int) -> Path:
         """impl-report-N.md and review-report-N.md, as every ticket had them; another role's
         is <role>-report-N.md (role.RESERVED keeps the names apart)."""
@@ -220,6 +227,36 @@ class TicketDir:
 
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
+
+    @property
+    def gate_running(self) -> Path:
+        """A running gate's command, process group and identity, while it runs: what ends it
+        after its orchestrator died."""
+        return self.path / "gate-running.json"
+
+    def escalated_report(self, round_: int) -> Path:
+        """The final report of an escalation that `resume --more-rounds` carried on."""
+        return self.path / f"final-report.escalated-{round_}.md"
+
+    def scratch_patch(self, role: str, round_: int | str) -> Path:
+        """What was left in a detached checkout (a tester's, a reviewer's, the gate's) when it
+        was pointed at round_'s commit (round_ "close": when it was removed at close)."""
+        return self.path / "transcripts" / f"{role}-scratch-{round_}.patch"
+
+    def discarded(self, role: str, by: str = "close") -> Path:
+        """A free name for the uncommitted work a `close --force` (by "close") or a `gc
+        --force` (by "gc") removed with the role's worktree, kept as a patch."""
+        stem = self.path / "transcripts" / f"{role}-discarded-at-{by}"
+        return free(lambda n: stem.with_name(stem.name + (f".{n}" if n > 1 else "") + ".patch"))
+
+    def rejected(self, report: Path, number: int) -> Path:
+        """Where a report that did not stand is kept: the ticket's rejection number."""
+        return report.with_name(f"{report.stem}.rejected-{number}.md")
+
+    def forged(self, report: Path) -> Path:
+        """A free name to keep a report that does not count (not filed by `handoff submit`
+        as its seal says) beside the record."""
+        return free(lambda n: report.with_name(f"{report.stem}.forged-{n}.md"))
 
     def recycling(self, role: str) -> Path:
         """Held (with its pid) by a `handoff recycle` while it restarts the role's peer: the
@@ -247,12 +284,7 @@ class TicketDir:
         why: a capture made for a reason of its own (`unrecognised`), named apart."""
         folder = self.path / "transcripts"
         stem = f"{role}-{round_}" + (f".{why}" if why else "")
-        candidate = folder / f"{stem}.log"
-        n = 2
-        while candidate.exists():
-            candidate = folder / f"{stem}.{n}.log"
-            n += 1
-        return candidate
+        return free(lambda n: folder / (f"{stem}.{n}.log" if n > 1 else f"{stem}.log"))
 
     def load(self) -> State:
         return self._read(self.state_file)
@@ -302,11 +334,18 @@ class TicketDir:
     def set_aside(self) -> Path:
         """Move an unreadable state.json out of the way, never deleting it: the evidence of
         what went wrong stays in the record."""
-        n = 1
-        while (kept := self.path / f"state.json.corrupt-{n}").exists():
-            n += 1
+        kept = free(lambda n: self.path / f"state.json.corrupt-{n}")
         os.rename(self.state_file, kept)
         return kept
+
+
+def free(name: Callable[[int], Path]) -> Path:
+    """name(n) for the first n from 1 that names no file yet: the one way the record numbers
+    what it keeps beside another (a second transcript, a forged report, a corrupt state)."""
+    n = 1
+    while (candidate := name(n)).exists():
+        n += 1
+    return candidate
 
 
 def ticket_dir(home: Path, repo_key: str, ticket: str) -> TicketDir:

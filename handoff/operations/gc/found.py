@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from handoff.errors import HandoffError
 from handoff.machinery.repo import Repo
@@ -15,7 +15,8 @@ from handoff.operations.standing import recovered_state
 from handoff.record.store import validate_ticket_id
 from handoff.record.ticket import State, TicketDir
 
-KINDS = ("session", "worktree", "folder", "socket", "record", "lock")
+#: what a leftover is
+Kind = Literal["session", "worktree", "folder", "socket", "record", "lock"]
 #: the files that make a folder under HANDOFF_HOME/<repo-key>/ a ticket's record
 RECORD_FILES = ("state.json", "state.json.bak", "events.jsonl")
 #: where the work of a dirty worktree whose ticket record is gone is saved (under HANDOFF_HOME)
@@ -26,7 +27,7 @@ DISCARDED = "discarded"
 class Leftover:
     """One thing gc found: what it is, where, why it is a leftover (or why it stays)."""
 
-    kind: str  # one of KINDS
+    kind: Kind
     path: str  # a file or folder; for a session, "<socket>:<session>"
     why: str
     #: gc removes it (or would, in a dry run); False: it is only named, `why` says why

@@ -16,6 +16,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
 from handoff.operations.gc.sessions import InUse
+from handoff.record.ticket import free
 from handoff.role import NAME
 
 
@@ -145,10 +146,6 @@ def _patch_path(home: Path, wt: TicketWorktrees, role: str, record: Record | Non
     or, the record being gone, under HANDOFF_HOME/discarded/<repo-key>/ (never making a
     folder where the record was: a new ticket of that id would take it for an old record)."""
     if record is not None:
-        folder, stem = record.tdir.path / "transcripts", f"{role}-discarded-at-gc"
-    else:
-        folder, stem = home / DISCARDED / wt.repo.key, f"{wt.ticket}-{role}-discarded-at-gc"
-    candidate, n = folder / f"{stem}.patch", 2
-    while candidate.exists():
-        candidate, n = folder / f"{stem}.{n}.patch", n + 1
-    return candidate
+        return record.tdir.discarded(role, by="gc")
+    stem = home / DISCARDED / wt.repo.key / f"{wt.ticket}-{role}-discarded-at-gc"
+    return free(lambda n: stem.with_name(stem.name + (f".{n}" if n > 1 else "") + ".patch"))
