@@ -322,6 +322,6 @@ def test_no_git_process_outlives_a_ticket_s_git_work_nor_its_close(
         assert runner.wait(timeout=30) == 130
     finally:
         stop_runner(runner)
-    _, closed = close_ticket(handoff_home, "C-1", repo, force=True)
-    assert "implementer" in closed["removed"]
+    closed = close_ticket(handoff_home, "C-1", repo, force=True)
+    assert "implementer" in closed.removed
     assert git_processes_under(os.getpid()) == []

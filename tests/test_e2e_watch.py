@@ -114,7 +114,7 @@ def test_any_command_can_be_a_peer(repo: Path, tmp_path: Path, handoff_home: Pat
     the way a person would wire in a CLI handoff has no module for."""
     handoff_home.mkdir(parents=True, exist_ok=True)
     spec = {"provider": "command",
-            "command": [sys.executable, "-m", "handoff.providers.scripted_agent", "{role}", "{message}"],
+            "command": [sys.executable, "-m", "handoff.peer.scripted_agent", "{role}", "{message}"],
             "markers": {"turn_ended": "^scripted: waiting for the next message",
                         "busy": "^scripted: took"}}
     (handoff_home / "config.yaml").write_text(yaml.safe_dump(

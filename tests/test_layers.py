@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: top to bottom, as docs/architecture.md draws them
-LAYERS = ("cli", "operations", "loop", "machinery", "config", "providers", "protocol", "record",
+LAYERS = ("cli", "peer", "operations", "loop", "machinery", "config", "providers", "protocol", "record",
           "base")
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "phases": "base",

@@ -11,7 +11,8 @@ import pytest
 
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.machinery import gitcmd
-from handoff.machinery.repo import GIT_TIMEOUT, TIMEOUT_VARIABLE, Repo, git_ok, git_timeout
+from handoff.machinery.proc import GIT_TIMEOUT, TIMEOUT_VARIABLE, git_timeout
+from handoff.machinery.repo import Repo, git_ok
 from handoff.machinery.repo import git as repo_git
 from handoff.machinery.worktrees import TicketWorktrees
 from tests.conftest import commit_file, git, wait_until

@@ -1,4 +1,4 @@
-"""handoff.providers.scripted_agent's helpers, fed the real output of unittest and pytest runs."""
+"""handoff.peer.scripted_agent's helpers, fed the real output of unittest and pytest runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.providers.scripted_agent import failing_location, failure_reason, first_failure, main
+from handoff.peer.scripted_agent import failing_location, failure_reason, first_failure, main
 from tests.conftest import unittest_argv
 
 PY = sys.executable
@@ -236,12 +236,12 @@ def test_main_with_bad_arguments_returns_2(argv: list[str],
 
 
 def test_module_exits_2_on_bad_arguments_and_0_at_the_end_of_input(tmp_path: Path) -> None:
-    bad = subprocess.run([PY, "-m", "handoff.providers.scripted_agent", "a.b", "hi"], capture_output=True,
+    bad = subprocess.run([PY, "-m", "handoff.peer.scripted_agent", "a.b", "hi"], capture_output=True,
                          text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert bad.returncode == 2
     assert "usage:" in bad.stderr
 
-    good = subprocess.run([PY, "-m", "handoff.providers.scripted_agent", "reviewer", "hello there"],
+    good = subprocess.run([PY, "-m", "handoff.peer.scripted_agent", "reviewer", "hello there"],
                           input="not a brief either\n", capture_output=True, text=True,
                           timeout=60, cwd=tmp_path)
     assert good.returncode == 0

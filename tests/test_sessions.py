@@ -1,5 +1,5 @@
-"""handoff.providers.sessions: the coding CLIs' own session files, read for what each session
-spent, whatever a peer may have written there.
+"""The coding CLIs' own session files, found and read by their providers (claude, codex) through
+handoff.providers.sessions, for what each session spent, whatever a peer may have written there.
 
 The session files here are shaped as the real CLIs write them: Claude Code 2.1.328 (assistant
 entries with `message.usage`, one per content block; a `cost-state` entry) and Codex 0.171
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from handoff.providers import sessions
+from handoff.providers import claude, codex, sessions
 from handoff.record.usage import MAX_COUNT, Usage
 
 SESSION = "fd9c23c6-2f75-4fbb-a050-b217a8b9e253"
@@ -107,22 +107,22 @@ def write_jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
 
 def test_claude_counts_each_message_once_and_takes_its_recorded_cost(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / f"{SESSION}.jsonl", claude_lines())
-    assert sessions.read_claude(path) == Usage(input_tokens=13, output_tokens=148,
+    assert claude.read_usage(path) == Usage(input_tokens=13, output_tokens=148,
                                             cache_read_tokens=2000, cache_write_tokens=2050,
                                             cost_usd=0.0123)
 
 
 def test_claude_cost_is_none_when_it_records_none_or_an_unknown_price(tmp_path: Path) -> None:
-    none = sessions.read_claude(write_jsonl(tmp_path / "a.jsonl", claude_lines(cost=None)))
+    none = claude.read_usage(write_jsonl(tmp_path / "a.jsonl", claude_lines(cost=None)))
     assert none is not None and none.cost_usd is None and none.tokens == 4211
-    unknown = sessions.read_claude(write_jsonl(tmp_path / "b.jsonl", claude_lines(unknown=True)))
+    unknown = claude.read_usage(write_jsonl(tmp_path / "b.jsonl", claude_lines(unknown=True)))
     assert unknown is not None and unknown.cost_usd is None and unknown.tokens == 4211
 
 
 def test_codex_takes_the_last_running_total_and_splits_off_cached_input(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "rollout.jsonl", codex_lines("/w", [
         None, codex_total(15529, 0, 7), codex_total(40000, 15000, 300)]))
-    assert sessions.read_codex(path) == Usage(input_tokens=25000, output_tokens=300,
+    assert codex.read_usage(path) == Usage(input_tokens=25000, output_tokens=300,
                                            cache_read_tokens=15000, cost_usd=None)
 
 
@@ -141,8 +141,8 @@ JUNK: list[bytes] = [
 def test_junk_gives_no_usage_and_no_error(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "junk.jsonl"
     path.write_bytes(content)
-    assert sessions.read_claude(path) is None
-    assert sessions.read_codex(path) is None
+    assert claude.read_usage(path) is None
+    assert codex.read_usage(path) is None
 
 
 def test_counts_of_the_wrong_kind_count_as_nothing(tmp_path: Path) -> None:
@@ -152,35 +152,35 @@ def test_counts_of_the_wrong_kind_count_as_nothing(tmp_path: Path) -> None:
     cost = {"type": "cost-state", "totalCostUSD": float("nan"), "hasUnknownModelCost": False}
     path = tmp_path / "odd.jsonl"
     path.write_text(json.dumps(line) + "\n" + json.dumps(cost).replace("NaN", "NaN") + "\n")
-    found = sessions.read_claude(path)
+    found = claude.read_usage(path)
     assert found == Usage(cache_write_tokens=MAX_COUNT, cost_usd=None)
 
 
 def test_missing_huge_fifo_and_folder_give_no_usage_without_blocking(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert sessions.read_claude(tmp_path / "missing.jsonl") is None
+    assert claude.read_usage(tmp_path / "missing.jsonl") is None
     huge = tmp_path / "huge.jsonl"
     write_jsonl(huge, claude_lines())
     with huge.open("r+b") as handle:  # sparse: past the limit without using the disk
         handle.truncate(sessions.FILE_LIMIT + 1)
-    assert sessions.read_claude(huge) is None
+    assert claude.read_usage(huge) is None
     whole_lines = write_jsonl(tmp_path / "lines.jsonl", claude_lines() * 3)
-    assert sessions.read_claude(whole_lines) is not None
+    assert claude.read_usage(whole_lines) is not None
     monkeypatch.setattr(sessions, "FILE_LIMIT", whole_lines.stat().st_size - 1)
-    assert sessions.read_claude(whole_lines) is None, "one byte over the limit, in good lines"
+    assert claude.read_usage(whole_lines) is None, "one byte over the limit, in good lines"
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
     started = time.monotonic()
-    assert sessions.read_claude(fifo) is None and sessions.read_codex(fifo) is None
+    assert claude.read_usage(fifo) is None and codex.read_usage(fifo) is None
     assert time.monotonic() - started < 5, "a FIFO planted as a session file never blocks"
     (tmp_path / "dir.jsonl").mkdir()
-    assert sessions.read_codex(tmp_path / "dir.jsonl") is None
+    assert codex.read_usage(tmp_path / "dir.jsonl") is None
     link = tmp_path / "link.jsonl"
     link.symlink_to("/dev/zero")
-    assert sessions.read_claude(link) is None
+    assert claude.read_usage(link) is None
     planted = tmp_path / "planted.jsonl"
     planted.symlink_to(write_jsonl(tmp_path / "elsewhere" / "s.jsonl", claude_lines()))
-    assert sessions.read_claude(planted) is None, "a session file is the CLI's own, not a link"
+    assert claude.read_usage(planted) is None, "a session file is the CLI's own, not a link"
 
 
 def test_an_overlong_line_is_passed_over_whole_and_the_rest_counted(
@@ -194,7 +194,7 @@ def test_an_overlong_line_is_passed_over_whole_and_the_rest_counted(
     path = tmp_path / "long.jsonl"
     path.write_text(blob + "\n" + "z" * 1001 + tail + "\n" +
                     "".join(json.dumps(x) + "\n" for x in lines))
-    found = sessions.read_claude(path)
+    found = claude.read_usage(path)
     assert found is not None and found.tokens == 4211, "the long lines were skipped whole"
 
 
@@ -208,7 +208,7 @@ def test_claude_sessions_are_the_worktrees_files_written_since_launch(tmp_path: 
     new = write_jsonl(folder / f"{SESSION}.jsonl", claude_lines())
     write_jsonl(home / ".claude" / "projects" / "-elsewhere" / "x.jsonl", claude_lines())
     (folder / "memory").mkdir()
-    assert sessions.claude_sessions(worktree, time.time() - 60, {"HOME": str(home)}) == [new]
+    assert claude.sessions_in(worktree, time.time() - 60, {"HOME": str(home)}) == [new]
 
 
 def test_codex_sessions_are_the_rollouts_that_ran_in_the_worktree(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_codex_sessions_are_the_rollouts_that_ran_in_the_worktree(tmp_path: Path
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     (folder / "rollout-2026-11-30T03-20-28-d.jsonl").write_bytes(b"\x00" * 100)
     (folder / "rollout-2026-11-30T03-20-29-e.jsonl").write_text("x" * (sessions.HEAD_LIMIT + 10))
-    found = sessions.codex_sessions(worktree, time.time() - 60, {"CODEX_HOME": str(home)})
+    found = codex.sessions_in(worktree, time.time() - 60, {"CODEX_HOME": str(home)})
     assert found == [ours]
-    assert sessions.codex_sessions(worktree, time.time() - 60,
-                                {"CODEX_HOME": str(tmp_path / "none")}) == []
+    assert codex.sessions_in(worktree, time.time() - 60,
+                             {"CODEX_HOME": str(tmp_path / "none")}) == []

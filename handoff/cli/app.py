@@ -33,11 +33,11 @@ from handoff.errors import (
     UsageError,
     describe,
 )
-from handoff.machinery.repo import short_sha
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
     from handoff.operations.lifecycle import PlanToStart
+    from handoff.record.ticket import State
 
 #: the name handoff is published under (pyproject.toml), whose metadata holds its version
 DISTRIBUTION = "tmux-handoff"
@@ -140,8 +140,15 @@ def _run(ws: Workspace) -> int:
     from handoff.operations.render import event_line
 
     state = Orchestrator(ws, lambda event: typer.echo(event_line(event))).run()
+    return _outcome(ws, state)
+
+
+def _outcome(ws: Workspace, state: State, after: str = "") -> int:
+    """A run's end said: the final report (passed or escalated), then after; its exit code."""
     if state.phase in ("passed", "escalated"):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
+    if after:
+        typer.echo(after)
     return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
 
 
@@ -163,7 +170,7 @@ def _approve(ws: Workspace, yes: bool) -> bool:
     return False
 
 
-def _notes(notes: list[str]) -> None:
+def _notes(notes: Sequence[str]) -> None:
     """What handoff mended or worked around, said out loud (stderr: the output stays clean)."""
     for note in notes:
         typer.echo(f"note: {note}", err=True)
@@ -174,11 +181,7 @@ def _launch(ws: Workspace, foreground: bool) -> int:
 
     if foreground:
         return _run(ws)
-    session = lifecycle.run_in_window(ws)
-    typer.echo(f"{ws.tdir.ticket}: the orchestrator runs in tmux session {session}.\n"
-               f"  watch:  handoff attach {ws.tdir.ticket}\n"
-               f"  state:  handoff status {ws.tdir.ticket}\n"
-               f"  record: {ws.tdir.path}")
+    typer.echo("\n".join(lifecycle.run_approved(ws).said))
     return 0
 
 
@@ -356,11 +359,8 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
         ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
         base=base, max_rounds=max_rounds, now=now))
     ticket = one.ticket
-    changes = ws.repo.uncommitted()
-    if changes and not brief:
-        typer.echo(f"note: {changes} uncommitted change(s) in {ws.repo.top} are not part of "
-                   f"{ticket}: it starts from {base} ({short_sha(ws.state().base_commit)})",
-                   err=True)
+    if not brief:
+        _notes(lifecycle.created_notes(ws))
     if not _approve(ws, yes):
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)
@@ -400,6 +400,11 @@ def resume(
         raise typer.Exit(_resume_all(state_home(), repo))
     if ticket is None:
         raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
+    if yes and not foreground:  # as the board's approve
+        running = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
+        _notes(running.notes)
+        typer.echo("\n".join(running.said))
+        raise typer.Exit(0)
     ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
     _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
@@ -541,9 +546,8 @@ def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     from handoff.record.store import state_home
 
     result = lifecycle.stop_ticket(state_home(), ticket, repo)
-    _notes(result["notes"])
-    typer.echo(f"{ticket} stopped (orchestrator: {result['orchestrator'] or 'not running'}, "
-               f"peers: {'stopped' if result['session'] else 'not running'})")
+    _notes(result.notes)
+    typer.echo(result.said)
 
 
 @app.command()
@@ -558,19 +562,9 @@ def close(
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
-    ws, result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
-    _notes(result["notes"])
-    removed = ", ".join(result["removed"]) or "none"
-    if result["repo_gone"]:
-        typer.echo(f"{ticket} closed; its repository is gone, with its worktrees and branch; "
-                   f"record in {ws.tdir.path}")
-    else:
-        branch = f"branch {result['branch']} kept" if result["branch"] else "it had no branch"
-        typer.echo(f"{ticket} closed; worktrees removed: {removed}; {branch}; "
-                   f"record in {ws.tdir.path}")
-    if result["discarded_work"]:
-        typer.echo(f"the implementer's uncommitted work was saved as {result['discarded_work']} "
-                   "(git apply it to get it back)")
+    result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    _notes(result.notes)
+    typer.echo("\n".join(result.said))
 
 
 @app.command()
@@ -584,13 +578,9 @@ def finish(
     from handoff.operations.finish import finish_ticket
     from handoff.record.store import state_home
 
-    ws, result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
-    _notes(result["notes"])
-    if result["after"]:
-        typer.echo(f"{ticket} merged into {result['base']} ({result['mode']}): "
-                   f"{short_sha(result['before'])} -> {short_sha(result['after'])} (not pushed)")
-    typer.echo(f"{ticket} closed; worktrees removed: {', '.join(result['removed']) or 'none'}; "
-               f"branch {result['branch']} kept; record in {ws.tdir.path}")
+    result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
+    _notes(result.notes)
+    typer.echo("\n".join(result.said))
 
 
 @app.command(name="gc")
@@ -632,39 +622,13 @@ def gc_command(
 def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session and worktrees "
                                             "for 'handoff attach'.")] = False) -> None:
     """Run the whole loop on a throwaway repo with the scripted agents (no AI needed)."""
-    import time
-
-    from handoff.operations import lifecycle
-    from handoff.operations.demo import demo_socket, new_demo, remove_demo
+    from handoff.operations import demo as demo_mod
+    from handoff.operations.render import event_line
     from handoff.record.store import state_home
 
-    started = time.monotonic()
-    ticket, repo, plan_text = new_demo()
-    typer.echo(f"demo repo: {repo} (word_count has a bug; its tests fail)")
-    try:
-        ws = lifecycle.create(state_home(), lifecycle.NewTicket(
-            ticket=ticket, repo=repo, plan_text=plan_text, summary="Fix word_count.",
-            socket=demo_socket(), now=True))  # scripted peers cost next to nothing: no queue
-    except HandoffError:
-        remove_demo(repo)  # nothing was started in it
-        raise
-    lifecycle.approve(ws)
-    code = _run(ws)
-    state = ws.state()
-    verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
-    if not keep:
-        lifecycle.close(ws)
-    removed = not keep and remove_demo(repo)
-    typer.echo(f"\ndemo {state.phase} in {time.monotonic() - started:.1f}s: {verdicts}\n"
-               f"  record: {ws.tdir.path}")
-    if removed:
-        typer.echo("  the demo repo is removed ('handoff demo --keep' keeps it)")
-    else:
-        typer.echo(f"  branch: {state.branch} in {repo}")
-    if keep:
-        typer.echo(f"  watch:  handoff attach {ticket}\n  finish: handoff close {ticket}, "
-                   f"then rm -r {repo.parent}")
-    raise typer.Exit(code)
+    result, state, ws = demo_mod.run(state_home(), keep, typer.echo,
+                                     lambda event: typer.echo(event_line(event)))
+    raise typer.Exit(_outcome(ws, state, "\n".join(result.said)))
 
 
 def _plain() -> bool:

@@ -387,12 +387,9 @@ def answer(home: Path, row: Row, text: str) -> str:
 
 def approve(home: Path, row: Row) -> str:
     """As `handoff resume TICKET --yes`."""
-    ws, notes = lifecycle.open_to_resume(home, row.ticket, _repo(row))
-    if ws.state().phase == "awaiting-approval":
-        lifecycle.approve(ws)
-    session = lifecycle.run_in_window(ws)
+    running = lifecycle.resume_approved(home, row.ticket, _repo(row))
     return "; ".join([f"{row.ticket} approved: the orchestrator runs in tmux session "
-                      f"{session}", *notes])
+                      f"{running.session}", *running.notes])
 
 
 def recycle(home: Path, row: Row, role: str) -> str:
@@ -402,10 +399,7 @@ def recycle(home: Path, row: Row, role: str) -> str:
 
 def stop(home: Path, row: Row) -> str:
     result = lifecycle.stop_ticket(home, row.ticket, _repo(row))
-    return "; ".join([f"{row.ticket} stopped (orchestrator: "
-                      f"{result['orchestrator'] or 'not running'}, peers: "
-                      f"{'stopped' if result['session'] else 'not running'})",
-                      *result["notes"]])
+    return "; ".join([result.said, *result.notes])
 
 
 def run(home: Path, repo_key: str | None, plain: bool) -> None:

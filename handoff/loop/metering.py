@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from handoff.providers.sessions import READERS
+from handoff.providers import Provider
 from handoff.record.usage import Usage
 
 
@@ -23,15 +23,14 @@ def first_launch(events: Iterable[Mapping[str, Any]], role: str) -> float | None
     return None
 
 
-def measure(provider: str, role: str, worktree: Path, events: Sequence[Mapping[str, Any]],
+def measure(provider: Provider, role: str, worktree: Path, events: Sequence[Mapping[str, Any]],
             env: Mapping[str, str]) -> dict[str, Any] | None:
     """The fields of a `usage` event for the role's round just reported: what each of its
     sessions spent since an earlier usage event last read it. Each session's running total is
     kept in `sessions` so the next round (or a resumed orchestrator reading the same round
     again) counts only what came after. None: nothing was read, or nothing was spent."""
-    reader = READERS.get(provider)
     since = first_launch(events, role)
-    if reader is None or since is None:
+    if not provider.keeps_usage or since is None:
         return None
     known: dict[str, Mapping[str, Any]] = {}
     for event in events:
@@ -41,7 +40,7 @@ def measure(provider: str, role: str, worktree: Path, events: Sequence[Mapping[s
                     known[session["file"]] = session
     spent: Usage | None = None
     sessions: list[dict[str, Any]] = []
-    for path in reader.sessions(worktree, since, env):
+    for path in provider.sessions(worktree, since, env):
         before = known.get(str(path))
         try:
             size = path.stat().st_size
@@ -49,7 +48,7 @@ def measure(provider: str, role: str, worktree: Path, events: Sequence[Mapping[s
             continue
         if before is not None and before.get("bytes") == size:
             continue  # nothing written since it was read
-        now = reader.read(path)
+        now = provider.usage(path)
         if now is None:
             continue
         delta = now.since(Usage.of(before) if before is not None else None)

@@ -44,7 +44,6 @@ from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.ledger import Entry, Ledger
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
-from handoff.providers.sessions import keeps_usage
 from handoff.providers.signals import read_signals
 from handoff.record import overlaps, seals, slots
 from handoff.record.events import EventKind
@@ -131,8 +130,8 @@ class Orchestrator:
         self.launched_ns: dict[str, int] = {}
         #: where `handoff submit` hands reports over while this orchestrator runs
         self.intake = Intake(str(self.tdir.path))
-        #: the report files this orchestrator judged and filed itself → the digest of their text
-        self.judged: dict[str, str] = {}
+        #: the report files this orchestrator judged and filed itself, by name: parsed once
+        self.judged: dict[str, submission.Filed] = {}
         #: what wakes the waits of a run (`run` keeps it open): reports, signals, the intake
         self.watcher: Watcher | None = None
         #: one of the machine's max_parallel slots, held while the ticket is at work
@@ -770,8 +769,9 @@ class Orchestrator:
                 self.intake.serve(self.judge_handed)
                 # a held peer's report counts too: a person may have mended it meanwhile
                 for wait in (w for w in waits if w.role not in got):
-                    if wait.report.exists() and report_settled(
-                            wait.report, self.team.kind(wait.role), wait.role):
+                    # one this orchestrator filed is whole: it was renamed into place
+                    if wait.report.exists() and (wait.report.name in self.judged or report_settled(
+                            wait.report, self.team.kind(wait.role), wait.role)):
                         report = self.take_report(wait.role, n, wait.report)
                         if self.state.phase != phase or self.state.round != n:
                             return None
@@ -991,18 +991,19 @@ class Orchestrator:
                                            request.report, request.seal)
         if filed is None:
             return Verdict(None, problems)
-        self.judged[filed.name] = digest(request.report)
-        self.event("submitted", request.role, report=filed.name, pid=request.pid)
-        return Verdict(str(filed), [])
+        self.judged[filed.path.name] = filed
+        self.event("submitted", request.role, report=filed.path.name, pid=request.pid)
+        return Verdict(str(filed.path), [])
 
     def take_report(self, role: str, n: int, path: Path) -> Report | None:
         """Parse and check a filed report; a bad one is set aside and the peer told why. One
-        this orchestrator judged itself (`judge_handed`) and nobody changed since is not
-        checked again."""
+        this orchestrator judged itself (`judge_handed`) and nobody changed since is neither
+        parsed nor checked again."""
         kind = self.team.kind(role)
+        filed = self.judged.pop(path.name, None)
         try:
             text = read_text(path, REPORT_LIMIT, "the report")
-            judged = self.judged.pop(path.name, None) == digest(text)
+            judged = filed is not None and filed.digest == digest(text)
             forged = "" if judged else provenance(self.tdir, path, text, role, n)
         except UsageError as exc:  # too large or not text: `handoff submit` never filed it
             text, forged, judged = "", exc.message, False
@@ -1017,8 +1018,13 @@ class Orchestrator:
                 self.apply(move)
             return None
         spend(self.tdir, path)
-        report, problems = reports.parse(text, kind, {"role": role, "round": n,
-                                                      "ticket": self.state.ticket}, role)
+        report: Report | None
+        problems: list[str]
+        if judged and filed is not None:
+            report, problems = filed.report, []
+        else:
+            report, problems = reports.parse(text, kind, {"role": role, "round": n,
+                                                          "ticket": self.state.ticket}, role)
         if report is not None and not judged:
             # submit checked the worktree when it filed the report; only the history claims
             # are checked again here
@@ -1080,8 +1086,8 @@ class Orchestrator:
         (handoff.loop.metering); nothing is recorded for a CLI that keeps none (the scripted
         agent)."""
         worktree = self.state.worktrees.get(role) or str(self.ws.worktrees.path(role))
-        provider = self.ws.spec(role).provider
-        if not keeps_usage(provider):
+        provider = self.ws.provider(role)
+        if not provider.keeps_usage:
             return  # before reading the whole event log: it is on the hand-over's path
         events, _ = self.tdir.events.read()
         fields = metering.measure(provider, role, Path(worktree), events, os.environ)

@@ -5,6 +5,7 @@ submitting process judges only when no orchestrator runs (handoff.cli.filing).""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,16 @@ from handoff.record.ticket import State, TicketDir
 from handoff.role import Kind
 
 
+@dataclass(frozen=True)
+class Filed:
+    """A report judged and filed: where, what it says, and the digest of the text filed (what
+    its reader compares, so it is parsed once)."""
+
+    path: Path
+    report: Report
+    digest: str
+
+
 def file_report(folder: Path, role: str, round_: int | None, text: str,
                 seal: str = "") -> tuple[Path | None, list[str]]:
     """Judge and file the report text for role, opening the ticket from its directory (a
@@ -35,13 +46,14 @@ def file_report(folder: Path, role: str, round_: int | None, text: str,
     ws = Workspace.open(tdir.path.parent.parent, tdir)
     state = ws.state()
     filed, problems = judge(ws, state, role, round_, text, seal)
-    if filed is not None:
-        tdir.events.append("submitted", round=state.round, role=role, report=filed.name)
-    return filed, problems
+    if filed is None:
+        return None, problems
+    tdir.events.append("submitted", round=state.round, role=role, report=filed.path.name)
+    return filed.path, problems
 
 
 def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
-          seal: str) -> tuple[Path | None, list[str]]:
+          seal: str) -> tuple[Filed | None, list[str]]:
     """Check the report (its sender, shape and claims) and file it atomically with its receipt;
     or return every problem. The caller records the `submitted` event."""
     tdir = ws.tdir
@@ -83,7 +95,7 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
     # the receipt first: a report that is there always has the receipt of its checks
     write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
     atomic_write(target, text)
-    return target, []
+    return Filed(target, report, digest(text)), []
 
 
 def claims(ws: Workspace, state: State, role: str, n: int, report: Report,

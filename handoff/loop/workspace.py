@@ -6,11 +6,8 @@ close, attach) use the same pieces, so both act on a ticket in exactly the same 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,18 +21,18 @@ from handoff.errors import NotFound, UsageError
 from handoff.loop import fences
 from handoff.loop.monitor import Timing
 from handoff.machinery import sandbox
+from handoff.machinery.groups import end_lock_holder
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.ports import PortBook
-from handoff.machinery.repo import TIMEOUT_VARIABLE, Repo
+from handoff.machinery.proc import TIMEOUT_VARIABLE
+from handoff.machinery.repo import Repo
 from handoff.machinery.tmux import Tmux
 from handoff.machinery.worktrees import GATE, TicketWorktrees, branch_name
-from handoff.processes import command
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
 from handoff.providers import Launch, Provider, RoleSpec, get
 from handoff.record import seals
-from handoff.record.lock import holder
 from handoff.record.seals import Seals
 from handoff.record.store import keep_private, private_dir
 from handoff.record.ticket import State, TicketDir, brief_round
@@ -262,19 +259,7 @@ class Workspace:
 
     def stop_orchestrator(self, timeout: float = 15.0) -> int | None:
         """SIGTERM the live orchestrator of this ticket (found by its lock) and wait for it."""
-        pid = holder(self.tdir.lock_file)
-        if pid is None or pid <= 0:
-            return None
-        if not _is_handoff(pid):
-            raise UsageError(f"the lock of {self.tdir.ticket} names pid {pid}, which is not a "
-                             "handoff process; refusing to signal it")
-        _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while holder(self.tdir.lock_file) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if holder(self.tdir.lock_file) is not None:
-            _signal(pid, signal.SIGKILL)
-        return pid
+        return end_lock_holder(self.tdir.lock_file, f"the lock of {self.tdir.ticket}", timeout)
 
 
 def booked_ticket_alive(owner: str) -> bool:
@@ -287,14 +272,3 @@ def booked_ticket_alive(owner: str) -> bool:
         return tdir.load().phase != "closed"
     except (UsageError, NotFound):
         return True
-
-
-def _signal(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # it ended by itself meanwhile
-        os.kill(pid, signum)
-
-
-def _is_handoff(pid: int) -> bool:
-    """Only ever signal our own orchestrator, never whatever reused a pid (one whose command
-    line cannot be read is not proven ours)."""
-    return any("handoff" in part for part in command(pid))

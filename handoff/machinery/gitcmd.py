@@ -38,7 +38,7 @@ from git.exc import GitCommandNotFound
 from handoff import trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.machinery import groups
-from handoff.machinery.proc import KILL_GRACE, REPO_LOCATING
+from handoff.machinery.proc import KILL_GRACE, REPO_LOCATING, git_timeout
 
 _tree_kill = git.cmd._kill_process  # what GitPython's watchdog calls with git's pid
 
@@ -65,8 +65,6 @@ class BoundedGit(git.Git):
     """A GitPython `Git` whose every call is bounded and runs in a folder that exists."""
 
     def execute(self, command: Any, *args: Any, **kwargs: Any) -> Any:
-        from handoff.machinery.repo import git_timeout
-
         forget_repo_locating()
         if kwargs.get("as_process"):
             raise TypeError("handoff runs no git process without a bound: GitPython's object "

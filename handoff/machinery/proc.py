@@ -19,6 +19,7 @@ Three things hold for every child:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
 import time
@@ -26,12 +27,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from handoff import trace
-from handoff.errors import ExternalFailure, MissingTool, NotFound
+from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.machinery import groups
 
 DEFAULT_TIMEOUT = 30.0
 #: how long a process group gets between TERM and KILL, and how long a KILLed one gets to go
 KILL_GRACE = 2.0
+
+#: seconds one git call may take unless HANDOFF_GIT_TIMEOUT says otherwise: room for a cold
+#: checkout of a big repo and its hooks, and a bound on a hook that hangs
+GIT_TIMEOUT = 60.0
+TIMEOUT_VARIABLE = "HANDOFF_GIT_TIMEOUT"
+
+
+def git_timeout() -> float:
+    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return GIT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{TIMEOUT_VARIABLE}={raw!r} is not a number of seconds",
+                         f"set it to a positive number (e.g. {TIMEOUT_VARIABLE}=120) or unset it")
+    return value
+
 
 #: Variables that say which repository, index, object store or refs git works on: git's own
 #: list (`git rev-parse --local-env-vars`, what git clears before it works in another

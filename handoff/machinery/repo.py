@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,26 +12,6 @@ from handoff.record.store import repo_key
 
 if TYPE_CHECKING:
     from handoff.machinery.gitcmd import BoundedGit
-
-#: seconds one git call may take unless HANDOFF_GIT_TIMEOUT says otherwise: room for a cold
-#: checkout of a big repo and its hooks, and a bound on a hook that hangs
-GIT_TIMEOUT = 60.0
-TIMEOUT_VARIABLE = "HANDOFF_GIT_TIMEOUT"
-
-
-def git_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not raw:
-        return GIT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{TIMEOUT_VARIABLE}={raw!r} is not a number of seconds",
-                         f"set it to a positive number (e.g. {TIMEOUT_VARIABLE}=120) or unset it")
-    return value
-
 
 def git_env(ceiling: Path | None) -> dict[str, str] | None:
     """What a git call that must not look for a repository above ceiling adds to its

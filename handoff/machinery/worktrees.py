@@ -41,7 +41,8 @@ from handoff.config import Share
 from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
 from handoff.inputs import clip
 from handoff.machinery import proc
-from handoff.machinery.repo import Repo, git, git_env, git_timeout, load_gitpython
+from handoff.machinery.proc import git_timeout
+from handoff.machinery.repo import Repo, git, git_env, load_gitpython
 from handoff.role import IMPLEMENTER, NAME
 
 WORKTREES_DIR = ".worktrees"

@@ -13,10 +13,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from handoff.errors import HandoffError
 from handoff.record.store import atomic_write
+
+if TYPE_CHECKING:
+    from handoff.loop.workspace import Workspace
+    from handoff.record.ticket import State
 
 #: the temp folder of one demo; it holds the demo's repo and nothing else
 PREFIX = "handoff-demo-"
@@ -131,3 +140,57 @@ def remove_demo(repo: Path) -> bool:
         return False
     shutil.rmtree(parent)
     return True
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """How a demo went, for the person who ran it."""
+
+    ticket: str
+    repo: Path
+    record: Path
+    phase: str
+    verdicts: str
+    seconds: float
+    branch: str
+    kept: bool
+    #: the demo repo was removed with its temp folder
+    removed: bool
+
+    @property
+    def said(self) -> list[str]:
+        lines = [f"\ndemo {self.phase} in {self.seconds:.1f}s: {self.verdicts}",
+                 f"  record: {self.record}"]
+        lines.append("  the demo repo is removed ('handoff demo --keep' keeps it)" if self.removed
+                     else f"  branch: {self.branch} in {self.repo}")
+        if self.kept:
+            lines.append(f"  watch:  handoff attach {self.ticket}\n  finish: handoff close "
+                         f"{self.ticket}, then rm -r {self.repo.parent}")
+        return lines
+
+
+def run(home: Path, keep: bool, say: Callable[[str], None],
+        show: Callable[[dict[str, Any]], None]) -> tuple[DemoRun, State, Workspace]:
+    """A demo ticket made, approved and run here (show: each event as it happens), then closed
+    and its repo removed unless keep."""
+    from handoff.loop.orchestrator import Orchestrator
+    from handoff.operations import lifecycle
+
+    started = time.monotonic()
+    ticket, repo, text = new_demo()
+    say(f"demo repo: {repo} (word_count has a bug; its tests fail)")
+    try:
+        ws = lifecycle.create(home, lifecycle.NewTicket(
+            ticket=ticket, repo=repo, plan_text=text, summary="Fix word_count.",
+            socket=demo_socket(), now=True))  # scripted peers cost next to nothing: no queue
+    except HandoffError:
+        remove_demo(repo)  # nothing was started in it
+        raise
+    lifecycle.approve(ws)
+    state = Orchestrator(ws, show).run()
+    if not keep:
+        lifecycle.close(ws)
+    removed = not keep and remove_demo(repo)
+    verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
+    return DemoRun(ticket, repo, ws.tdir.path, state.phase, verdicts,
+                   time.monotonic() - started, state.branch, keep, removed), state, ws

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from handoff.errors import UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import branch_name
 from handoff.operations import lifecycle
+from handoff.operations.results import Finished
 from handoff.record.ticket import State
 
 MODES = ("merge", "squash")
@@ -38,7 +38,7 @@ class Base:
 
 
 def finish_ticket(home: Path, ticket: str, repo: Path | None,
-                  mode: str = "merge") -> tuple[Workspace, dict[str, Any]]:
+                  mode: str = "merge") -> Finished:
     """Merge (mode "merge": a merge commit; "squash": one commit) a passed ticket into its base
     branch and close it. Raises before changing anything when it cannot be done safely."""
     if mode not in MODES:
@@ -70,10 +70,9 @@ def finish_ticket(home: Path, ticket: str, repo: Path | None,
         move_base(ws.repo, base, new)
         ws.tdir.events.append("finish", round=state.round, mode=mode, base=base.branch,
                               before=base.head, after=new, merged=commit, by="hand")
-    _, closed = lifecycle.close_ticket(home, ticket, repo)
-    closed["notes"] = notes + closed["notes"]
-    return ws, {**closed, "mode": mode, "base": base.branch, "before": base.head, "after": new,
-                "merged": commit}
+    closed = lifecycle.close_ticket(home, ticket, repo)
+    return Finished(closed, mode, base.branch, base.head, new, commit,
+                    notes=(*notes, *closed.notes))
 
 
 def _ensure_passed(ws: Workspace, state: State) -> None:

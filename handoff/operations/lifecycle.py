@@ -8,9 +8,8 @@ from __future__ import annotations
 import getpass
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from handoff import config as config_mod
 from handoff.errors import Busy, HandoffError, MissingTool, UsageError
@@ -22,10 +21,11 @@ from handoff.loop.workspace import Workspace
 from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.machinery.ports import PortBook
-from handoff.machinery.repo import Repo
+from handoff.machinery.repo import Repo, short_sha
 from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
 from handoff.operations.doctor import ready_to_start
+from handoff.operations.results import Closed, Running, Stopped
 from handoff.operations.standing import find_ticket, recovered_state
 from handoff.phases import FINISHED, awaited
 from handoff.protocol import plan as plan_mod
@@ -145,6 +145,15 @@ def create(home: Path, new: NewTicket) -> Workspace:
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
+
+
+def created_notes(ws: Workspace) -> list[str]:
+    """What a person starting a ticket should know of it (as `open_to_resume`'s notes):
+    uncommitted changes in their checkout are not part of it."""
+    changes = ws.repo.uncommitted()
+    state = ws.state()
+    return [f"{changes} uncommitted change(s) in {ws.repo.top} are not part of {state.ticket}: "
+            f"it starts from {state.base} ({short_sha(state.base_commit)})"] if changes else []
 
 
 def refuse_stale(tdir: TicketDir) -> None:
@@ -416,6 +425,23 @@ def open_to_resume(home: Path, ticket: str, repo: Path | None,
     return ws, notes
 
 
+def resume_approved(home: Path, ticket: str, repo: Path | None,
+                    more_rounds: int | None = None) -> Running:
+    """`handoff resume TICKET --yes` (and the board's approve): the ticket opened to resume,
+    its plan approved if it waits for that, its orchestrator run in its tmux window."""
+    ws, notes = open_to_resume(home, ticket, repo, more_rounds)
+    return run_approved(ws, tuple(notes))
+
+
+def run_approved(ws: Workspace, notes: tuple[str, ...] = ()) -> Running:
+    """ws approved if it waits for that, then run in its tmux window."""
+    sandbox = ""
+    if ws.state().phase == "awaiting-approval":
+        approve(ws)
+        sandbox = sandbox_line(ws)
+    return Running(ws.tdir.ticket, run_in_window(ws), ws.tdir.path, sandbox, notes)
+
+
 def _check_more_rounds(tdir: TicketDir, more: int) -> None:
     """The refusals that need no lock: a count below one, a ticket that is not escalated."""
     if more < 1:
@@ -557,18 +583,17 @@ def recycle(ws: Workspace, role: str) -> Path:
     return brief
 
 
-def stop_ticket(home: Path, ticket: str, repo: Path | None) -> dict[str, Any]:
+def stop_ticket(home: Path, ticket: str, repo: Path | None) -> Stopped:
     """`handoff stop` from the ticket directory alone: state.json may be unreadable (the backup
     or the event log says where the peers run) and the repo may be gone."""
     tdir = find_ticket(home, ticket, repo)
     found = recovered_state(tdir)
     ws = Workspace.open(home, tdir, found.state, repo_may_be_gone=True)
     result = stop(ws, found.state)
-    result["notes"] = [note for note in (found.note, _gone_note(ws)) if note]
-    return result
+    return replace(result, notes=tuple(note for note in (found.note, _gone_note(ws)) if note))
 
 
-def stop(ws: Workspace, state: State | None = None) -> dict[str, Any]:
+def stop(ws: Workspace, state: State | None = None) -> Stopped:
     """Stop the orchestrator and the peers; everything stays on disk for 'handoff resume'.
     state: the recovered state when state.json cannot be read."""
     state = state or ws.state()
@@ -588,23 +613,22 @@ def stop(ws: Workspace, state: State | None = None) -> dict[str, Any]:
     stopped = peers.stop()
     ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid, exited=left,
                           session=stopped)
-    return {"orchestrator": pid, "session": stopped, "transcripts": captured, "exited": left}
+    return Stopped(state.ticket, pid, stopped, tuple(captured), tuple(left))
 
 
 def close_ticket(home: Path, ticket: str, repo: Path | None, keep_worktrees: bool = False,
-                 force: bool = False) -> tuple[Workspace, dict[str, Any]]:
+                 force: bool = False) -> Closed:
     """`handoff close` from the ticket directory alone: a damaged state.json is put back from
     its backup (or the event log) first, and a repo that is gone has no worktrees to remove."""
     tdir = find_ticket(home, ticket, repo)
     restored = restore_state(tdir, rebuild=True)
     ws = Workspace.open(home, tdir, repo_may_be_gone=True)
     result = close(ws, keep_worktrees=keep_worktrees, force=force)
-    result["notes"] = [note for note in (restored, _gone_note(ws)) if note] + [
-        f"{path} was left in place: it is not a worktree handoff made" for path in result["left"]]
-    return ws, result
+    return replace(result, notes=(*(note for note in (restored, _gone_note(ws)) if note), *(
+        f"{path} was left in place: it is not a worktree handoff made" for path in result.left)))
 
 
-def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> dict[str, Any]:
+def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> Closed:
     """Stop everything, remove the worktrees (never silently losing work), keep the branch.
     With the repo gone there is nothing left to remove: the peers are stopped, the record kept."""
     state = ws.state()
@@ -612,7 +636,7 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
     keep_worktrees = keep_worktrees or ws.repo_gone
     if not keep_worktrees and not force:
         wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
-    stopped = stop(ws) if state.phase != "closed" else {}
+    stopped = stop(ws) if state.phase != "closed" else None
     kept: Path | None = None
     if force and not keep_worktrees:
         # --force consents to removing the work, yet a patch of it costs nothing to keep
@@ -632,11 +656,10 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> d
                      kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone,
                      ports=ports)
     branch = state.branch or ws.branch()
-    return {"ticket": state.ticket, "removed": removed,
-            # a ticket closed before its plan was approved never had a branch
-            "branch": branch if not ws.repo_gone and ws.repo.branch_head(branch) else "",
-            "stopped": stopped, "discarded_work": str(kept) if kept else None, "left": left,
-            "repo_gone": ws.repo_gone}
+    return Closed(state.ticket, ws.tdir.path, tuple(removed),
+                  # a ticket closed before its plan was approved never had a branch
+                  branch if not ws.repo_gone and ws.repo.branch_head(branch) else "",
+                  stopped, kept, tuple(left), ws.repo_gone)
 
 
 def attach_argv(ws: Workspace, role: str | None) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers.screen import Dialog, Reading, ScreenRules, holds
+from handoff.record.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,17 @@ class Provider:
                     env: Mapping[str, str]) -> Path | None:
         """Where the CLI keeps the whole conversation of a session it was started with (env:
         where its configuration variables say)."""
+        return None
+
+    #: the CLI records what its sessions spend where handoff can read it (`sessions`, `usage`)
+    keeps_usage = False
+
+    def sessions(self, worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
+        """The CLI's session files of work in worktree, written since then (epoch seconds)."""
+        return []
+
+    def usage(self, session: Path) -> Usage | None:
+        """What one of its session files says the session spent (None: nothing readable)."""
         return None
 
     def screen_check(self, dialog: Dialog, what: str, detail: str) -> Check:

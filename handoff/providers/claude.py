@@ -14,13 +14,15 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from handoff.providers import sessions as session_files
 from handoff.providers.base import SANDBOXED, Check, Launch, Provider, is_root
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
+from handoff.record.usage import Usage, cost_of, count_of
 
 #: handoff's own Claude Code plugin, as `claude plugin install handoff --marketplace ./` names it
 PLUGIN = "handoff@handoff"
@@ -184,6 +186,13 @@ class Claude(Provider):
     enter_delay = 0.05
     exit_keys = ("/exit", "Enter")
     signals = True
+    keeps_usage = True
+
+    def sessions(self, worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
+        return sessions_in(worktree, since, env)
+
+    def usage(self, session: Path) -> Usage | None:
+        return read_usage(session)
     rules = RULES
 
     def argv(self, launch: Launch) -> list[str]:
@@ -343,3 +352,46 @@ def trusted(data: dict[str, Any], repo: Path) -> bool:
         if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted"):
             return True
     return False
+
+
+# ---- its session files: where they are, what they spent ----------------------------------
+
+def sessions_in(worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
+    """Every Claude Code session started in worktree and written since then."""
+    return session_files.recent(session_folder(env, worktree), r"[^/]+\.jsonl", since)
+
+
+def read_usage(path: Path) -> Usage | None:
+    """A Claude Code session's usage: each assistant message counted once (the CLI writes one
+    entry per content block, all with the message's usage), and the cost from its last
+    `cost-state` entry unless it says a model's price is unknown."""
+    records = session_files.records(path, (b'"usage"', b'"cost-state"'))
+    if records is None:
+        return None
+    messages: dict[str, Usage] = {}
+    cost: float | None = None
+    seen_cost = False
+    for number, record in enumerate(records):
+        kind = record.get("type")
+        if kind == "cost-state":
+            seen_cost = True
+            cost = None if record.get("hasUnknownModelCost") else cost_of(record.get("totalCostUSD"))
+            continue
+        message = record.get("message")
+        if kind != "assistant" or not isinstance(message, dict):
+            continue
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        key = message.get("id") or record.get("uuid") or number
+        messages[str(key)] = Usage(
+            input_tokens=count_of(usage.get("input_tokens")),
+            output_tokens=count_of(usage.get("output_tokens")),
+            cache_read_tokens=count_of(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=count_of(usage.get("cache_creation_input_tokens")))
+    if not messages and not seen_cost:
+        return None
+    total = Usage()
+    for one in messages.values():
+        total = total.plus(one)
+    return replace(total, cost_usd=cost)

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import tomllib
 from collections.abc import Mapping
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from handoff.providers import sessions as session_files
 from handoff.providers.base import Check, Launch, Provider
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
+from handoff.record.usage import Usage, count_of
 
 TRUST = Dialog(
     "trust", ("Trust this folder", "Trust and continue"), ("Enter",),
@@ -80,6 +84,13 @@ class Codex(Provider):
     rules = RULES
     probe_flags = True
     signals = True
+    keeps_usage = True
+
+    def sessions(self, worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
+        return sessions_in(worktree, since, env)
+
+    def usage(self, session: Path) -> Usage | None:
+        return read_usage(session)
 
     def argv(self, launch: Launch) -> list[str]:
         spec = self.spec
@@ -174,3 +185,54 @@ def trusted(config: dict[str, Any], repo: Path) -> bool:
         if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
             return True
     return False
+
+
+# ---- its session files: where they are, what they spent ----------------------------------
+
+def sessions_in(worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
+    """Every Codex rollout written since then whose session ran in worktree. Its dated folders
+    follow the local clock; a day either side covers a time zone's edge."""
+    root = codex_home(dict(env)) / "sessions"
+    try:
+        first = date.fromtimestamp(since) - timedelta(days=1)
+        last = date.fromtimestamp(time.time()) + timedelta(days=1)
+    except (OverflowError, ValueError, OSError):  # a launch time no clock can show
+        return []
+    days = min((last - first).days + 1, session_files.MAX_DAYS)
+    wanted = {str(worktree), session_files.resolved(str(worktree))}
+    found: list[Path] = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        folder = root / f"{day.year:04d}" / f"{day.month:02d}" / f"{day.day:02d}"
+        for path in session_files.recent(folder, r"rollout-[^/]+\.jsonl", since):
+            head = session_files.head(path)
+            payload = head.get("payload") if head else None
+            cwd = payload.get("cwd") if isinstance(payload, dict) else None
+            if isinstance(cwd, str) and (cwd in wanted or session_files.resolved(cwd) in wanted):
+                found.append(path)
+    return found
+
+
+def read_usage(path: Path) -> Usage | None:
+    """A Codex session's usage: its last `token_count` event's running total. Codex counts
+    cached input inside input_tokens; here input_tokens is the uncached rest. It records no
+    cost."""
+    records = session_files.records(path, (b'"token_count"',))
+    if records is None:
+        return None
+    last: dict[str, Any] | None = None
+    for record in records:
+        payload = record.get("payload")
+        if not isinstance(payload, dict) or payload.get("type") != "token_count":
+            continue
+        info = payload.get("info")
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        if isinstance(total, dict):
+            last = total
+    if last is None:
+        return None
+    cached = count_of(last.get("cached_input_tokens"))
+    written = count_of(last.get("cache_write_input_tokens"))
+    return Usage(input_tokens=max(count_of(last.get("input_tokens")) - cached - written, 0),
+                 output_tokens=count_of(last.get("output_tokens")),
+                 cache_read_tokens=cached, cache_write_tokens=written)

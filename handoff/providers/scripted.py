@@ -38,7 +38,7 @@ class Scripted(Provider):
         return __version__
 
     def argv(self, launch: Launch) -> list[str]:
-        return [sys.executable, "-m", "handoff.providers.scripted_agent", launch.role, launch.message]
+        return [sys.executable, "-m", "handoff.peer.scripted_agent", launch.role, launch.message]
 
     def env(self, launch: Launch) -> dict[str, str]:
         return {SIGNALS_VARIABLE: str(launch.signals)} if launch.signals is not None else {}

@@ -110,7 +110,7 @@ def main(args: list[str]) -> None:
     (drafts / f"attack-{attack}.json").write_text(
         json.dumps({"attack": attack, "got_through": got, "detail": detail}))
     print(f"attack {attack}: {'got through' if got else 'stopped'} ({detail[:120]})", flush=True)
-    os.execv(sys.executable, [sys.executable, "-m", "handoff.providers.scripted_agent", role,
+    os.execv(sys.executable, [sys.executable, "-m", "handoff.peer.scripted_agent", role,
                               message])
 
 

@@ -202,6 +202,6 @@ def test_the_layout_a_sandboxed_peer_gets(repo: Path, tmp_path: Path, handoff_ho
         assert str(Path(isolated["HOME"]) / ".ssh") not in writable
         assert "--unshare-pid" in args and "--die-with-parent" in args
         assert args[args.index("--") + 1:][:3] == [sys.executable, "-m",
-                                                   "handoff.providers.scripted_agent"]
+                                                   "handoff.peer.scripted_agent"]
     finally:
         stop_runner(runner)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from handoff.peer.scripted_agent import failure, kind_of, own_script, review_report
 from handoff.protocol.frontmatter import split
-from handoff.providers.scripted_agent import failure, kind_of, own_script, review_report
 
 BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
 EXIT = re.compile(r"handoff-exit=(\d+)")

@@ -1,6 +1,6 @@
 """The built-in scripted agent: a real program that runs in a pane like a coding CLI.
 
-    python -m handoff.providers.scripted_agent ROLE "Read and follow /abs/brief-N.md"
+    python -m handoff.peer.scripted_agent ROLE "Read and follow /abs/brief-N.md"
 
 It reads its brief (YAML frontmatter), acts, files its report with the brief's submit
 command, then waits on its terminal for the next "Read and follow …" message, like a TUI. Its
@@ -337,7 +337,7 @@ def silent(brief: dict[str, Any], nudged: bool) -> bool:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or not NAME.fullmatch(argv[0]):
-        print("usage: python -m handoff.providers.scripted_agent ROLE 'Read and follow BRIEF'",
+        print("usage: python -m handoff.peer.scripted_agent ROLE 'Read and follow BRIEF'",
               file=sys.stderr)
         return 2
     role, first = argv

@@ -1,0 +1,106 @@
+"""What the operations that end a ticket's run answer: typed, with the notes a person reads
+beside them, and each said once (the command line and the board print the same lines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from handoff.machinery.repo import short_sha
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """`handoff stop`: the orchestrator and the peers are gone, the record stays."""
+
+    ticket: str
+    #: the orchestrator's pid that was stopped (None: none ran)
+    orchestrator: int | None
+    #: the ticket's tmux session was there and is gone
+    session: bool
+    #: the roles whose screens were kept as transcripts
+    transcripts: tuple[str, ...] = ()
+    #: the roles whose CLI left when asked (the rest were ended with their session)
+    exited: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> str:
+        return (f"{self.ticket} stopped (orchestrator: {self.orchestrator or 'not running'}, "
+                f"peers: {'stopped' if self.session else 'not running'})")
+
+
+@dataclass(frozen=True)
+class Running:
+    """A ticket whose orchestrator now runs in its tmux window (`start`, `resume`, the board's
+    approve)."""
+
+    ticket: str
+    session: str
+    record: Path
+    #: approved just now: how its peers are fenced in ('' when it was approved before)
+    sandbox: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        return [*([self.sandbox] if self.sandbox else []),
+                f"{self.ticket}: the orchestrator runs in tmux session {self.session}.",
+                f"  watch:  handoff attach {self.ticket}",
+                f"  state:  handoff status {self.ticket}",
+                f"  record: {self.record}"]
+
+
+@dataclass(frozen=True)
+class Closed:
+    """`handoff close`: the worktrees removed (work kept or refused), branch and record kept."""
+
+    ticket: str
+    record: Path
+    removed: tuple[str, ...]
+    #: the ticket's branch, kept ('' when it never had one, or the repository is gone)
+    branch: str
+    #: what stopping it did (None: it was closed already)
+    stopped: Stopped | None
+    #: where `close --force` kept the implementer's uncommitted work (None: nothing to keep)
+    discarded_work: Path | None
+    #: folders under the ticket's worktrees that handoff did not make, left in place
+    left: tuple[str, ...]
+    repo_gone: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        if self.repo_gone:
+            lines = [f"{self.ticket} closed; its repository is gone, with its worktrees and "
+                     f"branch; record in {self.record}"]
+        else:
+            branch = f"branch {self.branch} kept" if self.branch else "it had no branch"
+            lines = [f"{self.ticket} closed; worktrees removed: "
+                     f"{', '.join(self.removed) or 'none'}; {branch}; record in {self.record}"]
+        if self.discarded_work:
+            lines.append(f"the implementer's uncommitted work was saved as "
+                         f"{self.discarded_work} (git apply it to get it back)")
+        return lines
+
+
+@dataclass(frozen=True)
+class Finished:
+    """`handoff finish`: the reviewed commit merged into the base branch, then closed."""
+
+    closed: Closed
+    mode: str  # merge or squash
+    base: str
+    before: str
+    #: the base branch's new commit ('' when it already held the change: nothing merged)
+    after: str
+    merged: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        lines = []
+        if self.after:
+            lines.append(f"{self.closed.ticket} merged into {self.base} ({self.mode}): "
+                         f"{short_sha(self.before)} -> {short_sha(self.after)} (not pushed)")
+        return lines + self.closed.said
