@@ -46,6 +46,7 @@ def test_each_round_counts_only_what_its_sessions_spent_since_the_last(tmp_path:
     first = metering.measure(CLAUDE, "implementer", worktree, log, env)
     assert first is not None
     assert (first["tokens"], first["cost_usd"], first["source"]) == (2058, 0.01, str(session))
+    assert first["provider"] == "claude"
     log.append({"kind": "usage", "round": 1, "role": "implementer", **first})
     assert metering.measure(CLAUDE, "implementer", worktree, log, env) is None, \
         "read again (a resumed orchestrator): nothing new is counted twice"

@@ -58,7 +58,7 @@ def measure(provider: Provider, role: str, worktree: Path, events: Sequence[Mapp
         sessions.append({"file": str(path), "bytes": size, **now.fields()})
     if spent is None:
         return None
-    return {**spent.fields(), "provider": provider, "source": sessions[-1]["file"],
+    return {**spent.fields(), "provider": provider.name, "source": sessions[-1]["file"],
             "sessions": sessions}
 
 
