@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from handoff.cli import relay
+
 #: what a parent shell's tmux or a peer's environment would leak into the runs
 DROPPED = ("TMUX", "TMUX_PANE", "HANDOFF_TICKET_DIR", "HANDOFF_ROLE", "HANDOFF_TICKET",
            "HANDOFF_SEAL")
@@ -133,6 +135,7 @@ class Sandbox:
         for pid in left:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        relay.end(self.home)  # the warm process this sandbox's commands started
         if self._saved_env is not None:
             os.environ.clear()
             os.environ.update(self._saved_env)

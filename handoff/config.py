@@ -26,6 +26,10 @@ SHARE_MODES = ("symlink", "copy")
 #: `sandbox:` modes (handoff.machinery.sandbox); the first is the default
 SANDBOX_MODES = ("auto", "on", "off")
 MAX_SECONDS = 30 * 24 * 3600
+#: peers, gates and scanners run this much nicer than handoff itself (docs/performance.md:
+#: with twenty tickets on two cores, the person's `start` and each hand-over wait for the CPU
+#: behind the peers' work otherwise; on a machine with cores to spare it changes nothing)
+PEER_NICE = 19
 SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout",
            "unrecognised_timeout")
 
@@ -125,6 +129,9 @@ class Config:
     #: tickets of this machine at work at once (None: handoff.record.slots.default_limit);
     #: from the person's own config alone
     max_parallel: int | None = None
+    #: how far peers, gates and scanners yield the CPU to handoff's own processes and the
+    #: person's commands (niceness 0-19; 0: not at all); from the person's own config alone
+    peer_nice: int = PEER_NICE
 
     @property
     def providers(self) -> dict[str, str]:
@@ -147,6 +154,14 @@ def _int(source: str, key: str, value: Any, minimum: int = 1) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise UsageError(f"{source}: '{key}' must be a whole number ≥ {minimum}, not {value!r}")
     return value
+
+
+def _niceness(source: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 19:
+        return value
+    raise UsageError(f"{source}: 'peer_nice' must be a niceness from 0 (peers compete with "
+                     f"handoff and you) to 19 (they take only what is left), not {value!r:.40}",
+                     f"e.g. peer_nice: {PEER_NICE}")
 
 
 def _seconds(source: str, key: str, value: Any) -> float:
@@ -179,13 +194,14 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
             )
         if key in ("max_rounds", "max_gate_bounces"):
             base[key] = _int(source, key, value)
-        elif key == "max_parallel":
+        elif key in ("max_parallel", "peer_nice"):
             if not personal:
-                raise UsageError(f"{source}: 'max_parallel' is this machine's, not a "
-                                 "repository's: it bounds the tickets of every repository",
+                raise UsageError(f"{source}: '{key}' is this machine's, not a repository's: "
+                                 "it is about every ticket this machine runs",
                                  "put it in $HANDOFF_HOME/config.yaml (handoff doctor names "
                                  "that file)")
-            base[key] = _int(source, key, value)
+            base[key] = _int(source, key, value) if key == "max_parallel" else \
+                _niceness(source, value)
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)
         elif key == "gate_timeout" or key in SECONDS:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
 #: where the peers' sandbox, pidfds, inotify and the socket trick are Linux's own
 _MAC_WEAKER = (
@@ -27,19 +26,27 @@ _MAC_WEAKER = (
 )
 
 
-@dataclass(frozen=True)
 class Platform:
-    """This machine as handoff sees it."""
+    """This machine as handoff sees it. (A plain class, not a dataclass: every command asks
+    for it first, and `dataclasses` would cost each `handoff submit` a third of its start.)"""
 
-    name: str  # Linux, WSL2, WSL1, macOS, Windows, or the system's own name
-    release: str
-    machine: str
-    #: CI runs the whole suite here
-    tested: bool
-    #: what handoff does less well here, each with why
-    weaker: tuple[str, ...] = ()
-    #: why handoff does not run here at all ('' where it does)
-    refused: str = ""
+    __slots__ = ("machine", "name", "refused", "release", "tested", "weaker")
+
+    def __init__(self, name: str, release: str, machine: str, *, tested: bool,
+                 weaker: tuple[str, ...] = (), refused: str = "") -> None:
+        #: Linux, WSL2, WSL1, macOS, Windows, or the system's own name
+        self.name = name
+        self.release = release
+        self.machine = machine
+        #: CI runs the whole suite here
+        self.tested = tested
+        #: what handoff does less well here, each with why
+        self.weaker = weaker
+        #: why handoff does not run here at all ('' where it does)
+        self.refused = refused
+
+    def __repr__(self) -> str:
+        return f"Platform({self.name!r}, {self.release!r}, tested={self.tested})"
 
     @property
     def said(self) -> str:

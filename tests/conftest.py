@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import pytest
 
+from handoff.cli import relay
 from handoff.machinery.peers import Peers, session_name
 from handoff.machinery.tmux import Tmux
 
@@ -94,6 +95,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
         monkeypatch.delenv(key, raising=False)
     tmux = shutil.which("tmux") or "tmux"  # resolved now: a test may empty PATH
     yield values
+    relay.end(Path(values["HANDOFF_HOME"]))  # the warm process the test's commands started
     subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
     socket_file.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ Output is plain text (click's help, not rich's); NO_COLOR still holds for anythi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -636,6 +637,14 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+@functools.cache
+def command() -> Any:
+    """The click command typer builds from `app`: built once a process (about 35 ms, which the
+    warm process pays once for all its children, handoff.cli.warm), then reused (each run
+    makes a context of its own)."""
+    return typer.main.get_command(app)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line on argv (default: this process's arguments); its exit status."""
     from handoff import trace
@@ -645,7 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # strips them from everything echoed, whatever made them)
     color = False if _plain() else None
     try:
-        app(args=None if argv is None else list(argv), prog_name="handoff", color=color)
+        command()(args=None if argv is None else list(argv), prog_name="handoff", color=color)
     except SystemExit as done:  # how click ends every command, a successful one too
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except HandoffError as exc:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:], warm=True))
 
 
 def _lane(argv: list[str]) -> int | None:
@@ -42,8 +42,19 @@ def _reader_gone() -> int:
     return 1
 
 
-def run(argv: Sequence[str]) -> int:
-    """`handoff ARGV...` in this process; its exit status."""
+def _warm(argv: list[str]) -> int | None:
+    """`start`, `resume` and `close` run in a child of the warm process, which has handoff
+    loaded already (handoff.cli.relay); None: not relayed, run here."""
+    from handoff.cli import relay
+
+    if not relay.relayable(argv):
+        return None
+    return relay.relay(argv)
+
+
+def run(argv: Sequence[str], warm: bool = False) -> int:
+    """`handoff ARGV...`, its exit status: in this process, or (warm) in a child of the warm
+    process when the command is one it takes."""
     from handoff import platforms
 
     where = platforms.here()
@@ -52,6 +63,8 @@ def run(argv: Sequence[str]) -> int:
         return 1
     try:
         code = _lane(list(argv))
+        if code is None and warm:
+            code = _warm(list(argv))
         if code is not None:
             return code
         from handoff.cli.app import main as cli_main

@@ -19,6 +19,7 @@ from pathlib import Path
 from handoff.errors import EXIT_INTERRUPTED, HandoffError, UsageError, describe
 from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.protocol import intake
+from handoff.record.address import Address
 from handoff.role import Team, check_name
 
 SEAL_ENV = "HANDOFF_SEAL"  # handoff.record.seals.ENV, without importing hashing for the peer
@@ -89,7 +90,7 @@ def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
 def hand_over(folder: Path, request: dict[str, object]) -> tuple[str | None, list[str]] | None:
     """The orchestrator's verdict on request (where it filed the report, or the problems);
     None when no orchestrator listens."""
-    with intake.Address(str(folder)) as address, \
+    with Address(str(folder), intake.SOCKET) as address, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(VERDICT_WAIT)
         try:

@@ -27,6 +27,7 @@ from typing import Any
 
 from handoff.inputs import clip, joined
 from handoff.machinery.groups import GRACE, end_group
+from handoff.machinery.launcher import yield_cpu
 from handoff.processes import boot_id, environ, in_group, start_time
 from handoff.record.events import now
 from handoff.record.store import atomic_write, atomic_write_json
@@ -97,7 +98,8 @@ class Kept:
 
 def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
              log: Path, record: Path | None = None,
-             fence: Callable[[Sequence[str]], list[str]] | None = None) -> GateResult:
+             fence: Callable[[Sequence[str]], list[str]] | None = None,
+             nice: int = 0) -> GateResult:
     """Run argv in its own process group and wait for it, at most timeout seconds; record:
     where to note the running gate (see end_left_gate); fence: what runs it in the sandbox
     (the log and the result name argv itself)."""
@@ -117,6 +119,7 @@ def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
         result = GateResult(tuple(argv), 127, 0.0, False, f"cannot run {argv[0]}: {exc}\n")
     else:
         try:
+            yield_cpu(nice, child.pid)  # its session and group are its own (a peer's work)
             if record is not None:
                 atomic_write_json(record, _record(argv, token, child.pid))
             kept, exit_code = _collect(child, started + timeout)

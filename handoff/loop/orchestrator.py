@@ -45,7 +45,7 @@ from handoff.protocol.ledger import Entry, Ledger
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.signals import read_signals
-from handoff.record import overlaps, seals, slots
+from handoff.record import durable, overlaps, seals, slots
 from handoff.record.events import EventKind
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
@@ -178,7 +178,8 @@ class Orchestrator:
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
-        with TicketLock(self.tdir.lock_file), self.intake, self.file_watcher() as watcher:
+        with TicketLock(self.tdir.lock_file), durable.deferred(self.tdir.path), self.intake, \
+                self.file_watcher() as watcher:
             # one watcher for the whole run: closing an inotify descriptor waits for the
             # kernel (about 9 ms, measured), and a watcher a wait closed would put that on
             # every hand-over
@@ -421,10 +422,15 @@ class Orchestrator:
                     return
                 self.state.tested.setdefault(str(n), {})[role] = commit
             self.state.commits[str(n)] = commit
-            # what another ticket of the repository may overlap (handoff.record.overlaps)
-            self.state.touched = self.ws.repo.changed_paths(self.state.base_commit, commit)
         question = report.sections.get("open questions", "").strip()
         self.apply(rules.after_work(kind, role, report.status, question, self.next_tester(n)))
+        if report.status != "blocked":
+            # what another ticket of the repository may overlap (handoff.record.overlaps):
+            # bookkeeping for the others, so after the next action is on its way (a git call
+            # and a save, which under a crowd of tickets would double the hand-over)
+            self.state.touched = self.ws.repo.changed_paths(self.state.base_commit,
+                                                            self.state.commits[str(n)])
+            self.save()
 
     def onto_branch(self, role: str, commit: str) -> bool:
         """Move the ticket branch to a tester's commit (it builds on the branch's head: the
@@ -500,7 +506,8 @@ class Orchestrator:
         n = self.state.round
         self.event("gate", result="running", command=list(argv), commit=commit)
         return run_gate(argv, cwd, env, self.ws.config.gate_timeout, self.tdir.gate_log(n),
-                        record=self.tdir.gate_running, fence=self.ws.gate_fence())
+                        record=self.tdir.gate_running, fence=self.ws.gate_fence(),
+                        nice=self.ws.config.peer_nice)
 
     def run_scanners(self, n: int, commit: str, cwd: Path,
                      env: dict[str, str]) -> list[scanners.ScanResult]:
@@ -514,7 +521,8 @@ class Orchestrator:
                                       self.ws.config.gate_timeout,
                                       lambda name: self.tdir.scan_log(n, name),
                                       record=self.tdir.gate_running,
-                                      fence=self.ws.gate_fence())
+                                      fence=self.ws.gate_fence(),
+                                      nice=self.ws.config.peer_nice)
         for scan in found:
             self.event("scanner", **scan.fields())
         self.state.scans[str(n)] = {scan.name: scan.state for scan in found}

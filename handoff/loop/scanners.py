@@ -91,7 +91,8 @@ def installed(program: str, env: Mapping[str, str], cwd: Path) -> str | None:
 
 def run_scanners(scanners: Sequence[Scanner], scope: Scope, cwd: Path, env: dict[str, str],
                  timeout: float, log_of: Callable[[str], Path], record: Path | None = None,
-                 fence: Callable[[Sequence[str]], list[str]] | None = None) -> list[ScanResult]:
+                 fence: Callable[[Sequence[str]], list[str]] | None = None,
+                 nice: int = 0) -> list[ScanResult]:
     """Every scanner, in order, each bounded as the gate's command is."""
     found = []
     for scanner in scanners:
@@ -105,7 +106,7 @@ def run_scanners(scanners: Sequence[Scanner], scope: Scope, cwd: Path, env: dict
                                     f"not installed: {argv[0]} is not on the gate's PATH"))
             continue
         log = log_of(scanner.name)
-        result = run_gate(argv, cwd, env, timeout, log, record=record, fence=fence)
+        result = run_gate(argv, cwd, env, timeout, log, record=record, fence=fence, nice=nice)
         found.append(ScanResult(scanner.name, scanner.required,
                                 "passed" if result.passed else "failed", tuple(argv),
                                 result.summary(), str(log), result.output))

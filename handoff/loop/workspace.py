@@ -99,7 +99,8 @@ class Workspace:
         return {**env, "PORT": str(found[0])} if found else env
 
     def peers(self, state: State) -> Peers:
-        return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path)
+        return Peers(Tmux(state.socket, self.home), state.session, self.tdir.path,
+                     self.config.peer_nice)
 
     def plan(self) -> plan_mod.Plan:
         return plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
@@ -147,7 +148,8 @@ class Workspace:
         allow = [n for role in self.config.roles
                  for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
-        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV)
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV,
+                 "HANDOFF_WARM")
         return allowlisted_env(extra, names)
 
     def contract(self, state: State, role: str) -> Path:

@@ -9,8 +9,13 @@ reaper follow it). The argv is there too because tmux refuses a long command lin
 too long"), which a sandboxed CLI's bubblewrap arguments and a role contract passed as a flag
 can reach.
 
+The file may also say `nice`: the program then runs below handoff's own processes and the
+person's commands (`yield_cpu`), as every peer does (`peer_nice`, handoff.config).
+
 Run as a plain script (`python -I -S launcher.py FILE`): the standard library only, nothing of
-handoff imported, so it costs a bare interpreter start.
+handoff imported, so it costs a bare interpreter start. handoff's own command (the orchestrator
+in its window) it hands to the warm process itself (`relayed`: handoff.cli.relay, standard
+library only too) rather than start a second interpreter to do it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,40 @@ import contextlib
 import json
 import os
 import sys
+
+
+def yield_cpu(nice: int, pid: int = 0) -> None:
+    """Let the process group of pid (0: our own) yield the CPU: its niceness raised to nice,
+    and on Linux its session's scheduling group too. Linux gives each session (every tmux pane,
+    every gate) a group of its own that shares the CPU evenly with every other (autogroup),
+    whatever its processes' niceness, so that group's weight is what a peer's work competes
+    with; where there is no such file, niceness alone does it. Only ever raised: lowering needs
+    privileges, and a failure leaves the program running as it was."""
+    if nice <= 0:
+        return
+    with contextlib.suppress(OSError):
+        if os.getpriority(os.PRIO_PGRP, pid) < nice:
+            os.setpriority(os.PRIO_PGRP, pid, nice)
+    with contextlib.suppress(OSError), \
+            open(f"/proc/{pid or 'self'}/autogroup", "w", encoding="ascii") as group:
+        group.write(str(nice))
+
+
+def relayed(argv: list[str], env: dict[str, str]) -> int | None:
+    """handoff's own command (an orchestrator in its window) handed to the warm process from
+    here, as `handoff` would (handoff.cli.relay), without starting a second interpreter for
+    it; its exit status, or None: not relayed, exec it."""
+    if argv[1:3] != ["-m", "handoff"] or os.path.realpath(argv[0]) != \
+            os.path.realpath(sys.executable):
+        return None
+    # -S leaves site-packages off the path: handoff's own folder is where this file is
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    os.environ.clear()
+    os.environ.update(env)
+    from handoff.cli import relay
+
+    return relay.relay(argv[3:]) if relay.relayable(argv[3:]) else None
 
 
 def main(args: list[str]) -> None:
@@ -30,6 +69,7 @@ def main(args: list[str]) -> None:
         with open(path, encoding="utf-8") as handle:
             launch = json.load(handle)
         env, argv = launch["env"], [str(part) for part in launch["argv"]]
+        nice = int(launch.get("nice", 0))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"handoff: the environment file {path} cannot be read ({exc}): "
                          "this launch was used already or its folder was cleaned\n")
@@ -37,8 +77,13 @@ def main(args: list[str]) -> None:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
+    yield_cpu(nice)
+    env = {str(k): str(v) for k, v in env.items()}
+    code = relayed(argv, env)
+    if code is not None:
+        raise SystemExit(code)
     try:
-        os.execvpe(argv[0], argv, {str(k): str(v) for k, v in env.items()})
+        os.execvpe(argv[0], argv, env)
     except OSError as exc:
         sys.stderr.write(f"handoff: cannot start {argv[0]}: {exc.strerror}\n")
         raise SystemExit(127) from None

@@ -48,15 +48,16 @@ def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[st
 LAUNCH_FILE_AGE = 600.0
 
 
-def with_env(env: dict[str, str], argv: Sequence[str], home: Path) -> list[str]:
+def with_env(env: dict[str, str], argv: Sequence[str], home: Path, nice: int = 0) -> list[str]:
     """argv run under exactly env (tmux would otherwise add its server's whole environment),
     with nothing on the command line: env and argv go into a 0600 file under home/.launch that
-    the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher)."""
+    the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher), at
+    niceness nice (launcher.yield_cpu)."""
     folder = private_dir(home / ".launch")
     _drop_stale(folder)
     handle, path = tempfile.mkstemp(dir=folder, prefix="env-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
-        json.dump({"env": env, "argv": list(argv)}, out)
+        json.dump({"env": env, "argv": list(argv), "nice": nice}, out)
     return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path]
 
 
@@ -83,6 +84,8 @@ class Peers:
     tmux: Tmux
     session: str
     ticket_dir: Path
+    #: how far the peers yield the CPU (handoff.config's peer_nice)
+    nice: int = 0
 
     def ensure_session(self, cwd: Path, orchestrator_argv: Sequence[str]) -> bool:
         """The ticket's session with its orchestrator window, created once; True when it was
@@ -112,7 +115,7 @@ class Peers:
         program = provider.argv(launch)
         argv = with_env({**env, **provider.env(launch), **mark},
                         fence(program) if fence is not None else program,
-                        self.tmux.config.parent)
+                        self.tmux.config.parent, self.nice)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away
         # under it: two of them must never work in one worktree

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -13,13 +14,27 @@ MINIMUM = {"git": (2, 31), "tmux": (3, 0)}
 VERSION_FLAG = {"git": "--version", "tmux": "-V"}
 
 
+#: the versions already asked, by the binary's path and what its file is: a process asks each
+#: once, and the warm process's children (handoff.cli.warm) not at all while the binary is
+#: the same file (an upgrade replaces it, and is asked again)
+_asked: dict[tuple[str, int, int, int], tuple[int, int] | None] = {}
+
+
 def version(tool: str) -> tuple[int, int] | None:
     """(major, minor) of an installed tool, or None when it is missing or says no version."""
-    if shutil.which(tool) is None:
+    path = shutil.which(tool)
+    if path is None:
         return None
-    out = proc.run([tool, VERSION_FLAG[tool]], timeout=10, check=False).stdout
-    match = re.search(r"(\d+)\.(\d+)", out)
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    try:
+        st = os.stat(path)
+        known = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        return None
+    if known not in _asked:
+        out = proc.run([path, VERSION_FLAG[tool]], timeout=10, check=False).stdout
+        match = re.search(r"(\d+)\.(\d+)", out)
+        _asked[known] = (int(match.group(1)), int(match.group(2))) if match else None
+    return _asked[known]
 
 
 def problems() -> list[str]:

@@ -22,7 +22,7 @@ from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import Repo, short_sha
-from handoff.machinery.tmux import Tmux, socket_name
+from handoff.machinery.tmux import ServerGone, Tmux, socket_name
 from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
 from handoff.operations.doctor import ready_to_start
 from handoff.operations.results import Closed, Running, Stopped
@@ -306,10 +306,15 @@ def run_in_window(ws: Workspace) -> str:
     state = ws.state()
     peers = ws.peers(state)
     argv = with_env(ws.orchestrator_env(), self_argv(
-        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home)
-    pane = peers.pane(ORCHESTRATOR_WINDOW)
-    if pane is None and not peers.tmux.has_session(state.session):
-        peers.ensure_session(ws.repo.top, argv)
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home,
+        ORCHESTRATOR_NICE if ws.config.peer_nice else 0)
+    try:  # one list-panes says all: no panes is no session (a session has a window)
+        panes = peers.tmux.panes(state.session)
+    except ServerGone:
+        panes = {}
+    pane = panes.get(ORCHESTRATOR_WINDOW)
+    if not panes:
+        peers.tmux.new_session(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
     elif pane is None:
         peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
     else:
@@ -365,6 +370,10 @@ def ensure_resumable(ws: Workspace) -> None:
                          f"its final report is {ws.tdir.final_report}; 'handoff close "
                          f"{state.ticket}' removes its worktrees")
 
+
+#: an orchestrator in its window yields the CPU to the person's commands (a `start` of many
+#: tickets at once), less than its peers yield to it (handoff.config.PEER_NICE)
+ORCHESTRATOR_NICE = 10
 
 #: the phases a run carries on by itself: `resume --all` restarts a ticket left in one
 CARRIED_ON = ("queued", "implementing", "testing", "gating", "reviewing")

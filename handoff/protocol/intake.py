@@ -21,6 +21,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from handoff.phases import awaited
+from handoff.record.address import Address
 from handoff.role import Kind
 
 SOCKET = "intake.sock"
@@ -28,8 +29,6 @@ SOCKET = "intake.sock"
 REQUEST_LIMIT = 7 * 1024 * 1024
 #: how long the orchestrator waits for a connected peer to send its request
 READ_TIMEOUT = 5.0
-#: sun_path holds 108 bytes on Linux, 104 on macOS, with the closing NUL
-_PATH_ROOM = 100
 
 
 def refusal(phase: str, current: int, role: str, n: int, kind: Kind) -> str:
@@ -41,31 +40,6 @@ def refusal(phase: str, current: int, role: str, n: int, kind: Kind) -> str:
     if phase != awaited(kind):
         return f"the ticket is {phase}, not waiting for the {role}'s report"
     return ""
-
-
-class Address:
-    """The socket's path, short enough to bind or connect to: a long ticket directory is
-    reached through a descriptor of its folder (/proc/self/fd/N), never by changing the
-    process's working directory."""
-
-    def __init__(self, folder: str) -> None:
-        self.path = os.path.join(folder, SOCKET)
-        self._fd = -1
-        if len(os.fsencode(self.path)) > _PATH_ROOM and os.path.isdir("/proc/self/fd"):
-            self._fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            self.path = f"/proc/self/fd/{self._fd}/{SOCKET}"
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self) -> Address:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
 
 class Request:
@@ -123,7 +97,7 @@ class Intake:
         """Listen; a socket file left by an orchestrator that died is replaced (the ticket lock,
         held by the caller, means no other orchestrator listens here). Where it cannot listen,
         `error` says why and peers' `handoff submit` judges reports itself."""
-        with Address(self.folder) as address:
+        with Address(self.folder, SOCKET) as address:
             _unlink(address.path)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -162,7 +136,7 @@ class Intake:
             return
         self._sock.close()
         self._sock = None
-        with Address(self.folder) as address:
+        with Address(self.folder, SOCKET) as address:
             _unlink(address.path)
 
     def __enter__(self) -> Intake:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.errors import ExternalFailure, UsageError
+from handoff.record.home import state_home_path
 
 TICKET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 #: what git never allows anywhere in a ref name (git help check-ref-format)
@@ -57,14 +58,8 @@ def validate_ticket_id(ticket: str) -> str:
 
 
 def state_home() -> Path:
-    """$HANDOFF_HOME, else the XDG state dir: never inside a repo, never under /tmp by default."""
-    explicit = os.environ.get("HANDOFF_HOME")
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(xdg):  # the XDG spec: relative values are invalid and ignored
-        xdg = str(Path.home() / ".local" / "state")
-    return (Path(xdg) / "handoff").resolve()
+    """$HANDOFF_HOME, else the XDG state dir (handoff.record.home)."""
+    return Path(state_home_path())
 
 
 def repo_key(common_dir: Path, main: Path) -> str:
@@ -128,10 +123,12 @@ def write_failed(path: Path, exc: OSError) -> ExternalFailure:
     return ExternalFailure(f"cannot write {path}: {reason}", hint)
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str, durable: bool = True) -> None:
     """Write text so readers see the old file or the whole new one, never a torn one; the file
     is 600 and folders it creates 700. An OSError (a full disk) becomes a clear error and
-    leaves the old file as it was."""
+    leaves the old file as it was. durable: on disk before it replaces the old file (fsync),
+    so a power cut leaves one or the other; without it a power cut may leave an empty file
+    (a second copy of a durable one, state.json.bak, needs no more)."""
     if not path.parent.is_dir():
         private_dir(path.parent)
     try:
@@ -143,7 +140,8 @@ def atomic_write(path: Path, text: str) -> None:
             os.fchmod(handle.fileno(), PRIVATE_FILE)
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -3,8 +3,11 @@
 <home>/<repo-key>/<TICKET>/ holds everything that passes between the roles; the files are the
 truth and the orchestrator can be rebuilt from them alone.
 
-state.json is rewritten atomically, and every save writes the same text a second time as
-state.json.bak, a file of its own (not a hard link, which an in-place edit would corrupt too).
+state.json is rewritten atomically and on disk (fsync) before it replaces the old one, and every
+save writes the same text a second time as state.json.bak, a file of its own (not a hard link,
+which an in-place edit would corrupt too), without waiting for the disk: it guards against a
+damaged state.json, a power cut is state.json's own fsync's to survive. While an orchestrator
+runs, both waits for the disk are a worker's, after the step's event (handoff.record.durable).
 When state.json is unreadable, the backup holds the last state handoff wrote; the commands
 that must work without either (stop, log) fall back on what events.jsonl records
 (`handoff.operations.standing.recovered_state`).
@@ -12,6 +15,7 @@ that must work without either (stop, log) fall back on what events.jsonl records
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +27,7 @@ from typing import Any
 from handoff.errors import NotFound, UsageError
 from handoff.inputs import REASON_LIMIT, clip
 from handoff.phases import PHASES
+from handoff.record import durable
 from handoff.record.events import EventLog, now
 from handoff.record.store import atomic_write, validate_ticket_id
 from handoff.role import DEFAULT, IMPLEMENTER, Team
@@ -312,12 +317,23 @@ class TicketDir:
 
     def save(self, state: State) -> None:
         """state.json, then the same text as state.json.bak: a crash between the two leaves a
-        good state.json and a backup one save older, never two bad files."""
+        good state.json and a backup one save older, never two bad files. While an
+        orchestrator runs, the wait for the disk is its worker's (handoff.record.durable)."""
         state.updated = now()
         text = json.dumps({**asdict(state), "reviews": state.reviews,
                            "relaunches": state.relaunches}, indent=2, sort_keys=True) + "\n"
-        atomic_write(self.state_file, text)
-        atomic_write(self.backup_file, text)
+        flusher = durable.flusher_of(self.path)
+        if flusher is None:
+            atomic_write(self.state_file, text)
+            atomic_write(self.backup_file, text, durable=False)
+            return
+        atomic_write(self.state_file, text, durable=False)
+        flusher.submit(lambda: self._make_durable(text))
+
+    def _make_durable(self, text: str) -> None:
+        with contextlib.suppress(FileNotFoundError):  # the record was removed meanwhile
+            durable.sync(self.state_file)
+            atomic_write(self.backup_file, text)
 
     def move(self, state: State, phase: str, reason: str | None = None,
              **fields: Any) -> dict[str, Any]:

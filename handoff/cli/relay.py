@@ -1,0 +1,260 @@
+"""Hand a command to the warm process (handoff.cli.warm) instead of loading handoff here.
+
+A full `handoff start` spends about 0.3 s of CPU importing typer, libtmux, GitPython and
+PyYAML before it does 30 ms of work, and so does the orchestrator each ticket runs in its tmux
+window. Twenty tickets started at once are twenty of each on the cores their peers need. The
+warm process has all of it imported once; this client, standard library only, passes it the
+command line, the environment, the working directory and its own stdin, stdout and stderr
+(SCM_RIGHTS), and the warm process forks a child that runs the command on them exactly as this
+process would have (handoff.cli.entry.run) and sends back its exit status.
+
+What stays exactly as without it: each command is a process of its own (the orchestrator of a
+ticket too: it holds the ticket's lock, `stop` signals it, kill -9 of it is the crash it
+always was); its output goes to this terminal; Ctrl-C and every signal sent to this client go
+on to it; when this client dies (its tmux pane killed) the child is hung up on, as tmux would.
+
+Only `start`, `resume` and `close` are relayed (the commands a crowd of tickets runs, the
+orchestrator's own `resume --foreground` among them); `submit` and `status` have lean paths of
+their own, and the interactive commands (attach, board, watch) keep their terminal as theirs.
+Where no warm process answers, one is started for the next command and this one runs here as
+before; HANDOFF_WARM=0 turns relaying off.
+"""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import signal
+import socket
+import sys
+import time
+from types import FrameType
+
+from handoff.record.address import Address
+from handoff.record.home import state_home_path
+
+#: the commands handed to the warm process
+RELAYED = frozenset({"start", "resume", "close"})
+#: set to 0 (or off, no, false) to run every command in its own process, as before
+ENV = "HANDOFF_WARM"
+FOLDER = ".warm"
+#: how long a command waits for a warm process being started to answer before it runs here
+READY_WAIT = 3.0
+#: the signals a person or handoff sends to a command, passed on to the child running it
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+             signal.SIGUSR2, signal.SIGWINCH)
+#: the variables the warm process itself starts with (each command brings its own)
+SERVER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "HANDOFF_HOME",
+              "PYTHONPATH", "VIRTUAL_ENV", "XDG_STATE_HOME")
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def key() -> str:
+    """One warm process per interpreter and installation of handoff: two venvs sharing a
+    HANDOFF_HOME each have their own, never the other's code. (The files' identities, not a
+    hash of their paths: hashlib alone would cost each command a tenth of its start.)"""
+    interpreter = os.lstat(sys.executable)  # a venv's own link to a shared interpreter
+    package = os.stat(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return (f"{interpreter.st_dev:x}.{interpreter.st_ino:x}-"
+            f"{package.st_dev:x}.{package.st_ino:x}")
+
+
+def folder(home: str) -> str:
+    return os.path.join(home, FOLDER)
+
+
+def relayable(argv: list[str]) -> bool:
+    return (bool(argv) and argv[0] in RELAYED and enabled()
+            and not any(a in ("--help", "-h") for a in argv[1:]))
+
+
+def relay(argv: list[str], home: str | None = None) -> int | None:
+    """Run `handoff ARGV` in a child of the warm process of home (default: the state home);
+    its exit status, or None when no warm process could take it (the caller runs it here)."""
+    home = home or state_home_path()
+    where = folder(home)
+    conn = connect(where)
+    if conn is None:
+        if not start_server(home):
+            return None
+        conn = _wait_connect(where, READY_WAIT)
+        if conn is None:
+            return None
+    with conn:
+        return _talk(conn, argv)
+
+
+def connect(where: str) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with Address(where, f"{key()}.sock") as address:
+            sock.connect(address.path)
+    except OSError:  # none there (or one that cannot be reached): the command runs here
+        sock.close()
+        return None
+    return sock
+
+
+def _wait_connect(where: str, bound: float) -> socket.socket | None:
+    deadline, pause = time.monotonic() + bound, 0.01
+    while time.monotonic() < deadline:
+        conn = connect(where)
+        if conn is not None:
+            return conn
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.1)
+    return None
+
+
+def start_server(home: str) -> bool:
+    """Start a warm process for this installation unless one is starting already (its lock is
+    held); True when one is (or may soon be) there to connect to."""
+    where = folder(home)
+    base = os.path.join(where, key())
+    try:
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held: a warm process runs or is starting
+    finally:
+        os.close(lock)  # the warm process takes the lock itself, first thing
+    env = {name: os.environ[name] for name in SERVER_ENV if name in os.environ}
+    env["HANDOFF_HOME"] = home
+    import subprocess  # only here: most commands find a warm process running
+
+    try:
+        with open(f"{base}.log", "ab") as log:
+            os.chmod(f"{base}.log", 0o600)
+            subprocess.Popen([sys.executable, "-m", "handoff.cli.warm"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=log, env=env, cwd="/",
+                             start_new_session=True, close_fds=True)
+    except OSError:
+        return False
+    return True
+
+
+def end(home: str | os.PathLike[str]) -> list[int]:
+    """End the warm processes of this HANDOFF_HOME (each is asked to with SIGTERM; the commands
+    their children run go on); the pids asked."""
+    ended: list[int] = []
+    where = folder(os.fspath(home))
+    try:
+        entries = [e for e in os.listdir(where) if e.endswith(".pid")]
+    except OSError:
+        return ended
+    for entry in entries:
+        try:
+            with open(os.path.join(where, entry), encoding="utf-8") as handle:
+                pid = int(handle.read().strip())
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if b"handoff.cli.warm" not in handle.read():
+                    continue  # not ours (any more): a pid is never signalled on trust
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError):
+            continue
+        ended.append(pid)
+    return ended
+
+
+#: what a request starts with: a warm process of another protocol answers nothing to it
+PROTOCOL = b"handoff-relay/1"
+#: the most a request may be: a command line and an environment
+REQUEST_LIMIT = 1 << 20
+
+
+class Request:
+    """A command handed over: its command line, environment, working directory, niceness.
+
+    On the wire (no JSON: its import is a tenth of this client's start): the payload's length
+    in decimal and a newline, then NUL-separated bytes: PROTOCOL, cwd, nice, the number of
+    arguments, the arguments, and NAME=VALUE for each variable. None of them can hold a NUL:
+    the kernel passes each as a C string. Its stdin, stdout and stderr go with it (SCM_RIGHTS)."""
+
+    __slots__ = ("argv", "cwd", "env", "nice")
+
+    def __init__(self, argv: list[bytes], env: dict[bytes, bytes], cwd: bytes, nice: int) -> None:
+        self.argv, self.env, self.cwd, self.nice = argv, env, cwd, nice
+
+    def encode(self) -> bytes:
+        fields = [PROTOCOL, self.cwd, b"%d" % self.nice, b"%d" % len(self.argv), *self.argv,
+                  *(name + b"=" + value for name, value in self.env.items())]
+        payload = b"\0".join(fields)
+        return b"%d\n" % len(payload) + payload
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Request:
+        """The request in payload (without its length line); ValueError when it is not one."""
+        fields = payload.split(b"\0")
+        if len(fields) < 4 or fields[0] != PROTOCOL:
+            raise ValueError("not a handoff relay request of this version")
+        count = int(fields[3])
+        argv, variables = fields[4:4 + count], fields[4 + count:]
+        if len(argv) != count or not all(b"=" in v for v in variables):
+            raise ValueError("a request with its arguments or variables cut short")
+        env = dict(v.split(b"=", 1) for v in variables)
+        return cls(argv, env, fields[1], int(fields[2]))
+
+
+def send_request(conn: socket.socket, argv: list[str]) -> None:
+    request = Request([os.fsencode(a) for a in argv], dict(os.environb), os.getcwdb(),
+                      os.getpriority(os.PRIO_PROCESS, 0))
+    fds = array.array("i", [0, 1, 2])
+    conn.sendmsg([request.encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+
+
+class _Child:
+    """The child running our command, once the warm process has said its pid."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.pending: list[int] = []
+
+    def forward(self, signum: int, frame: FrameType | None) -> None:
+        if self.pid:
+            try:  # noqa: SIM105 (contextlib: one more import for every command)
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass  # it has ended: its exit status is on its way
+        else:
+            self.pending.append(signum)
+
+
+def _talk(conn: socket.socket, argv: list[str]) -> int | None:
+    """Hand argv over and wait for its exit status, passing on every signal we are sent. The
+    warm process says `pid N` when the child runs, then `exit N`; `stale` when its code is
+    older than ours (it ends itself, and the command runs here)."""
+    try:
+        send_request(conn, argv)
+    except OSError:
+        return None  # the warm process went away between connect and send: run it here
+    child = _Child()
+    kept = {signum: signal.signal(signum, child.forward) for signum in FORWARDED}
+    try:
+        for line in conn.makefile("rb"):
+            word, _, number = line.strip().partition(b" ")
+            if word == b"stale" and not child.pid:
+                return None
+            if word == b"pid" and number.isdigit():
+                child.pid = int(number)
+                for signum in child.pending:
+                    child.forward(signum, None)
+            elif word == b"exit" and number.lstrip(b"-").isdigit():
+                return int(number)
+    except OSError:
+        pass
+    finally:
+        for signum, handler in kept.items():
+            signal.signal(signum, handler)
+    if not child.pid:
+        return None  # nothing was started: run it here
+    sys.stderr.write(f"handoff: the process running this command (pid {child.pid}) ended "
+                     "without an exit status (killed?)\n")
+    return 1
