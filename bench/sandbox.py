@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from handoff.cli import relay
+from handoff.machinery import relay
 
 #: what a parent shell's tmux or a peer's environment would leak into the runs
 DROPPED = ("TMUX", "TMUX_PANE", "HANDOFF_TICKET_DIR", "HANDOFF_ROLE", "HANDOFF_TICKET",

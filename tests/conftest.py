@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import pytest
 
-from handoff.cli import relay
+from handoff.machinery import relay
 from handoff.machinery.peers import Peers, session_name
 from handoff.machinery.tmux import Tmux
 

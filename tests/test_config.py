@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.config import REPO_CONFIG, Config, Share, config_template, load
+from handoff.config import PEER_NICE, REPO_CONFIG, Config, Share, config_template, load
 from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT
 from handoff.providers import RoleSpec
@@ -422,3 +422,17 @@ def test_the_init_template_offers_a_security_reviewer_on_a_second_cli(tmp_path: 
     assert config.team.reviewers == ("reviewer", "security")
     assert (config.roles["security"].provider, config.roles["security"].focus) == \
         ("codex", "security")
+
+
+def test_peer_nice_is_this_machines_and_a_niceness(home: Path, project: Path) -> None:
+    assert load(home, project).peer_nice == PEER_NICE == 19
+    user_file(home, "peer_nice: 0\n")
+    assert load(home, project).peer_nice == 0
+    for bad in ("20", "-1", "true", "high"):
+        user_file(home, f"peer_nice: {bad}\n")
+        with pytest.raises(UsageError, match="must be a niceness from 0"):
+            load(home, project)
+    user_file(home, "peer_nice: 5\n")
+    repo_file(project, "peer_nice: 0\n")
+    with pytest.raises(UsageError, match="'peer_nice' is this machine's, not a repository's"):
+        load(home, project)

@@ -38,3 +38,27 @@ def test_a_recent_tool_is_not_a_problem(tmp_path: Path, monkeypatch: pytest.Monk
     fake_tool(tmp_path, "tmux", "tmux 3.4")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.path.dirname(shutil.which('sh') or '/bin/sh')}")
     assert tools.problems() == []
+
+
+def test_a_version_is_asked_once_while_the_binary_is_the_same_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm process asks once for all its commands (handoff.cli.warm); an upgrade, a new
+    file, is asked again."""
+    asked = tmp_path / "asked"
+    script = tmp_path / "git"
+
+    def install(version: str) -> None:
+        script.write_text(f"#!/bin/sh\necho x >> '{asked}'\necho 'git version {version}'\n",
+                          encoding="utf-8")
+        script.chmod(0o755)
+
+    install("2.45.0")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.path.dirname(shutil.which('sh') or '/bin/sh')}")
+    assert tools.version("git") == (2, 45)
+    assert tools.version("git") == (2, 45)
+    assert asked.read_text().count("x") == 1
+    stamp = script.stat().st_mtime_ns
+    install("2.20.1")
+    os.utime(script, ns=(stamp + 10**9, stamp + 10**9))  # a second later, whatever the clock
+    assert tools.version("git") == (2, 20)
+    assert asked.read_text().count("x") == 2

@@ -44,8 +44,8 @@ def _reader_gone() -> int:
 
 def _warm(argv: list[str]) -> int | None:
     """`start`, `resume` and `close` run in a child of the warm process, which has handoff
-    loaded already (handoff.cli.relay); None: not relayed, run here."""
-    from handoff.cli import relay
+    loaded already (handoff.machinery.relay); None: not relayed, run here."""
+    from handoff.machinery import relay
 
     if not relay.relayable(argv):
         return None

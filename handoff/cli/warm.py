@@ -1,6 +1,6 @@
 """The warm process: handoff imported once, a child forked for each command handed to it.
 
-Started by the first relayed command (handoff.cli.relay) as `python -m handoff.cli.warm`, in
+Started by the first relayed command (handoff.machinery.relay) as `python -m handoff.cli.warm`, in
 a session of its own, one per HANDOFF_HOME and installation. It takes its lock before anything
 else (so twenty commands at once start one), imports what `start`, `resume` and `close` need,
 listens on a 0600 socket in $HANDOFF_HOME/.warm, and for each command of its own user forks a
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from handoff.cli import relay
+from handoff.machinery import relay
 from handoff.machinery.launcher import yield_cpu
 from handoff.record.address import Address
 

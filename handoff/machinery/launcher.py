@@ -14,7 +14,7 @@ person's commands (`yield_cpu`), as every peer does (`peer_nice`, handoff.config
 
 Run as a plain script (`python -I -S launcher.py FILE`): the standard library only, nothing of
 handoff imported, so it costs a bare interpreter start. handoff's own command (the orchestrator
-in its window) it hands to the warm process itself (`relayed`: handoff.cli.relay, standard
+in its window) it hands to the warm process itself (`relayed`: handoff.machinery.relay, standard
 library only too) rather than start a second interpreter to do it.
 """
 
@@ -45,7 +45,7 @@ def yield_cpu(nice: int, pid: int = 0) -> None:
 
 def relayed(argv: list[str], env: dict[str, str]) -> int | None:
     """handoff's own command (an orchestrator in its window) handed to the warm process from
-    here, as `handoff` would (handoff.cli.relay), without starting a second interpreter for
+    here, as `handoff` would (handoff.machinery.relay), without starting a second interpreter for
     it; its exit status, or None: not relayed, exec it."""
     if argv[1:3] != ["-m", "handoff"] or os.path.realpath(argv[0]) != \
             os.path.realpath(sys.executable):
@@ -55,7 +55,7 @@ def relayed(argv: list[str], env: dict[str, str]) -> int | None:
         os.path.abspath(__file__)))))
     os.environ.clear()
     os.environ.update(env)
-    from handoff.cli import relay
+    from handoff.machinery import relay
 
     return relay.relay(argv[3:]) if relay.relayable(argv[3:]) else None
 

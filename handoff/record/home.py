@@ -1,6 +1,6 @@
 """Where handoff keeps its state: $HANDOFF_HOME, else the XDG state folder.
 
-Standard library only, without pathlib: every relayed command (handoff.cli.relay) asks it
+Standard library only, without pathlib: every relayed command (handoff.machinery.relay) asks it
 before anything else is loaded. handoff.record.store.state_home is the same as a Path.
 """
 

@@ -1,0 +1,229 @@
+"""handoff.machinery.relay and handoff.cli.warm: commands handed to the warm process, with real
+processes, a real tmux server and real tickets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from handoff.cli import warm
+from handoff.config import PEER_NICE
+from handoff.machinery import relay
+from handoff.operations.lifecycle import ORCHESTRATOR_NICE
+from handoff.processes import alive
+from handoff.record.lock import holder
+from tests.conftest import wait_until
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    handoff,
+    pane_screen,
+    plan_text,
+    spawn,
+    state,
+    stop_runner,
+    ticket_path,
+    wait_event,
+    wait_phase,
+    write_plan,
+)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _nice(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def warm_processes(home: Path) -> list[int]:
+    """The warm processes of home (not their children, which share their command line: a
+    child's parent is its warm process)."""
+    marker = f"HANDOFF_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or "handoff.cli.warm" not in _cmdline(int(entry.name)):
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            if "handoff.cli.warm" in _cmdline(_parent(int(entry.name))):
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        found.append(int(entry.name))
+    return found
+
+
+def test_a_relayed_command_says_and_ends_as_it_would_in_a_process_of_its_own(
+        repo: Path, handoff_home: Path) -> None:
+    alone = handoff("resume", "NOPE", cwd=repo, env={**os.environ, relay.ENV: "0"})
+    assert not (handoff_home / relay.FOLDER).exists(), "HANDOFF_WARM=0 starts no warm process"
+    relayed = handoff("resume", "NOPE", cwd=repo)
+    assert (relayed.returncode, relayed.stdout, relayed.stderr) == \
+        (alone.returncode, alone.stdout, alone.stderr)
+    assert relayed.returncode == 3 and "no ticket 'NOPE'" in relayed.stderr
+    servers = wait_until(lambda: warm_processes(handoff_home), 10, "the warm process")
+    assert len(servers) == 1
+    pid_file = handoff_home / relay.FOLDER / f"{relay.key()}.pid"
+    assert int(pid_file.read_text()) == servers[0]
+    socket_file = handoff_home / relay.FOLDER / f"{relay.key()}.sock"
+    assert socket_file.stat().st_mode & 0o777 == 0o600
+    # the second command is served by the same warm process
+    again = handoff("resume", "NOPE", cwd=repo)
+    assert again.returncode == 3 and warm_processes(handoff_home) == servers
+    assert relay.end(handoff_home) == servers
+    wait_until(lambda: not alive(servers[0]), 10, "the warm process to end")
+    assert not socket_file.exists(), "it removes its socket as it ends"
+
+
+def test_twenty_commands_at_once_start_one_warm_process(repo: Path, handoff_home: Path) -> None:
+    commands = [subprocess.Popen([sys.executable, "-m", "handoff", "resume", f"NOPE-{n}"],
+                                 cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for n in range(20)]
+    said = [command.communicate(timeout=120) for command in commands]
+    assert [c.returncode for c in commands] == [3] * 20, said
+    assert all(f"no ticket 'NOPE-{n}'" in err.decode() for n, (_, err) in enumerate(said))
+    assert len(warm_processes(handoff_home)) == 1
+
+
+def _paused_plan(tmp_path: Path) -> Path:
+    return write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": "go"}},
+                                          test=["sh", "-c", "echo niceness $(nice); "
+                                                + " ".join(ADD_ONLY)]))
+
+
+def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yield_to_it(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    done = handoff("start", "W-1", "--plan", str(_paused_plan(tmp_path)), "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    folder = ticket_path(handoff_home, "W-1")
+    current = state(handoff_home, "W-1")
+    wait_until(lambda: "paused until" in pane_screen(folder, "implementer", current),
+               what="the implementer to commit and pause")
+    orchestrator = holder(folder / "lock")
+    assert orchestrator is not None
+    (server,) = warm_processes(handoff_home)
+    assert _parent(orchestrator) == server, "forked by the warm process, not a new interpreter"
+    assert _nice(orchestrator) == ORCHESTRATOR_NICE
+    panes = subprocess.run(["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
+                            f"={current['session']}", "-F", "#{window_name} #{pane_pid}"],
+                           capture_output=True, text=True, timeout=15, check=True).stdout
+    pids = {name: int(pid) for name, pid in (line.split() for line in panes.splitlines())}
+    # the orchestrator's window holds the launcher, which handed the command over itself: no
+    # second interpreter was started for `handoff resume`
+    assert "launcher.py" in _cmdline(pids["orchestrator"])
+    assert _parent(orchestrator) != pids["orchestrator"]
+    peer = pids["implementer"]
+    assert _nice(peer) == PEER_NICE
+    assert Path(f"/proc/{peer}/autogroup").read_text().split()[-1] == str(PEER_NICE)
+    (folder / "go").write_text("", encoding="utf-8")
+    wait_event(handoff_home, "W-1", "gate", result="pass", timeout=90)
+    assert f"niceness {PEER_NICE}" in (folder / "gate-1.log").read_text(), \
+        "the gate runs as nice as the peers"
+
+
+def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = _paused_plan(tmp_path)
+    for ticket, how in (("S-1", signal.SIGTERM), ("S-2", signal.SIGKILL)):
+        runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
+                       log=tmp_path / f"{ticket}.log")
+        try:
+            wait_event(handoff_home, ticket, "launch", role="implementer")
+            lock = ticket_path(handoff_home, ticket) / "lock"
+            orchestrator = holder(lock)
+            assert orchestrator is not None and orchestrator != runner.pid
+            assert "handoff.cli.warm" in _cmdline(orchestrator)
+            runner.send_signal(how)
+            # SIGTERM is passed on; after SIGKILL the child is hung up on (SIGHUP): either
+            # way the orchestrator leaves the ticket as it is for `resume`
+            wait_until(lambda lock=lock: holder(lock) is None, 30,  # type: ignore[misc]
+                       f"{ticket}'s orchestrator to end")
+            wait_until(lambda pid=orchestrator: not alive(pid), 30,  # type: ignore[misc]
+                       "its process to be gone")
+            assert runner.wait(timeout=30) == (130 if how == signal.SIGTERM else -9)
+            assert state(handoff_home, ticket)["phase"] == "implementing"
+        finally:
+            stop_runner(runner)
+    resumed = handoff("resume", "S-1", "--yes", cwd=repo)
+    assert resumed.returncode == 0, resumed.stderr
+    (ticket_path(handoff_home, "S-1") / "go").write_text("", encoding="utf-8")
+    wait_phase(handoff_home, "S-1", "reviewing", "passed", timeout=90)
+
+
+def test_a_warm_process_whose_code_changed_serves_no_more(tmp_path: Path,
+                                                          handoff_home: Path) -> None:
+    """The real serve loop over a file standing for handoff's code: once it changes, the next
+    command is told `stale` (and runs in its own process), and the warm process ends."""
+    code = tmp_path / "module.py"
+    code.write_text("x = 1\n", encoding="utf-8")
+    where = handoff_home / relay.FOLDER
+    where.mkdir(parents=True)
+    script = textwrap.dedent(f"""
+        import fcntl, os, socket
+        from pathlib import Path
+        from handoff.cli import warm
+        from handoff.machinery import relay
+        where = {str(where)!r}
+        lock = os.open(os.path.join(where, "test.lock"), os.O_RDWR | os.O_CREAT)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(os.path.join(where, relay.key() + ".sock"))
+        listener.listen(8)
+        files = [Path({str(code)!r})]
+        warm.serve(listener, lock, files, warm.stamp(files), lambda: True)
+    """)
+    server = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        wait_until(lambda: relay.connect(str(where)) is not None, 20, "the loop to listen")
+        assert relay.relay(["resume", "NOPE"], str(handoff_home)) == 3
+        assert warm.stamp([code]) == warm.stamp([code])
+        before = warm.stamp([code])
+        code.write_text("x = 22\n", encoding="utf-8")
+        assert warm.stamp([code]) != before
+        assert relay.relay(["resume", "NOPE"], str(handoff_home)) is None
+        assert server.wait(timeout=20) == 0, "it ends after saying stale"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def test_a_request_is_read_back_as_it_was_sent() -> None:
+    request = relay.Request([b"start", b"T-1", b"--plan", "pl\u00e4n.md".encode()],
+                            {b"A": b"1", b"EMPTY": b"", b"EQ": b"a=b"}, b"/tmp/x y", 10)
+    payload = request.encode()
+    head, _, body = payload.partition(b"\n")
+    assert int(head) == len(body)
+    back = relay.Request.decode(body)
+    assert (back.argv, back.env, back.cwd, back.nice) == \
+        (request.argv, request.env, request.cwd, request.nice)
+    for bad in (b"", b"other/1\0/\x000\x000", relay.PROTOCOL + b"\0/\x000\x003\0a"):
+        try:
+            relay.Request.decode(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} was taken for a request")
+
+
+def test_stamp_names_every_file_and_sees_one_vanish(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("a\n", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("b\n", encoding="utf-8")
+    files = warm.code_files(tmp_path)
+    assert [f.name for f in files] == ["a.py", "b.py"]
+    before = warm.stamp(files)
+    (tmp_path / "sub" / "b.py").unlink()
+    assert warm.stamp(files) != before
