@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from handoff.cli import warm
@@ -99,15 +100,19 @@ def test_twenty_commands_at_once_start_one_warm_process(repo: Path, handoff_home
     assert len(warm_processes(handoff_home)) == 1
 
 
-def _paused_plan(tmp_path: Path) -> Path:
+def _paused_plan(tmp_path: Path, home: Path | None = None) -> Path:
+    """Round 1 pauses before its report until a file `go` appears; the gate says its niceness
+    and (home) whether it sees the warm process's folder."""
+    look = f"ls -a {home / relay.FOLDER} 2>&1; " if home is not None else ""
     return write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": "go"}},
-                                          test=["sh", "-c", "echo niceness $(nice); "
+                                          test=["sh", "-c", "echo niceness $(nice); " + look
                                                 + " ".join(ADD_ONLY)]))
 
 
 def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yield_to_it(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    done = handoff("start", "W-1", "--plan", str(_paused_plan(tmp_path)), "--yes", cwd=repo)
+    plan = _paused_plan(tmp_path, handoff_home)
+    done = handoff("start", "W-1", "--plan", str(plan), "--yes", cwd=repo)
     assert done.returncode == 0, done.stderr
     folder = ticket_path(handoff_home, "W-1")
     current = state(handoff_home, "W-1")
@@ -131,8 +136,12 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     assert Path(f"/proc/{peer}/autogroup").read_text().split()[-1] == str(PEER_NICE)
     (folder / "go").write_text("", encoding="utf-8")
     wait_event(handoff_home, "W-1", "gate", result="pass", timeout=90)
-    assert f"niceness {PEER_NICE}" in (folder / "gate-1.log").read_text(), \
-        "the gate runs as nice as the peers"
+    gate_log = (folder / "gate-1.log").read_text()
+    assert f"niceness {PEER_NICE}" in gate_log, "the gate runs as nice as the peers"
+    # the warm process forks commands outside the sandbox: its socket is in the handoff home,
+    # which the sandbox hides
+    assert (handoff_home / relay.FOLDER / f"{relay.key()}.sock").exists()
+    assert "No such file or directory" in gate_log and ".sock" not in gate_log, gate_log
 
 
 def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
@@ -227,3 +236,16 @@ def test_stamp_names_every_file_and_sees_one_vanish(tmp_path: Path) -> None:
     before = warm.stamp(files)
     (tmp_path / "sub" / "b.py").unlink()
     assert warm.stamp(files) != before
+
+
+def test_a_warm_process_that_never_comes_up_costs_a_command_half_a_second_once(
+        repo: Path, handoff_home: Path, tmp_path: Path) -> None:
+    where = handoff_home / relay.FOLDER
+    where.mkdir(parents=True)
+    started = time.monotonic()
+    assert relay._wait_connect(str(where), 30) is None  # nobody holds the lock: it gives up
+    assert time.monotonic() - started < relay.LOCK_GRACE + 2
+    relay._failed(str(where))
+    done = handoff("resume", "NOPE", cwd=repo)
+    assert done.returncode == 3 and "no ticket 'NOPE'" in done.stderr
+    assert warm_processes(handoff_home) == [], "none is started again while the failure is fresh"

@@ -41,6 +41,12 @@ ENV = "HANDOFF_WARM"
 FOLDER = ".warm"
 #: how long a command waits for a warm process being started to answer before it runs here
 READY_WAIT = 3.0
+#: a warm process takes its lock first thing: one that holds none this long after it was
+#: started has ended (its log, .warm/KEY.log, says why)
+LOCK_GRACE = 0.5
+#: after a warm process failed to come up, commands run on their own this long before one
+#: tries again
+RETRY_AFTER = 60.0
 #: the signals a person or handoff sends to a command, passed on to the child running it
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2, signal.SIGWINCH)
@@ -83,6 +89,7 @@ def relay(argv: list[str], home: str | None = None) -> int | None:
             return None
         conn = _wait_connect(where, READY_WAIT)
         if conn is None:
+            _failed(where)
             return None
     with conn:
         return _talk(conn, argv)
@@ -100,14 +107,51 @@ def connect(where: str) -> socket.socket | None:
 
 
 def _wait_connect(where: str, bound: float) -> socket.socket | None:
-    deadline, pause = time.monotonic() + bound, 0.01
+    """Connect to the warm process being started, within bound; None when it does not answer
+    in time, or ended before it listened (nobody holds its lock after LOCK_GRACE)."""
+    started = time.monotonic()
+    deadline, pause = started + bound, 0.01
     while time.monotonic() < deadline:
         conn = connect(where)
         if conn is not None:
             return conn
+        if time.monotonic() - started > LOCK_GRACE and not _held(os.path.join(where, key())):
+            return None
         time.sleep(pause)
         pause = min(pause * 1.5, 0.1)
     return None
+
+
+def _held(base: str) -> bool:
+    """Whether a warm process holds (or is starting with) the lock of base."""
+    try:
+        lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(lock)
+    return False
+
+
+def _failed(where: str) -> None:
+    """A warm process did not come up (its log says why): no command starts one again for
+    RETRY_AFTER seconds, each runs on its own meanwhile."""
+    try:
+        with open(os.path.join(where, f"{key()}.failed"), "w", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
+
+
+def _failed_lately(base: str) -> bool:
+    try:
+        return time.time() - os.stat(f"{base}.failed").st_mtime < RETRY_AFTER
+    except OSError:
+        return False
 
 
 def start_server(home: str) -> bool:
@@ -115,6 +159,8 @@ def start_server(home: str) -> bool:
     held); True when one is (or may soon be) there to connect to."""
     where = folder(home)
     base = os.path.join(where, key())
+    if _failed_lately(base):
+        return False
     try:
         os.makedirs(where, mode=0o700, exist_ok=True)
         lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
