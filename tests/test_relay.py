@@ -123,10 +123,7 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     (server,) = warm_processes(handoff_home)
     assert _parent(orchestrator) == server, "forked by the warm process, not a new interpreter"
     assert _nice(orchestrator) == ORCHESTRATOR_NICE
-    panes = subprocess.run(["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
-                            f"={current['session']}", "-F", "#{window_name} #{pane_pid}"],
-                           capture_output=True, text=True, timeout=15, check=True).stdout
-    pids = {name: int(pid) for name, pid in (line.split() for line in panes.splitlines())}
+    pids = _window_pids(current)
     # the orchestrator's window holds the launcher, which handed the command over itself: no
     # second interpreter was started for `handoff resume`
     assert "launcher.py" in _cmdline(pids["orchestrator"])
@@ -144,33 +141,58 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     assert "No such file or directory" in gate_log and ".sock" not in gate_log, gate_log
 
 
+def _window_pids(current: dict[str, object]) -> dict[str, int]:
+    panes = subprocess.run(["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
+                            f"={current['session']}", "-F", "#{window_name} #{pane_pid}"],
+                           capture_output=True, text=True, timeout=15, check=True).stdout
+    return {name: int(pid) for name, pid in (line.split() for line in panes.splitlines())}
+
+
 def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """The orchestrator's window holds the relaying launcher: a signal sent to it reaches the
+    orchestrator (SIGTERM: it stops, 130), and its death (kill -9) hangs the orchestrator up as
+    a closed window would (SIGHUP); either way the ticket is left as it is for `resume`."""
     plan = _paused_plan(tmp_path)
     for ticket, how in (("S-1", signal.SIGTERM), ("S-2", signal.SIGKILL)):
-        runner = spawn("start", ticket, "--plan", str(plan), "--yes", "--foreground", cwd=repo,
-                       log=tmp_path / f"{ticket}.log")
-        try:
-            wait_event(handoff_home, ticket, "launch", role="implementer")
-            lock = ticket_path(handoff_home, ticket) / "lock"
-            orchestrator = holder(lock)
-            assert orchestrator is not None and orchestrator != runner.pid
-            assert "handoff.cli.warm" in _cmdline(orchestrator)
-            runner.send_signal(how)
-            # SIGTERM is passed on; after SIGKILL the child is hung up on (SIGHUP): either
-            # way the orchestrator leaves the ticket as it is for `resume`
-            wait_until(lambda lock=lock: holder(lock) is None, 30,  # type: ignore[misc]
-                       f"{ticket}'s orchestrator to end")
-            wait_until(lambda pid=orchestrator: not alive(pid), 30,  # type: ignore[misc]
-                       "its process to be gone")
-            assert runner.wait(timeout=30) == (130 if how == signal.SIGTERM else -9)
-            assert state(handoff_home, ticket)["phase"] == "implementing"
-        finally:
-            stop_runner(runner)
+        done = handoff("start", ticket, "--plan", str(plan), "--yes", cwd=repo)
+        assert done.returncode == 0, done.stderr
+        wait_event(handoff_home, ticket, "launch", role="implementer")
+        lock = ticket_path(handoff_home, ticket) / "lock"
+        orchestrator = holder(lock)
+        current = state(handoff_home, ticket)
+        window = _window_pids(current)["orchestrator"]
+        assert orchestrator is not None and orchestrator != window
+        assert "handoff.cli.warm" in _cmdline(orchestrator)
+        os.kill(window, how)
+        wait_until(lambda lock=lock: holder(lock) is None, 30,  # type: ignore[misc]
+                   f"{ticket}'s orchestrator to end")
+        wait_until(lambda pid=orchestrator: not alive(pid), 30,  # type: ignore[misc]
+                   "its process to be gone")
+        assert state(handoff_home, ticket)["phase"] == "implementing"
+        if how == signal.SIGTERM:  # its exit status came back to the window's program
+            wait_until(lambda pid=window: not alive(pid), 30,  # type: ignore[misc]
+                       "the window's program to end")
+            status = subprocess.run(
+                ["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
+                 f"={current['session']}", "-F", "#{window_name} #{pane_dead_status}"],
+                capture_output=True, text=True, timeout=15, check=True).stdout
+            assert "orchestrator 130" in status.splitlines(), status
     resumed = handoff("resume", "S-1", "--yes", cwd=repo)
     assert resumed.returncode == 0, resumed.stderr
     (ticket_path(handoff_home, "S-1") / "go").write_text("", encoding="utf-8")
     wait_phase(handoff_home, "S-1", "reviewing", "passed", timeout=90)
+
+
+def test_a_foreground_run_typed_in_a_terminal_is_that_terminals_own_process(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    runner = spawn("start", "F-1", "--plan", str(_paused_plan(tmp_path)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "F-1.log")
+    try:
+        wait_event(handoff_home, "F-1", "launch", role="implementer")
+        assert holder(ticket_path(handoff_home, "F-1") / "lock") == runner.pid
+    finally:
+        stop_runner(runner)
 
 
 def test_a_warm_process_whose_code_changed_serves_no_more(tmp_path: Path,

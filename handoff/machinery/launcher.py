@@ -57,7 +57,7 @@ def relayed(argv: list[str], env: dict[str, str]) -> int | None:
     os.environ.update(env)
     from handoff.machinery import relay
 
-    return relay.relay(argv[3:]) if relay.relayable(argv[3:]) else None
+    return relay.relay(argv[3:]) if relay.relayable(argv[3:], window=True) else None
 
 
 def main(args: list[str]) -> None:

@@ -13,11 +13,13 @@ ticket too: it holds the ticket's lock, `stop` signals it, kill -9 of it is the 
 always was); its output goes to this terminal; Ctrl-C and every signal sent to this client go
 on to it; when this client dies (its tmux pane killed) the child is hung up on, as tmux would.
 
-Only `start`, `resume` and `close` are relayed (the commands a crowd of tickets runs, the
-orchestrator's own `resume --foreground` among them); `submit` and `status` have lean paths of
-their own, and the interactive commands (attach, board, watch) keep their terminal as theirs.
-Where no warm process answers, one is started for the next command and this one runs here as
-before; HANDOFF_WARM=0 turns relaying off.
+Only `start`, `resume` and `close` are relayed (the commands a crowd of tickets runs), and the
+orchestrator in its tmux window, whose launcher relays it itself; not `--foreground` typed in a
+terminal (see `relayable`). `submit` and `status` have lean paths of their own, and the
+interactive commands (attach, board, watch) keep their terminal as theirs. Where no warm
+process answers, the command starts one and waits for it (READY_WAIT); one that does not come
+up leaves the command, and those of the next minute, to run on their own as before.
+HANDOFF_WARM=0 turns relaying off.
 """
 
 from __future__ import annotations
@@ -73,9 +75,14 @@ def folder(home: str) -> str:
     return os.path.join(home, FOLDER)
 
 
-def relayable(argv: list[str]) -> bool:
+def relayable(argv: list[str], window: bool = False) -> bool:
+    """Whether `handoff ARGV` goes to the warm process. Not with --foreground typed in a
+    terminal: an orchestrator run there is that terminal's own process, for its job control
+    and for whoever signals it by the pid they started; in its tmux window (window) the
+    launcher is the window's process and relays it."""
     return (bool(argv) and argv[0] in RELAYED and enabled()
-            and not any(a in ("--help", "-h") for a in argv[1:]))
+            and not any(a in ("--help", "-h") for a in argv[1:])
+            and (window or "--foreground" not in argv[1:]))
 
 
 def relay(argv: list[str], home: str | None = None) -> int | None:
