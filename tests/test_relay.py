@@ -271,3 +271,24 @@ def test_a_warm_process_that_never_comes_up_costs_a_command_half_a_second_once(
     done = handoff("resume", "NOPE", cwd=repo)
     assert done.returncode == 3 and "no ticket 'NOPE'" in done.stderr
     assert warm_processes(handoff_home) == [], "none is started again while the failure is fresh"
+
+
+def test_killing_the_warm_process_ends_no_ticket(repo: Path, tmp_path: Path,
+                                                 handoff_home: Path) -> None:
+    plan = _paused_plan(tmp_path)
+    done = handoff("start", "K-1", "--plan", str(plan), "--yes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    wait_event(handoff_home, "K-1", "launch", role="implementer")
+    (server,) = warm_processes(handoff_home)
+    orchestrator = holder(ticket_path(handoff_home, "K-1") / "lock")
+    assert orchestrator is not None and _parent(orchestrator) == server
+    os.kill(server, signal.SIGKILL)
+    wait_until(lambda: not alive(server), 10, "the warm process to die")
+    assert alive(orchestrator), "its orchestrator runs on"
+    (ticket_path(handoff_home, "K-1") / "go").write_text("", encoding="utf-8")
+    wait_phase(handoff_home, "K-1", "passed", timeout=90)
+    # the next command finds the dead one's socket, starts a new warm process and is served
+    again = handoff("resume", "NOPE", cwd=repo)
+    assert again.returncode == 3
+    new = wait_until(lambda: warm_processes(handoff_home), 10, "a new warm process")
+    assert new != [server]

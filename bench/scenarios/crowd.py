@@ -1,7 +1,9 @@
 """Many tickets at once (--tickets N, 20 by default): each `handoff start --yes` of the demo's
-two-round ticket in its own repo, all launched together in the background. It reports how long
-each `start` took to return (counted from the moment all were launched), whether every ticket
-passed, how long until the last one ended, and the hand-over latency under that load. Each
+two-round ticket in its own repo, all launched together in the background, with handoff
+installed as a person installs it (bench.runtime_venv, unless --python) and no warm process
+running yet (the first start starts it). It reports how long each `start` took to return
+(counted from the moment all were launched), whether every ticket passed, how long until the
+last one ended, the hand-over latency under that load, and each orchestrator's memory. Each
 repetition is one such crowd. It takes minutes: it runs only when named (`python -m bench
 crowd`).
 
@@ -26,13 +28,33 @@ from bench.figures import Figure, Target
 from bench.runtime_venv import runtime_python
 from bench.sandbox import BenchError, Sandbox, wait_until
 from bench.scenarios import Options
+from handoff.machinery import relay
 from handoff.operations import demo
+from handoff.record.lock import holder
 
 DEFAULT_REPS = 1
 #: `start` returns within a second, with every ticket running: starting ten tickets is one
 #: command per plan, not a wait per ticket
 START_LIMIT = 1000.0
 ENDED = ("passed", "escalated", "needs-human")
+
+
+def orchestrator_memory(folders: list[Path]) -> list[tuple[float, float]]:
+    """(PSS, RSS) in MiB of each ticket's orchestrator (its lock's holder) running now."""
+    found = []
+    for folder in folders:
+        pid = holder(folder / "lock")
+        if pid is None:
+            continue
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        kib = {line.split(":")[0]: int(line.split()[1]) for line in rollup.splitlines()
+               if line.split(":")[0] in ("Pss", "Rss")}
+        if len(kib) == 2:
+            found.append((kib["Pss"] / 1024, kib["Rss"] / 1024))
+    return found
 
 
 def phase(folder: Path) -> str:
@@ -93,6 +115,8 @@ class Crowd:
         self.taken: list[float] = []
         self.onward: list[float] = []
         self.others: set[str] = set()
+        #: (PSS, RSS) in MiB of each orchestrator running when every start had returned
+        self.memory: list[tuple[float, float]] = []
 
     def once(self, k: int) -> None:
         box, count = self.box, self.count
@@ -129,6 +153,7 @@ class Crowd:
         if len(returns) != len(starts):
             raise BenchError("a start did not return within 300 s")
         folders = [next(box.home.glob(f"*/{name}")) for name in names]
+        self.memory += orchestrator_memory(folders)
         # the bench's own polling, outside what it measures per ticket
         try:
             wait_until(lambda: all(phase(f) in ENDED for f in folders),
@@ -146,6 +171,10 @@ class Crowd:
             self.onward += more_onward
         for name, repo in zip(names, repos, strict=True):
             box.handoff("close", name, cwd=repo, check=False)
+        # the next crowd starts as this one did: without a warm process
+        for pid in relay.end(box.home):
+            wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists(),  # type: ignore[misc]
+                       "the warm process to end", timeout=30, interval=0.05)
 
     def figures(self) -> list[Figure]:
         others = f"; others: {', '.join(sorted(self.others))}" if self.others else ""
@@ -164,6 +193,15 @@ class Crowd:
                       note="tickets with a live peer pane at once, tmux asked every 100 ms")]
               if self.limit < n else []),
             *handover.figures(f"{n} at once", self.taken, self.onward, 2.0),
+            *([Figure(f"{n} at once: an orchestrator's memory, its own share (PSS)", "MiB",
+                      [pss for pss, _ in self.memory],
+                      note="/proc/PID/smaps_rollup of each ticket's lock holder once every "
+                           "start returned: pages shared with the warm process and the other "
+                           "orchestrators count a share each"),
+               Figure(f"{n} at once: an orchestrator's memory, resident (RSS)", "MiB",
+                      [rss for _, rss in self.memory],
+                      note="the same processes, every page they map counted whole")]
+              if self.memory else []),
         ]
 
 
