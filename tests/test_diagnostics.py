@@ -50,7 +50,8 @@ def test_an_unexpected_failure_is_one_line_a_crash_log_and_its_own_status(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the board fell over\nsecond line")
 
-    monkeypatch.setattr(cli, "app", broken)  # handoff's own code, standing in for a bug
+    # handoff's own code, standing in for a bug: the click command typer built from the app
+    monkeypatch.setattr(cli, "command", lambda: broken)
     assert entry.run(["providers"]) == EXIT_CRASH == 70
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "handoff: internal error: RuntimeError: the board fell over"

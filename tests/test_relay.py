@@ -21,6 +21,7 @@ from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
+    as_peer,
     handoff,
     pane_screen,
     plan_text,
@@ -112,7 +113,11 @@ def _paused_plan(tmp_path: Path, home: Path | None = None) -> Path:
 def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yield_to_it(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     plan = _paused_plan(tmp_path, handoff_home)
-    done = handoff("start", "W-1", "--plan", str(plan), "--yes", cwd=repo)
+    handoff_home.mkdir(mode=0o700)
+    (handoff_home / "config.yaml").write_text("env_allow: [HANDOFF_RELAYED]\n", encoding="utf-8")
+    secret = "sk-ant-relayed-0123456789"
+    done = handoff("start", "W-1", "--plan", str(plan), "--yes", cwd=repo,
+                   env={**os.environ, "HANDOFF_RELAYED": "through both", "ANTHROPIC_API_KEY": secret})
     assert done.returncode == 0, done.stderr
     folder = ticket_path(handoff_home, "W-1")
     current = state(handoff_home, "W-1")
@@ -129,6 +134,12 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     assert "launcher.py" in _cmdline(pids["orchestrator"])
     assert _parent(orchestrator) != pids["orchestrator"]
     peer = pids["implementer"]
+    # the environment went with the command (start's, then the orchestrator's launch file),
+    # never on a command line nor into the warm process's own
+    assert as_peer(handoff_home, "W-1", "implementer")["HANDOFF_RELAYED"] == "through both"
+    for pid in (server, orchestrator, pids["orchestrator"]):
+        assert secret not in _cmdline(pid)
+        assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
     assert _nice(peer) == PEER_NICE
     assert Path(f"/proc/{peer}/autogroup").read_text().split()[-1] == str(PEER_NICE)
     (folder / "go").write_text("", encoding="utf-8")
@@ -171,13 +182,13 @@ def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
                    "its process to be gone")
         assert state(handoff_home, ticket)["phase"] == "implementing"
         if how == signal.SIGTERM:  # its exit status came back to the window's program
-            wait_until(lambda pid=window: not alive(pid), 30,  # type: ignore[misc]
-                       "the window's program to end")
-            status = subprocess.run(
-                ["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
-                 f"={current['session']}", "-F", "#{window_name} #{pane_dead_status}"],
-                capture_output=True, text=True, timeout=15, check=True).stdout
-            assert "orchestrator 130" in status.splitlines(), status
+            def dead_status(current: dict[str, object] = current) -> list[str] | None:
+                said = subprocess.run(
+                    ["tmux", "-L", str(current["socket"]), "list-panes", "-s", "-t",
+                     f"={current['session']}", "-F", "#{window_name} #{pane_dead_status}"],
+                    capture_output=True, text=True, timeout=15, check=True).stdout
+                return said.splitlines() if "orchestrator 130" in said.splitlines() else None
+            wait_until(dead_status, 30, "the window's program to end with the status 130")
     resumed = handoff("resume", "S-1", "--yes", cwd=repo)
     assert resumed.returncode == 0, resumed.stderr
     (ticket_path(handoff_home, "S-1") / "go").write_text("", encoding="utf-8")

@@ -35,6 +35,7 @@ from typing import NoReturn
 from handoff.machinery import relay
 from handoff.machinery.launcher import yield_cpu
 from handoff.record.address import Address
+from handoff.record.store import atomic_write
 
 #: a warm process nobody asked anything of for this long ends (a command's child does not count)
 IDLE = 900.0
@@ -103,7 +104,7 @@ def main() -> int:
         mine = os.stat(address.path).st_ino
         listener.listen(128)
     pid_file = Path(where) / f"{name}.pid"
-    pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    atomic_write(pid_file, f"{os.getpid()}\n")  # 0600, as everything under the home
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     signal.signal(signal.SIGTERM, _leave)  # `relay.end`: remove the socket on the way out
     gc.collect()

@@ -147,9 +147,10 @@ def _held(base: str) -> bool:
 def _failed(where: str) -> None:
     """A warm process did not come up (its log says why): no command starts one again for
     RETRY_AFTER seconds, each runs on its own meanwhile."""
+    marker = os.path.join(where, f"{key()}.failed")
     try:
-        with open(os.path.join(where, f"{key()}.failed"), "w", encoding="utf-8"):
-            pass
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        os.utime(marker)
     except OSError:
         pass
 
@@ -169,7 +170,13 @@ def start_server(home: str) -> bool:
     if _failed_lately(base):
         return False
     try:
-        os.makedirs(where, mode=0o700, exist_ok=True)
+        os.makedirs(os.path.dirname(home), exist_ok=True)  # not ours: its own modes
+        for ours in (home, where):  # the user's alone, whatever the umask
+            try:
+                os.mkdir(ours, 0o700)
+                os.chmod(ours, 0o700)
+            except FileExistsError:
+                pass
         lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError:
         return False

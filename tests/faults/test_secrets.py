@@ -65,6 +65,10 @@ def test_no_seal_or_key_is_on_any_command_line_or_in_the_debug_log(
     for name, value in KEYS.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HANDOFF_DEBUG", "1")
+    # every command in a process of its own, so /proc shows the orchestrator's environment
+    # (a warm process's child keeps the one it was forked with there: tests/test_relay.py
+    # checks what the warm process and its children hold)
+    monkeypatch.setenv("HANDOFF_WARM", "0")
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD],
                                                "reviewer": {"pause_until": "go"}}},
                                           test=ADD_ONLY, review=[ADD_ONLY]))
