@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from handoff.cli import warm
 from handoff.config import PEER_NICE
@@ -303,3 +307,37 @@ def test_killing_the_warm_process_ends_no_ticket(repo: Path, tmp_path: Path,
     assert again.returncode == 3
     new = wait_until(lambda: warm_processes(handoff_home), 10, "a new warm process")
     assert new != [server]
+
+
+def test_a_command_that_gave_up_on_a_stuck_warm_process_is_never_run_there_too(
+        tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm process that says the child's pid only after the command gave up waiting hears
+    no `go`: the child never runs what the command then runs on its own."""
+    where = handoff_home / relay.FOLDER
+    where.mkdir(parents=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(where / f"{relay.key()}.sock"))
+    listener.listen(1)
+    heard: list[bytes] = []
+
+    def late() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(1 << 20)  # the request
+            time.sleep(1.0)  # stuck (longer than the command waits): the fault itself
+            try:
+                conn.sendall(b"pid 4242\n")
+                conn.settimeout(10)
+                heard.append(conn.recv(16))
+            except OSError:  # the command has hung up (EPIPE, ECONNRESET): nothing to hear
+                heard.append(b"")
+
+    monkeypatch.setattr(relay, "SERVE_WAIT", 0.3)
+    server = threading.Thread(target=late)
+    server.start()
+    try:
+        assert relay.relay(["resume", "NOPE"], str(handoff_home)) is None
+    finally:
+        server.join(timeout=20)
+        listener.close()
+    assert heard == [b""], "the command hung up: no go"

@@ -86,6 +86,16 @@ def main() -> int:
     package = Path(__file__).resolve().parent.parent
     files = code_files(package)
     loaded = stamp(files)
+    # listening before the imports: the commands that started it connect at once and wait in
+    # the backlog, rather than poll for the socket while the imports take the cores
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with Address(where, f"{name}.sock") as address:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(address.path)  # a dead warm process's: the lock says none other runs
+        listener.bind(address.path)
+        os.chmod(address.path, 0o600)
+        mine = os.stat(address.path).st_ino
+        listener.listen(128)
     import importlib
 
     for module in PRELOADED:
@@ -95,14 +105,6 @@ def main() -> int:
 
     app.command()  # typer's click command, built once for every child
     tools.problems()  # git's and tmux's versions, asked once for every child
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with Address(where, f"{name}.sock") as address:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(address.path)  # a dead warm process's: the lock says none other runs
-        listener.bind(address.path)
-        os.chmod(address.path, 0o600)
-        mine = os.stat(address.path).st_ino
-        listener.listen(128)
     pid_file = Path(where) / f"{name}.pid"
     atomic_write(pid_file, f"{os.getpid()}\n")  # 0600, as everything under the home
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
@@ -180,6 +182,12 @@ def _child(conn: socket.socket, listener: socket.socket, lock: int) -> NoReturn:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.setsid()
         request, fds = _receive(conn)
+        # before its stdio is ours: a command that gave up on us hears nothing of this child
+        conn.sendall(b"pid %d\n" % os.getpid())
+        conn.settimeout(READ_TIMEOUT)
+        if _read_line(conn) != b"go":
+            os._exit(0)  # it gave up waiting and runs on its own: never run it twice
+        conn.settimeout(None)
         code = _run(conn, request, fds)
     except BaseException as exc:  # nothing may leave a child alive in the warm process's loop
         with contextlib.suppress(Exception):
@@ -235,11 +243,20 @@ def _run(conn: socket.socket, request: relay.Request, fds: list[int]) -> int:
     os.chdir(request.cwd)
     argv = [os.fsdecode(a) for a in request.argv]
     sys.argv = [sys.argv[0], *argv]
-    conn.sendall(b"pid %d\n" % os.getpid())
     threading.Thread(target=_hang_up_when_gone, args=(conn,), daemon=True).start()
     from handoff.cli import entry
 
     return entry.run(argv, warm=False)
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 16:
+        chunk = conn.recv(1)
+        if not chunk:
+            break
+        line += chunk
+    return line.strip()
 
 
 def _reopen_streams() -> None:

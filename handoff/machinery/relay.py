@@ -43,6 +43,9 @@ ENV = "HANDOFF_WARM"
 FOLDER = ".warm"
 #: how long a command waits for a warm process being started to answer before it runs here
 READY_WAIT = 3.0
+#: how long a command waits for the warm process's child to say its pid (the warm process
+#: imports handoff after it listens: seconds on a busy machine) before it runs here instead
+SERVE_WAIT = 30.0
 #: a warm process takes its lock first thing: one that holds none this long after it was
 #: started has ended (its log, .warm/KEY.log, says why)
 LOCK_GRACE = 0.5
@@ -117,15 +120,14 @@ def _wait_connect(where: str, bound: float) -> socket.socket | None:
     """Connect to the warm process being started, within bound; None when it does not answer
     in time, or ended before it listened (nobody holds its lock after LOCK_GRACE)."""
     started = time.monotonic()
-    deadline, pause = started + bound, 0.01
+    deadline = started + bound
     while time.monotonic() < deadline:
         conn = connect(where)
         if conn is not None:
             return conn
         if time.monotonic() - started > LOCK_GRACE and not _held(os.path.join(where, key())):
             return None
-        time.sleep(pause)
-        pause = min(pause * 1.5, 0.1)
+        time.sleep(0.005)  # it listens within milliseconds of its start (handoff.cli.warm)
     return None
 
 
@@ -288,27 +290,33 @@ class _Child:
 
 
 def _talk(conn: socket.socket, argv: list[str]) -> int | None:
-    """Hand argv over and wait for its exit status, passing on every signal we are sent. The
-    warm process says `pid N` when the child runs, then `exit N`; `stale` when its code is
-    older than ours (it ends itself, and the command runs here)."""
+    """Hand argv over and wait for its exit status, passing on every signal we are sent.
+
+    The warm process's child says `pid N`; the command runs only once we answer `go`, so a
+    command we gave up on (no pid within SERVE_WAIT: the warm process is stuck) and run here
+    instead never runs twice. Then `exit N`. `stale`: its code is older than ours (it ends
+    itself, and the command runs here)."""
     try:
         send_request(conn, argv)
     except OSError:
         return None  # the warm process went away between connect and send: run it here
     child = _Child()
     kept = {signum: signal.signal(signum, child.forward) for signum in FORWARDED}
+    conn.settimeout(SERVE_WAIT)
     try:
         for line in conn.makefile("rb"):
             word, _, number = line.strip().partition(b" ")
             if word == b"stale" and not child.pid:
                 return None
-            if word == b"pid" and number.isdigit():
+            if word == b"pid" and number.isdigit() and not child.pid:
+                conn.sendall(b"go\n")
+                conn.settimeout(None)  # the command runs as long as it runs
                 child.pid = int(number)
                 for signum in child.pending:
                     child.forward(signum, None)
             elif word == b"exit" and number.lstrip(b"-").isdigit():
                 return int(number)
-    except OSError:
+    except OSError:  # TimeoutError included: it never said a pid, nothing runs there
         pass
     finally:
         for signum, handler in kept.items():
