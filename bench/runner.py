@@ -50,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
                       help="each waiting-orchestrator window in ticket (default %(default)g)")
     made.add_argument("--tickets", type=int, default=Options.tickets, metavar="N",
                       help="tickets started at once in crowd (default %(default)d)")
+    made.add_argument("--warm", action="store_true",
+                      help="the crowd's starts find a warm process running (as after any "
+                           "handoff command of the last 15 minutes); without it the first "
+                           "start starts one")
     made.add_argument("--max-parallel", type=int, default=None, metavar="N",
                       help="the crowd's max_parallel (default: its ticket count, none waits); "
                            "below it, the most tickets seen with live peers is a figure")
@@ -91,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # absolute but not resolved: a venv's python is a symlink out of the venv
     python = os.path.abspath(args.python) if args.python else None
     options = Options(reps=args.reps, python=python, idle=args.idle, tickets=args.tickets,
-                      max_parallel=args.max_parallel)
+                      max_parallel=args.max_parallel, warm=args.warm)
     previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     started = time.perf_counter()
     figures: list[Figure] = []

@@ -20,6 +20,8 @@ class Options:
     tickets: int = 20
     #: the crowd's max_parallel (None: as many as it has tickets, so none waits)
     max_parallel: int | None = None
+    #: the crowd starts with a warm process running (handoff.cli.warm), not without one
+    warm: bool = False
 
     def reps_or(self, default: int) -> int:
         return max(self.reps, 1) if self.reps is not None else default

@@ -101,8 +101,8 @@ class LivePeers:
 
 
 class Crowd:
-    def __init__(self, box: Sandbox, count: int, limit: int) -> None:
-        self.box, self.count, self.limit = box, count, limit
+    def __init__(self, box: Sandbox, count: int, limit: int, warm: bool = False) -> None:
+        self.box, self.count, self.limit, self.warm = box, count, limit, warm
         box.home.mkdir(parents=True, exist_ok=True)
         (box.home / "config.yaml").write_text(yaml.safe_dump({"max_parallel": limit}),
                                               encoding="utf-8")
@@ -126,6 +126,8 @@ class Crowd:
             folder.mkdir()
             repos.append(demo.make_repo(folder))
         names = [f"C{k}-{n}" for n in range(count)]
+        if self.warm:  # a warm process running already, as after any command of the last minutes
+            box.handoff("resume", "NO-SUCH-TICKET", cwd=repos[0], check=False)
         peers = LivePeers(self.box.socket, self.box.env)
         peers.__enter__()
         started = time.perf_counter()
@@ -153,6 +155,10 @@ class Crowd:
         if len(returns) != len(starts):
             raise BenchError("a start did not return within 300 s")
         folders = [next(box.home.glob(f"*/{name}")) for name in names]
+        # each orchestrator's memory once all run (queued ones hold their lock too)
+        wait_until(lambda: all(holder(f / "lock") is not None or phase(f) in ENDED
+                               for f in folders),
+                   "every orchestrator to run", timeout=60, interval=0.05)
         self.memory += orchestrator_memory(folders)
         # the bench's own polling, outside what it measures per ticket
         try:
@@ -182,7 +188,9 @@ class Crowd:
         return [
             Figure(f"{n} at once: start returned", "ms", self.returned,
                    targets=(Target("each", at_most=START_LIMIT),),
-                   note="from the launch of all the starts to each one's return"),
+                   note="from the launch of all the starts to each one's return; "
+                   + ("a warm process was running" if self.warm else
+                      "no warm process was running: the first start started it")),
             Figure(f"{n} at once: tickets passed", "tickets", self.passed,
                    targets=(Target("each", at_least=n),), note=f"of {n}{others}"),
             Figure(f"{n} at once: the last ticket ended", "s", self.ended,
@@ -211,7 +219,7 @@ def run(options: Options) -> list[Figure]:
     python = options.python or str(runtime_python())
     with Sandbox("crowd", python) as box:
         count = max(options.tickets, 1)
-        crowd = Crowd(box, count, min(options.max_parallel or count, count))
+        crowd = Crowd(box, count, min(options.max_parallel or count, count), options.warm)
         for k in range(reps):
             print(f"bench: crowd: {crowd.count} tickets at once, {k + 1}/{reps} …",
                   file=sys.stderr, flush=True)
