@@ -89,6 +89,15 @@ def test_uses_only_the_given_environment(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.output.split() == ["yes", "None"]
 
 
+def test_a_gate_runs_as_nice_as_asked_from_its_first_instruction(tmp_path: Path) -> None:
+    # coreutils' `nice` prints its niceness as it starts: raised only after the fork (as the
+    # gate's session weight is), it would print ours
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    result = run_gate(["nice"], tmp_path, base_env(), 30, tmp_path / "gate.log", nice=19)
+    assert result.output.split() == ["19"] and result.argv == ("nice",)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == mine, "ours is left as it was"
+
+
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, spawned: Path) -> None:
     child = (
         "import subprocess, sys\n"

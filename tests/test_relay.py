@@ -149,7 +149,7 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     (folder / "go").write_text("", encoding="utf-8")
     wait_event(handoff_home, "W-1", "gate", result="pass", timeout=90)
     gate_log = (folder / "gate-1.log").read_text()
-    assert f"niceness {PEER_NICE}" in gate_log, "the gate runs as nice as the peers"
+    assert f"niceness {PEER_NICE}" in gate_log, f"the gate runs as nice as the peers: {gate_log}"
     # the warm process forks commands outside the sandbox: its socket is in the handoff home,
     # which the sandbox hides
     assert (handoff_home / relay.FOLDER / f"{relay.key()}.sock").exists()

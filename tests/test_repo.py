@@ -12,7 +12,7 @@ import pytest
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.machinery import gitcmd
 from handoff.machinery.proc import GIT_TIMEOUT, TIMEOUT_VARIABLE, git_timeout
-from handoff.machinery.repo import Repo, git_ok
+from handoff.machinery.repo import Checkout, Repo, git_ok
 from handoff.machinery.repo import git as repo_git
 from handoff.machinery.worktrees import TicketWorktrees
 from tests.conftest import commit_file, git, wait_until
@@ -186,6 +186,20 @@ def test_exclude_adds_the_pattern_once(repo: Path) -> None:
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def test_exclude_from_a_linked_worktree_writes_the_file_git_reads(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "--detach", str(linked))
+    named = Path(git(linked, "rev-parse", "--path-format=absolute", "--git-path",
+                     "info/exclude"))
+    Repo.at(linked).exclude("/made-here/")
+    assert "/made-here/" in named.read_text(encoding="utf-8").splitlines()
+    for checkout in (repo, linked):
+        (checkout / "made-here").mkdir()
+        (checkout / "made-here" / "junk.txt").write_text("x", encoding="utf-8")
+        assert git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
+
+
 def test_exclude_keeps_a_last_line_without_newline(repo: Path) -> None:
     exclude_file(repo).parent.mkdir(parents=True, exist_ok=True)
     exclude_file(repo).write_text("*.log", encoding="utf-8")
@@ -238,7 +252,7 @@ def test_inherited_git_variables_do_not_redirect_handoff(
     assert found.resolve("HEAD") == head
     assert repo_git(repo, "ls-files").splitlines() == [".gitignore", "calc.py",
                                                        "tests/__init__.py", "tests/test_calc.py"]
-    assert found.uncommitted() == 0
+    assert found.checkout() == Checkout(head, 0)
     worktrees = TicketWorktrees(found, "E-1")  # `git worktree` through GitPython's command API
     assert worktrees.create_implementer(head) == repo.resolve() / ".worktrees" / "E-1" / "implementer"
     assert worktrees.remove_all() == ["implementer"]
@@ -368,7 +382,7 @@ def test_git_calls_leave_no_child_behind(repo: Path, tmp_path: Path) -> None:
     found = Repo.at(repo)
     head = found.resolve("HEAD")
     assert found.commit_exists(head) and found.is_ancestor(head, head)
-    assert found.uncommitted() == 0 and found.diff(head, head) == ""
+    assert found.checkout().changes == 0 and found.diff(head, head) == ""
     worktrees = TicketWorktrees(found, "C-1")
     worktrees.create_implementer(head)
     worktrees.point("reviewer", head, tmp_path / "scratch.patch")
@@ -412,3 +426,22 @@ def test_a_hang_is_an_error_even_where_failure_is_an_answer(
     with pytest.raises(ExternalFailure) as info:
         git_ok(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
     assert "did not finish within 1s" in info.value.message
+
+
+def test_checkout_counts_each_changed_path_once_and_names_head(repo: Path,
+                                                               tmp_path: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    found = Repo.at(repo)
+    assert found.checkout() == Checkout(head, 0)
+    git(repo, "mv", "calc.py", "renamed calc.py")  # a rename: one path, one line in v2
+    (repo / "tests" / "test_calc.py").write_text("changed\n", encoding="utf-8")
+    (repo / "new\nline.txt").write_text("untracked, a newline in its name\n", encoding="utf-8")
+    (repo / "__pycache__").mkdir(exist_ok=True)
+    (repo / "__pycache__" / "x.pyc").write_text("", encoding="utf-8")  # ignored: not counted
+    assert found.checkout() == Checkout(head, 3)
+
+    empty = tmp_path / "unborn"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    (empty / "a.txt").write_text("a\n", encoding="utf-8")
+    assert Repo.at(empty).checkout() == Checkout("", 1)

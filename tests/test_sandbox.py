@@ -49,14 +49,27 @@ def test_the_credentials_list_names_the_usual_keys_and_agent_sockets(
 def test_without_bubblewrap_on_path_support_says_how_to_install_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    support.cache_clear()
-    try:
-        found = support()
-    finally:
-        support.cache_clear()
+    found = support()  # the cache is keyed by the bwrap found: none on this PATH
     assert not found.available and "not installed" in found.why
     assert "apt install bubblewrap" in found.fix
     assert "sysctl" in userns_fix() or "user namespaces" in userns_fix()
+
+
+def test_support_probes_once_per_bubblewrap_and_again_when_it_changes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho run >> {runs}\nexit 0\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    first, second = support(), support()
+    assert first.available and first.bwrap == str(fake) and second == first
+    assert runs.read_text(encoding="utf-8").count("run") == 1
+    fake.write_text(f"#!/bin/sh\necho run >> {runs}\necho no userns >&2\nexit 1\n",
+                    encoding="utf-8")  # a new binary (size, mtime): probed again
+    third = support()
+    assert not third.available and "no userns" in third.why
+    assert runs.read_text(encoding="utf-8").count("run") == 2
 
 
 def run_fenced(fence: Fence, script: str,

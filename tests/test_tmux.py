@@ -110,6 +110,44 @@ def test_new_session_runs_argv_directly_without_a_shell(tmux: Tmux, tmp_path: Pa
     assert tmux.panes("s")["main"].id == pane
 
 
+def test_arguments_ending_in_a_semicolon_reach_the_program_as_given(tmux: Tmux,
+                                                                    tmp_path: Path) -> None:
+    # tmux takes an argument ending in `;` as the end of its command: `find -exec … ;` or a
+    # prompt ending so would cut the program's argv, or fail the whole call
+    args = ["a;", ";", "b\\;", "\\", "c"]
+    out, again = tmp_path / "argv.json", tmp_path / "again.json"
+    tmux.new_session("s", "main", [PY, "-c", REPORT, str(out), *args], tmp_path)
+    tmux.new_window("s", "second", [PY, "-c", REPORT, str(again), *args], tmp_path)
+    for path in (out, again):
+        seen = wait_until(partial(read_json, path), what="the program's argv")
+        assert seen["argv"] == args
+
+
+def test_a_new_window_is_pinned_at_the_fixed_size_even_beside_one_of_its_name(
+        tmux: Tmux, tmp_path: Path) -> None:
+    tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    first = tmux.new_window("s", "twin", [PY, "-c", BLOCK], tmp_path)
+    second = tmux.new_window("s", "twin", [PY, "-c", BLOCK], tmp_path)  # found by id, not name
+    for pane in (first, second):
+        size = tmux.run("display-message", "-p", "-t", pane,
+                        "#{window_width}x#{window_height} #{window-size}")
+        assert size == f"{tmux_module.WIDTH}x{HEIGHT} manual", pane
+
+
+def test_new_session_unless_there_leaves_an_existing_session_alone(tmux: Tmux,
+                                                                   tmp_path: Path) -> None:
+    marker = tmp_path / "second-ran"
+    first = tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    again = tmux.new_session_unless_there(
+        "s", "main", [PY, "-c", f"open({str(marker)!r}, 'w')"], tmp_path)
+    assert again is None
+    panes = tmux.panes("s")
+    assert list(panes) == ["main"] and panes["main"].id == first and not panes["main"].dead
+    with pytest.raises(TmuxFailure, match="duplicate session"):
+        tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
+    assert not marker.exists()
+
+
 def test_new_session_runs_a_single_element_argv_directly(tmux: Tmux, tmp_path: Path) -> None:
     folder = tmp_path / "dir with space"
     folder.mkdir()

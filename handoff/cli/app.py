@@ -356,12 +356,11 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
-    ws = lifecycle.create(state_home(), lifecycle.NewTicket(
+    ws, notes = lifecycle.create(state_home(), lifecycle.NewTicket(
         ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
-        base=base, max_rounds=max_rounds, now=now))
+        base=base, max_rounds=max_rounds, now=now, notes=not brief))
     ticket = one.ticket
-    if not brief:
-        _notes(lifecycle.created_notes(ws))
+    _notes(notes)
     if not _approve(ws, yes):
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)

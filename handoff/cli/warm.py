@@ -101,10 +101,11 @@ def main() -> int:
     for module in PRELOADED:
         importlib.import_module(module)
     from handoff.cli import app
-    from handoff.machinery import tools
+    from handoff.machinery import sandbox, tools
 
     app.command()  # typer's click command, built once for every child
     tools.problems()  # git's and tmux's versions, asked once for every child
+    sandbox.support()  # bubblewrap's probe, run again by a child only if what decides it changed
     pid_file = Path(where) / f"{name}.pid"
     atomic_write(pid_file, f"{os.getpid()}\n")  # 0600, as everything under the home
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children

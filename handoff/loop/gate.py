@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import time
 import uuid
@@ -96,6 +97,15 @@ class Kept:
                       self.total - len(self.head) - len(self.tail))
 
 
+def niced(command: list[str], nice: int) -> list[str]:
+    """command started at niceness nice already (through coreutils' `nice`): `yield_cpu` after
+    the fork also weights its session, but its first instructions would run as nice as we
+    are."""
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    program = shutil.which("nice") if nice > mine else None
+    return [program, "-n", str(nice - mine), *command] if program else command
+
+
 def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
              log: Path, record: Path | None = None,
              fence: Callable[[Sequence[str]], list[str]] | None = None,
@@ -109,7 +119,7 @@ def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
         atomic_write_json(record, _record(argv, token, None))
     try:
         child = subprocess.Popen(
-            fence(argv) if fence is not None else list(argv), cwd=cwd,
+            niced(fence(argv) if fence is not None else list(argv), nice), cwd=cwd,
             env={**env, TOKEN: token}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )

@@ -55,6 +55,14 @@ def git_ok(cwd: Path, *args: str, ceiling: Path | None = None) -> bool:
 
 
 @dataclass(frozen=True)
+class Checkout:
+    #: the commit checked out ('' on a branch with no commit yet)
+    head: str
+    #: changed or untracked paths
+    changes: int
+
+
+@dataclass(frozen=True)
 class Repo:
     """A repository as handoff sees it: its top-level folder and its shared git dir."""
 
@@ -191,15 +199,26 @@ class Repo:
         status, out = run(checkout, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
         return out.strip() if status == 0 else ""
 
-    def uncommitted(self) -> int:
-        """How many changed or untracked paths the checkout holds (ignored files aside)."""
-        return len(git(self.top, "status", "--porcelain", "--untracked-files=normal").splitlines())
+    def checkout(self) -> Checkout:
+        """The checkout's HEAD commit and how many changed or untracked paths it holds (ignored
+        files aside): one git process for what a `start` needs of it, where rev-parse and
+        status would be two."""
+        out = git(self.top, "status", "--porcelain=v2", "--branch", "--no-ahead-behind",
+                  "--untracked-files=normal")
+        head, changes = "", 0
+        for line in out.splitlines():  # without -z a path is quoted: one line per path
+            if line.startswith("# branch.oid "):
+                oid = line.split()[2]
+                head = oid if oid != "(initial)" else ""
+            elif line and not line.startswith("#"):
+                changes += 1
+        return Checkout(head, changes)
 
     def exclude(self, pattern: str) -> None:
-        """Add pattern to info/exclude once (found through git, so it works from a worktree)."""
-        path = Path(git(self.top, "rev-parse", "--git-path", "info/exclude"))
-        if not path.is_absolute():
-            path = self.top / path
+        """Add pattern to info/exclude once: the shared git dir's, what `git rev-parse
+        --git-path info/exclude` names from the main checkout and every worktree alike (the
+        environment that could move it, GIT_COMMON_DIR, is dropped: `git_env`)."""
+        path = self.common_dir / "info" / "exclude"
         path.parent.mkdir(parents=True, exist_ok=True)
         existing = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         if pattern not in existing:

@@ -115,16 +115,43 @@ def in_force(mode: str) -> Support | None:
     return found if found.available else None
 
 
-@functools.cache
+#: the settings that decide whether unprivileged user namespaces (which bubblewrap needs) work
+USERNS_SYSCTLS = ("kernel.apparmor_restrict_unprivileged_userns",
+                  "kernel.unprivileged_userns_clone", "user.max_user_namespaces")
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return Path("/proc/sys", *name.split(".")).read_text().strip()
+    except OSError:
+        return ""
+
+
 def support() -> Support:
-    """Probed once per process: bubblewrap runs a command in the layout peers get."""
+    """Whether bubblewrap makes the peers' layout here: probed once per bubblewrap binary and
+    user-namespace setting. The warm process (handoff.cli.warm) probes before it forks, so a
+    `start` and an orchestrator skip the probe's bwrap run unless what decides it changed."""
+    if sys.platform != "linux":
+        return _probe("", ())
+    bwrap = shutil.which("bwrap") or ""
+    try:
+        found = os.stat(bwrap) if bwrap else None
+    except OSError:
+        found = None
+    identity = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_mode) if found else ()
+    return _probe(bwrap, (*identity, *map(_sysctl, USERNS_SYSCTLS)))
+
+
+@functools.cache
+def _probe(bwrap: str, _identity: tuple[object, ...]) -> Support:
+    """bubblewrap at bwrap running a command in the layout peers get (identity: what the
+    answer depends on beyond the path, the cache's key)."""
     if sys.platform != "linux":
         return Support("", f"the sandbox is bubblewrap, which needs Linux; this is "
                        f"{platform.system() or sys.platform}: peers run unsandboxed",
                        "run handoff on Linux for sandboxed peers, or set sandbox: off to say "
                        "you know")
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
+    if not bwrap:
         return Support("", "bubblewrap (bwrap) is not installed",
                        "install it: apt install bubblewrap (Debian, Ubuntu), dnf install "
                        "bubblewrap (Fedora), pacman -S bubblewrap (Arch)")
@@ -142,20 +169,15 @@ def support() -> Support:
 
 def userns_fix() -> str:
     """What keeps unprivileged user namespaces (which bubblewrap needs) off on this system."""
-    def sysctl(name: str) -> str:
-        try:
-            return Path("/proc/sys", *name.split(".")).read_text().strip()
-        except OSError:
-            return ""
-    if sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+    if _sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
         return ("AppArmor restricts unprivileged user namespaces (Ubuntu 24.04 and later): "
                 "give bwrap a profile that allows them (an /etc/apparmor.d/bwrap file with "
                 "'abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap "
                 "flags=(unconfined) { userns, }' then `sudo systemctl reload apparmor`), or "
                 "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`")
-    if sysctl("kernel.unprivileged_userns_clone") == "0":
+    if _sysctl("kernel.unprivileged_userns_clone") == "0":
         return "`sudo sysctl kernel.unprivileged_userns_clone=1` (user namespaces are off)"
-    if sysctl("user.max_user_namespaces") == "0":
+    if _sysctl("user.max_user_namespaces") == "0":
         return "`sudo sysctl user.max_user_namespaces=15000` (user namespaces are off)"
     return ("bubblewrap needs unprivileged user namespaces (or to be setuid root): inside a "
             "container, run it with them allowed; else set sandbox: off")

@@ -116,10 +116,12 @@ def failure_kind(stderr: str) -> str:
 
 
 def no_shell(argv: Sequence[str]) -> list[str]:
-    """tmux runs a lone argument through `sh -c`; two or more it executes directly."""
+    """argv as tmux must be given it to execute exactly that: tmux runs a lone argument through
+    `sh -c` (two or more it executes directly), and takes an argument ending in `;` as the end
+    of its command (`a\\;` is its way to say a literal `a;`)."""
     if len(argv) == 1:
-        return [shutil.which("env") or "/usr/bin/env", argv[0]]
-    return list(argv)
+        argv = [shutil.which("env") or "/usr/bin/env", argv[0]]
+    return [arg[:-1] + "\\;" if arg.endswith(";") else arg for arg in argv]
 
 
 class BoundedCmd(libtmux.common.tmux_cmd):
@@ -271,18 +273,40 @@ class Tmux:
     # call, and take the program as one shell string where we run argv directly
     def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
-        argv = no_shell(argv)
-        pane = self.run("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
-                        "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-                        "--", *argv)
-        self.fix_size(pane)
-        return pane
+        made = self.new_session_unless_there(session, window, argv, cwd)
+        if made is None:
+            raise TmuxFailure(f"tmux new-session failed: duplicate session: {session}")
+        return made
+
+    def new_session_unless_there(self, session: str, window: str, argv: Sequence[str],
+                                 cwd: Path) -> str | None:
+        """new_session, or None when that session already exists: one tmux call either way,
+        where asking first would be two for a new one."""
+        return self._create(("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
+                             "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
+                             "--", *no_shell(argv)), f"={session}:")
 
     def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
-        argv = no_shell(argv)
-        pane = self.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
-                        "-n", window, "-c", str(cwd), "--", *argv)
-        self.fix_size(pane)
+        made = self._create(("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
+                             "-n", window, "-c", str(cwd), "--", *no_shell(argv)),
+                            f"={session}:={window}")
+        if made is None:  # new-window never says so; typed for _create's other caller
+            raise TmuxFailure(f"tmux new-window failed in {session}")
+        return made
+
+    def _create(self, args: Sequence[str], window: str) -> str | None:
+        """Run a new-session/new-window and pin its window's size (`fix_size`) in the same tmux
+        call: one client process for both, not two. Its new pane's id, or None when new-session
+        found its session already there."""
+        result = self.call(*args, ";", "resize-window", "-t", window, "-x", str(WIDTH),
+                           "-y", str(HEIGHT))
+        pane = next((line for line in result.stdout if line.startswith("%")), "")
+        if not pane:
+            if result.said.startswith("duplicate session"):
+                return None
+            raise self.failure(args, result.said)
+        if result.returncode != 0:  # made, but not found by name (another window of it): by id
+            self.fix_size(pane)
         return pane
 
     def fix_size(self, pane: str) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import select
 import sys
@@ -38,14 +38,21 @@ _IN_CLOEXEC = 0o2000000
 POLL_INTERVAL = 0.1
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """libc with inotify, from the symbols already loaded (dlopen(NULL)): no
+    `ctypes.util.find_library`, which runs `ldconfig -p` in a subprocess on every call
+    (twice per orchestrator start, measured)."""
     if not sys.platform.startswith("linux"):
         return None
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
+    for name in (None, "libc.so.6"):  # None: a statically linked interpreter has no libc.so
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+            lib.inotify_init1  # noqa: B018 - AttributeError where this libc has none
+        except (OSError, AttributeError):
+            continue
+        return lib
+    return None
 
 
 def _why(code: int, limit: str) -> str:

@@ -345,9 +345,11 @@ class TicketWorktrees:
             raise NotFound(f"{path} is not a worktree of {self.repo.top}")
         (admin / SETUP_MARK).unlink(missing_ok=True)
         self._share(path)
-        before = set(self._untracked(path))
-        self._post_create(path, self.setup_env(path.name) if self.setup_env else {})
-        made = [name for name in self._untracked(path) if name not in before]
+        made: list[str] = []
+        if self.post_create:  # nothing else makes files here: no status to ask without one
+            before = set(self._untracked(path))
+            self._post_create(path, self.setup_env(path.name) if self.setup_env else {})
+            made = [name for name in self._untracked(path) if name not in before]
         (admin / SETUP_OUTPUT).write_text("".join(f"{name}\0" for name in made),
                                           encoding="utf-8")
         (admin / SETUP_MARK).write_text(

@@ -182,7 +182,7 @@ def run(home: Path, keep: bool, say: Callable[[str], None],
     try:
         ws = lifecycle.create(home, lifecycle.NewTicket(
             ticket=ticket, repo=repo, plan_text=text, summary="Fix word_count.",
-            socket=demo_socket(), now=True))  # scripted peers cost next to nothing: no queue
+            socket=demo_socket(), now=True)).workspace  # scripted peers: no queue
     except HandoffError:
         remove_demo(repo)  # nothing was started in it
         raise

@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from handoff import config as config_mod
 from handoff.errors import Busy, HandoffError, MissingTool, UsageError
@@ -55,6 +56,8 @@ class NewTicket:
     socket: str | None = None
     #: take a slot over max_parallel rather than wait in the queue
     now: bool = False
+    #: count the checkout's uncommitted changes for `Created.notes`
+    notes: bool = True
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,14 @@ def queue_note(ws: Workspace) -> str:
             "when a slot frees (handoff status shows its place)")
 
 
-def create(home: Path, new: NewTicket) -> Workspace:
+class Created(NamedTuple):
+    workspace: Workspace
+    #: what a person starting it should know (as `open_to_resume`'s notes): uncommitted
+    #: changes in their checkout are not part of it
+    notes: list[str]
+
+
+def create(home: Path, new: NewTicket) -> Created:
     """Validate everything, then write the ticket directory (phase awaiting-approval)."""
     ticket = validate_ticket_id(new.ticket)
     keep_private()
@@ -122,7 +132,11 @@ def create(home: Path, new: NewTicket) -> Workspace:
     plan = plan_mod.parse(new.plan_text, "the plan")
     ready_to_start(cfg, repo.top)
     tmux = Tmux(new.socket or socket_name(), home)
-    base_commit = repo.resolve(new.base)
+    checkout = repo.checkout() if new.base == "HEAD" or new.notes else None
+    # HEAD from the status a person is told of anyway; rev-parse for a branch with no commit
+    # yet (its clear error) and any other base
+    base_commit = checkout.head if checkout and new.base == "HEAD" and checkout.head else \
+        repo.resolve(new.base)
     tdir = ticket_dir(home, repo.key, ticket)
     if tdir.state_file.exists():
         phase = tdir.load().phase
@@ -144,16 +158,10 @@ def create(home: Path, new: NewTicket) -> Workspace:
                   team=cfg.team.records(), jumps_queue=new.now)
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
-    return Workspace(home=home, tdir=tdir, repo=repo, config=cfg)
-
-
-def created_notes(ws: Workspace) -> list[str]:
-    """What a person starting a ticket should know of it (as `open_to_resume`'s notes):
-    uncommitted changes in their checkout are not part of it."""
-    changes = ws.repo.uncommitted()
-    state = ws.state()
-    return [f"{changes} uncommitted change(s) in {ws.repo.top} are not part of {state.ticket}: "
-            f"it starts from {state.base} ({short_sha(state.base_commit)})"] if changes else []
+    notes = [f"{checkout.changes} uncommitted change(s) in {repo.top} are not part of {ticket}: "
+             f"it starts from {new.base} ({short_sha(base_commit)})"] \
+        if new.notes and checkout and checkout.changes else []
+    return Created(Workspace(home=home, tdir=tdir, repo=repo, config=cfg), notes)
 
 
 def refuse_stale(tdir: TicketDir) -> None:
@@ -308,12 +316,17 @@ def run_in_window(ws: Workspace) -> str:
     argv = with_env(ws.orchestrator_env(), self_argv(
         "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home,
         ORCHESTRATOR_NICE if ws.config.peer_nice else 0)
+    # new-session first: one tmux call for a ticket's first run (a `start`), where asking
+    # for its panes first would be two; only a session already there is asked about
+    if peers.tmux.new_session_unless_there(state.session, ORCHESTRATOR_WINDOW, argv,
+                                           ws.repo.top) is not None:
+        return state.session
     try:  # one list-panes says all: no panes is no session (a session has a window)
         panes = peers.tmux.panes(state.session)
     except ServerGone:
         panes = {}
     pane = panes.get(ORCHESTRATOR_WINDOW)
-    if not panes:
+    if not panes:  # gone since new-session found it
         peers.tmux.new_session(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
     elif pane is None:
         peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
