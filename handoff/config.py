@@ -7,6 +7,7 @@ Layers, later winning: built-in defaults, `$HANDOFF_HOME/config.yaml` (the user'
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,60 @@ MAX_SECONDS = 30 * 24 * 3600
 PEER_NICE = 19
 SECONDS = ("start_timeout", "stall_timeout", "turn_grace", "api_patience", "setup_timeout",
            "unrecognised_timeout")
+
+
+#: the flags of ssh that forward, background or multiplex something: never in a host's argv
+SSH_REFUSED = {"-A": "agent forwarding", "-X": "X11 forwarding", "-Y": "X11 forwarding",
+           "-L": "port forwarding", "-R": "port forwarding", "-D": "port forwarding",
+           "-W": "stdio forwarding", "-f": "going to the background", "-N": "no command",
+           "-M": "a master connection", "-O": "a control command", "-s": "a subsystem",
+           "-t": "a terminal (handoff asks for one itself where it attaches)",
+           "-T": "no terminal (handoff says it itself)", "-G": "printing the config"}
+
+#: ssh's option letters that take a value
+SSH_VALUED = frozenset("BbcDEeFIiJLlmOopQRSWw")
+
+
+def ssh_refused(argv: Sequence[str]) -> list[str]:
+    """What in a host's argv would forward or multiplex something (each with why), read as
+    ssh reads its options: a letter that takes a value takes the rest of its word, or the
+    next word when it ends one (`-i -A` is a key file named -A)."""
+    found = []
+    words = iter(argv[1:])
+    for word in words:
+        if not word.startswith("-") or word.startswith("--") or len(word) < 2:
+            continue
+        for at, letter in enumerate(word[1:], start=1):
+            flag = f"-{letter}"
+            if flag in SSH_REFUSED:
+                found.append(f"{flag} ({SSH_REFUSED[flag]})")
+            if letter in SSH_VALUED:
+                if at == len(word) - 1:
+                    next(words, None)
+                break
+    return found
+
+
+#: `placement:` where `handoff start` puts a ticket given no --host: here, or the host (this
+#: machine included) with a free slot
+PLACEMENTS = ("local", "auto")
+#: names a host may not have: what --host means by itself
+HOST_WORDS = ("local", "auto")
+HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+HOSTS_HINT = ('e.g. hosts: {build1: {ssh: [ssh, -p, "2222", me@build1], max_parallel: 6}}')
+
+
+@dataclass(frozen=True)
+class Host:
+    """Another machine tickets can run on (issue 22, handoff.machinery.ssh): it runs handoff
+    itself, reached by the argv a person would type (`ssh …`, its destination last)."""
+
+    name: str
+    ssh: tuple[str, ...]
+    #: its tickets at work at once (None: what it says of itself)
+    max_parallel: int | None = None
+    #: how to run handoff there (a leading ~/ is the host's home)
+    handoff: tuple[str, ...] = ("handoff",)
 
 
 @dataclass(frozen=True)
@@ -132,6 +187,18 @@ class Config:
     #: how far peers, gates and scanners yield the CPU to handoff's own processes and the
     #: person's commands (niceness 0-19; 0: not at all); from the person's own config alone
     peer_nice: int = PEER_NICE
+    #: other machines tickets may run on; from the person's own config alone
+    hosts: dict[str, Host] = field(default_factory=dict)
+    #: where a ticket runs given no --host (PLACEMENTS); from the person's own config alone
+    placement: str = "local"
+
+    def host(self, name: str) -> Host:
+        """The host of that name, or a clear error listing the ones there are."""
+        if name in self.hosts:
+            return self.hosts[name]
+        raise UsageError(f"no host {name!r} in $HANDOFF_HOME/config.yaml",
+                         f"hosts: {', '.join(self.hosts)}" if self.hosts
+                         else HOSTS_HINT)
 
     @property
     def providers(self) -> dict[str, str]:
@@ -194,14 +261,22 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
             )
         if key in ("max_rounds", "max_gate_bounces"):
             base[key] = _int(source, key, value)
-        elif key in ("max_parallel", "peer_nice"):
+        elif key in ("max_parallel", "peer_nice", "hosts", "placement"):
             if not personal:
                 raise UsageError(f"{source}: '{key}' is this machine's, not a repository's: "
                                  "it is about every ticket this machine runs",
                                  "put it in $HANDOFF_HOME/config.yaml (handoff doctor names "
                                  "that file)")
-            base[key] = _int(source, key, value) if key == "max_parallel" else \
-                _niceness(source, value)
+            if key == "hosts":
+                base[key] = _hosts(source, value)
+            elif key == "placement":
+                if value not in PLACEMENTS:
+                    raise UsageError(f"{source}: 'placement' is one of {', '.join(PLACEMENTS)}, "
+                                     f"not {value!r:.40}")
+                base[key] = value
+            else:
+                base[key] = _int(source, key, value) if key == "max_parallel" else \
+                    _niceness(source, value)
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)
         elif key == "gate_timeout" or key in SECONDS:
@@ -240,6 +315,42 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
                 _passable(f"{source}: env_allow", name)
         else:  # a field added to Config without its reader here
             raise AssertionError(f"config key {key!r} has no reader in config._apply")
+
+
+def _hosts(source: str, value: Any) -> dict[str, Host]:
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: 'hosts' must be a mapping of host names to their settings",
+                         HOSTS_HINT)
+    hosts = {}
+    for name, spec in value.items():
+        where = f"{source}: hosts: {name}"
+        if not isinstance(name, str) or not HOST_NAME.match(name) or name in HOST_WORDS:
+            raise UsageError(f"{source}: hosts: {name!r:.40} is not a host name: lower-case "
+                             "letters, digits, '.', '_' and '-', at most 40, and not "
+                             f"{' or '.join(HOST_WORDS)}", HOSTS_HINT)
+        if not isinstance(spec, dict) or "ssh" not in spec:
+            raise UsageError(f"{where}: needs 'ssh', the argv that reaches it", HOSTS_HINT)
+        unknown = set(spec) - {"ssh", "max_parallel", "handoff"}
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s) {sorted(map(str, unknown))}",
+                             "known: ssh, max_parallel, handoff")
+        ssh = _strings(where, "ssh", spec["ssh"], allow_empty=False)
+        if len(ssh) < 2 or ssh[-1].startswith("-"):
+            raise UsageError(f"{where}: 'ssh' must end with the destination (user@host or an "
+                             "ssh_config alias), as `ssh` is typed", HOSTS_HINT)
+        refused = ssh_refused(ssh)
+        if refused:
+            raise UsageError(f"{where}: 'ssh' asks for {', '.join(refused)}: handoff never "
+                             "forwards anything to a host, nor waits on a prompt",
+                             "remove it; ProxyJump (-J), ports (-p), keys (-i) and "
+                             "ssh_config aliases are all fine")
+        limit = spec.get("max_parallel")
+        hosts[name] = Host(
+            name=name, ssh=ssh,
+            max_parallel=None if limit is None else _int(where, "max_parallel", limit),
+            handoff=_strings(where, "handoff", spec["handoff"], allow_empty=False)
+            if "handoff" in spec else ("handoff",))
+    return hosts
 
 
 SANDBOX_HINT = ("e.g. sandbox: auto, or sandbox: {mode: on, write: [~/.cache/pip], "

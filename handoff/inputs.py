@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+import sys
 from pathlib import Path
 
 from handoff.errors import UsageError
@@ -30,7 +31,12 @@ def read_text(path: Path, limit: int, what: str) -> str:
 
     Raises UsageError naming what and path when the file cannot be read, is no regular file
     (a FIFO would block the reader for ever, a device never end), is larger than limit, is not
-    UTF-8 or holds NUL bytes (a binary file)."""
+    UTF-8 or holds NUL bytes (a binary file). `-` is stdin, read to its end (at most limit + 1
+    bytes): how a host's `handoff start --plan -` is given a plan over ssh."""
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+        path = Path("(stdin)")
+        return _checked(data, limit, what, path)
     try:
         # non-blocking: opening a FIFO nobody writes to returns at once instead of waiting
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -47,6 +53,10 @@ def read_text(path: Path, limit: int, what: str) -> str:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+    return _checked(data, limit, what, path)
+
+
+def _checked(data: bytes, limit: int, what: str, path: Path) -> str:
     if len(data) > limit:
         raise UsageError(f"{what} {path} is larger than {_size(limit)}",
                          f"handoff reads at most {_size(limit)} of {what}: shorten it")

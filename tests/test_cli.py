@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from handoff.inputs import PLAN_LIMIT
 from handoff.record.events import EventLog
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
@@ -202,6 +203,16 @@ def test_start_notes_uncommitted_changes_left_out_of_the_ticket(repo: Path, tmp_
     assert done.returncode == 0, done.stderr
     assert "note: 2 uncommitted change(s)" in done.stderr and "not part of T-7" in done.stderr
     assert (repo / "calc.py").read_text() == "# my local experiment\n", "left untouched"
+
+
+def test_a_plan_can_come_on_stdin_and_an_oversized_one_is_refused(
+        repo: Path, handoff_home: Path) -> None:
+    text = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY)
+    done = handoff("start", "T-6", "--plan", "-", cwd=repo, input_text=text)
+    assert done.returncode == 1 and "waiting for approval" in done.stderr  # made, not approved
+    assert (ticket_path(handoff_home, "T-6") / "plan.md").read_text(encoding="utf-8") == text
+    huge = handoff("start", "T-5", "--plan", "-", cwd=repo, input_text="x" * (PLAN_LIMIT + 1))
+    assert huge.returncode != 0 and "the plan (stdin) is larger than" in huge.stderr
 
 
 def test_status_lists_a_broken_ticket_without_hiding_the_others(

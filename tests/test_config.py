@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.config import PEER_NICE, REPO_CONFIG, Config, Share, config_template, load
+from handoff.config import PEER_NICE, REPO_CONFIG, Config, Host, Share, config_template, load
 from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT
 from handoff.providers import RoleSpec
@@ -435,4 +435,37 @@ def test_peer_nice_is_this_machines_and_a_niceness(home: Path, project: Path) ->
     user_file(home, "peer_nice: 5\n")
     repo_file(project, "peer_nice: 0\n")
     with pytest.raises(UsageError, match="'peer_nice' is this machine's, not a repository's"):
+        load(home, project)
+
+
+def test_hosts_are_this_machines_argv_each_ending_with_its_destination(home: Path,
+                                                                        project: Path) -> None:
+    user_file(home, 'hosts: {build1: {ssh: [ssh, -p, "2222", me@build1], max_parallel: 6},\n'
+                    '        gpu.box: {ssh: [ssh, gpu], handoff: [~/.local/bin/handoff]}}\n'
+                    'placement: auto\n')
+    found = load(home, project)
+    assert list(found.hosts) == ["build1", "gpu.box"] and found.placement == "auto"
+    assert found.host("build1") == Host("build1", ("ssh", "-p", "2222", "me@build1"), 6)
+    assert found.host("gpu.box").handoff == ("~/.local/bin/handoff",)
+    with pytest.raises(UsageError, match="no host 'nope'"):
+        found.host("nope")
+    bad = {
+        "hosts: {build1: {ssh: [ssh, -A, me@b]}}": "asks for -A \\(agent forwarding\\)",
+        "hosts: {build1: {ssh: [ssh, me@b, -X]}}": "must end with the destination",
+        "hosts: {build1: {ssh: [ssh]}}": "must end with the destination",
+        "hosts: {build1: {ssh: ssh me@b}}": "must be a list of non-empty strings",
+        "hosts: {local: {ssh: [ssh, me@b]}}": "is not a host name",
+        "hosts: {Build: {ssh: [ssh, me@b]}}": "is not a host name",
+        "hosts: {build1: {ssh: [ssh, me@b], port: 22}}": "unknown key",
+        "hosts: {build1: {max_parallel: 2}}": "needs 'ssh'",
+        "hosts: {build1: {ssh: [ssh, me@b], max_parallel: 0}}": "max_parallel",
+        "placement: anywhere": "'placement' is one of local, auto",
+    }
+    for text, said in bad.items():
+        user_file(home, text + "\n")
+        with pytest.raises(UsageError, match=said):
+            load(home, project)
+    user_file(home, "")
+    repo_file(project, "hosts: {build1: {ssh: [ssh, me@b]}}\n")
+    with pytest.raises(UsageError, match="'hosts' is this machine's, not a repository's"):
         load(home, project)

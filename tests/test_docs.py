@@ -142,6 +142,9 @@ def config_keys() -> dict[str, Any]:
         keys[f"sandbox.{f.name}"] = f.default
     for f in fields(config_mod.Scanner):
         keys[f"scanners[].{f.name}"] = f.default
+    for f in fields(config_mod.Host):
+        if f.name != "name":  # the key it is under
+            keys[f"hosts.<name>.{f.name}"] = f.default
     return keys
 
 

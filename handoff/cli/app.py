@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from handoff.operations.lifecycle import PlanToStart
     from handoff.record.ticket import State
 
-#: the name handoff is published under (pyproject.toml), whose metadata holds its version
-DISTRIBUTION = "tmux-handoff"
 
 # rich_markup_mode=None: click's plain help and error formatting. typer's rich formatting
 # imports rich and markdown-it, 67 ms on every --help and every mistyped option (measured):
@@ -99,21 +97,10 @@ OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALAT
                  "needs-human": EXIT_NEEDS_HUMAN}
 
 
-def version() -> str:
-    """The installed distribution's version; the source tree's when run uninstalled."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed(DISTRIBUTION)
-    except PackageNotFoundError:
-        from handoff import __version__
-
-        return __version__
-
-
 def _print_version(value: bool) -> None:
     if value:
+        from handoff.build import version
+
         typer.echo(f"handoff {version()}")
         raise typer.Exit(EXIT_OK)
 
@@ -313,6 +300,10 @@ def start(
     base: Annotated[str, typer.Option("--base", help="Branch or commit to start from.")]
     = "HEAD",
     summary: Annotated[str, typer.Option("--summary", help="What was asked (ticket.md).")] = "",
+    host: Annotated[str | None, typer.Option(
+        "--host", help="Where it runs: a host of config.yaml's hosts, local, or auto (the "
+        "first with a free slot, this machine first); default: config.yaml's placement.",
+        show_default=False)] = None,
     repo: RepoOpt = None,
 ) -> None:
     """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
@@ -334,14 +325,20 @@ def start(
                              "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
                              "--plans plans/*.md")
         starts = [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
+    placement = _placement(host, foreground)
     if not plans:  # its exit code says how a --foreground run ended
+        if placement != "local":
+            raise typer.Exit(_start_on(placement, starts[0], yes, now, max_rounds, base,
+                                       summary, repo))
         raise typer.Exit(_start_one(starts[0], yes, now, foreground, max_rounds, base, summary,
                                     repo, brief=False))
     failed = 0
     for one in starts:
         try:
-            failed += _start_one(one, yes, now, False, max_rounds, base, "", repo,
-                                 brief=True) != 0
+            failed += (_start_on(placement, one, yes, now, max_rounds, base, "", repo)
+                       if placement != "local" else
+                       _start_one(one, yes, now, False, max_rounds, base, "", repo,
+                                  brief=True)) != 0
         except HandoffError as exc:
             typer.echo(f"handoff: error: {one.ticket}: {exc.message}"
                        + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
@@ -349,6 +346,88 @@ def start(
     typer.echo(f"{len(starts) - failed} of {len(starts)} started; where each stands: "
                "handoff status, or handoff watch")
     raise typer.Exit(1 if failed else 0)
+
+
+def _placement(host: str | None, foreground: bool) -> str:
+    """Where new tickets go: --host, else config.yaml's placement ("local" without hosts)."""
+    if host is None:
+        from handoff import config
+        from handoff.record import placed
+        from handoff.record.store import state_home
+
+        home = state_home()
+        if not placed.path(home, "x").parent.is_dir() and not (home / "config.yaml").is_file():
+            return "local"  # nothing to read: no config, so no hosts
+        host = config.load(home, None).placement
+    if host != "local" and foreground:
+        raise UsageError("--foreground runs the orchestrator in this terminal: a ticket on a "
+                         "host runs there", "drop --foreground, or --host local")
+    return host
+
+
+def _start_on(where: str, one: PlanToStart, yes: bool, now: bool, max_rounds: int | None,
+              base: str, summary: str, repo: Path | None) -> int:
+    """One ticket placed by `where` (a host, or auto): on a host, or here after all."""
+    from handoff import config
+    from handoff.machinery.repo import Repo
+    from handoff.operations import hosts
+    from handoff.record.store import state_home, validate_ticket_id
+    from handoff.record.ticket import ticket_dir
+
+    home = state_home()
+    cfg = config.load(home, None)
+    host = hosts.place(home, cfg, where)
+    if host is None:
+        return _start_one(one, yes, now, False, max_rounds, base, summary, repo, brief=False)
+    validate_ticket_id(one.ticket)
+    hosts.refuse_taken(home, one.ticket)
+    found = Repo.at(repo or Path.cwd())
+    if ticket_dir(home, found.key, one.ticket).state_file.exists():
+        raise UsageError(f"ticket {one.ticket} already exists in this repo",
+                         "pick another id: ticket ids are unique across this machine and its "
+                         "hosts")
+    if not yes:
+        typer.echo(one.text)
+        if not typer.confirm(f"Start {one.ticket} on host {host.name} with this plan?",
+                             default=False):
+            typer.echo(f"{one.ticket} was not started", err=True)
+            return 1
+    options = [*(["--now"] if now else []),
+               *(["--max-rounds", str(max_rounds)] if max_rounds else []),
+               *(["--summary", summary] if summary else [])]
+    started = hosts.start_on(home, host, found, one.ticket, one.text, base, options)
+    typer.echo(started.said)
+    typer.echo(f"{one.ticket}: runs on host {host.name} (its mirror of {found.top.name}: "
+               f"{started.placement.mirror}); handoff status, attach {one.ticket} and the "
+               "rest reach it there")
+    return 0
+
+
+def _elsewhere(ticket: str | None, args: list[str], terminal: bool = False) -> None:
+    """When the ticket runs on a host: `handoff ARGS` run there for it, what it printed shown
+    here, and this command ends with its exit status. Nothing when it runs here."""
+    if ticket is None:
+        return
+    from handoff.record import placed
+    from handoff.record.store import state_home
+
+    home = state_home()
+    placement = placed.load(home, ticket)
+    if placement is None:
+        return
+    from handoff import config
+    from handoff.machinery.ssh import environment
+    from handoff.operations import hosts
+
+    cfg = config.load(home, None)
+    if terminal:
+        argv = hosts.terminal_argv(cfg, placement, args)
+        os.execvpe(argv[0], argv, {**environment(), **({"TERM": os.environ["TERM"]}
+                                                        if "TERM" in os.environ else {})})
+    status, said = hosts.forward(cfg, placement, args)
+    if said:
+        typer.echo(said, err=status != 0)
+    raise typer.Exit(status)
 
 
 def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rounds: int | None,
@@ -400,6 +479,9 @@ def resume(
         raise typer.Exit(_resume_all(state_home(), repo))
     if ticket is None:
         raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
+    if not foreground:
+        _elsewhere(ticket, ["resume", ticket, *(["--yes"] if yes else []),
+                            *(["--more-rounds", str(more_rounds)] if more_rounds else [])])
     if yes and not foreground:  # as the board's approve
         running = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
         _notes(running.notes)
@@ -473,6 +555,9 @@ def log(
     from handoff.operations.render import event_line
     from handoff.record.store import state_home
 
+    _elsewhere(ticket, ["log", ticket, *(["--json"] if as_json else []),
+                        *(["--follow"] if follow else [])], terminal=follow)
+
     def show(event: dict[str, Any]) -> None:
         # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
         typer.echo(json.dumps(event) if as_json else event_line(event))
@@ -495,7 +580,8 @@ def log(
 def attach(ticket: TicketArg,
            role: Annotated[str | None, typer.Option("--role", autocompletion=_windows)] = None,
            repo: RepoOpt = None) -> None:
-    """Attach to the ticket's tmux session (Ctrl-b d detaches)."""
+    """Attach to the ticket's tmux session (Ctrl-b d detaches); on a host, over ssh -t."""
+    _elsewhere(ticket, ["attach", ticket, *(["--role", role] if role else [])], terminal=True)
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -507,6 +593,7 @@ def attach(ticket: TicketArg,
 @app.command()
 def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
+    _elsewhere(ticket, ["recycle", ticket, role])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -530,6 +617,7 @@ def submit(
 @app.command()
 def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     """Answer a blocked ticket; the implementer carries on with the answer."""
+    _elsewhere(ticket, ["answer", ticket, text])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -542,6 +630,7 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
 @app.command()
 def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
+    _elsewhere(ticket, ["stop", ticket])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -558,9 +647,20 @@ def close(
                                         "worktrees.")] = False,
     repo: RepoOpt = None,
 ) -> None:
-    """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record."""
+    """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
+    On a host: its branch is fetched here first, and nothing of it stays there."""
     from handoff.operations import lifecycle
+    from handoff.record import placed
     from handoff.record.store import state_home
+
+    placement = placed.load(state_home(), ticket)
+    if placement is not None:
+        from handoff import config
+        from handoff.operations import hosts
+
+        typer.echo(hosts.close_on(state_home(), config.load(state_home(), None), placement,
+                                  keep_worktrees, force))
+        return
 
     result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
     _notes(result.notes)
@@ -576,6 +676,17 @@ def finish(
 ) -> None:
     """Merge a passed ticket's branch into its base branch, locally (never pushed); close it."""
     from handoff.operations.finish import finish_ticket
+    from handoff.record import placed
+    from handoff.record.store import state_home as home_now
+
+    placement = placed.load(home_now(), ticket)
+    if placement is not None:
+        from handoff import config
+        from handoff.operations import hosts as hosts_mod
+
+        typer.echo("\n".join(hosts_mod.finish_on(home_now(), config.load(home_now(), None),
+                                                 placement, "squash" if squash else "merge")))
+        return
     from handoff.record.store import state_home
 
     result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
@@ -616,6 +727,54 @@ def gc_command(
         typer.echo(f"gc (dry run): would remove {sum(i.removable for i in found)}, keep {kept}")
     else:
         typer.echo(f"gc: removed {removed}, kept {kept}")
+
+
+@app.command()
+def hosts(as_json: JsonOpt = False) -> None:
+    """The other machines tickets can run on (config.yaml's hosts): reachable, the same
+    handoff, and their tickets at work. Exit 1 when one is not ready."""
+    from handoff import config
+    from handoff.operations import hosts as hosts_mod
+    from handoff.record.store import state_home
+
+    cfg = config.load(state_home(), None)
+    states = hosts_mod.host_states(cfg)
+    if as_json:
+        typer.echo(json.dumps([{"name": h.name, "ready": not h.problem(), "problem": h.problem(),
+                                "handoff": h.handoff, "code": h.code, "at_work": h.at_work,
+                                "waiting": h.waiting, "max_parallel": h.max_parallel}
+                               for h in states], indent=2))
+    elif not states:
+        typer.echo("no hosts: add them to $HANDOFF_HOME/config.yaml, "
+                   + config.HOSTS_HINT)
+    for h in [] if as_json else states:
+        problem = h.problem()
+        typer.echo(f"{h.name:<16} " + (f"NOT READY: {problem}" if problem else
+                                      f"ready: handoff {h.handoff}, {h.at_work} of "
+                                      f"{h.max_parallel} at work, {h.waiting} waiting"))
+    raise typer.Exit(1 if any(h.problem() for h in states) else 0)
+
+
+@app.command(name="host-info", hidden=True)
+def host_info(as_json: JsonOpt = False,
+              mirror: Annotated[str, typer.Option("--mirror")] = "") -> None:
+    """What this machine says of itself as a host (asked over ssh by the machine placing
+    tickets here); --mirror NAME makes that repository's mirror here first."""
+    from handoff.operations import hosts as hosts_mod
+    from handoff.record.store import state_home
+
+    about = hosts_mod.about_here(state_home(), mirror)
+    typer.echo(json.dumps(about) if as_json else "\n".join(f"{k}: {v}" for k, v in about.items()))
+
+
+@app.command(name="host-forget", hidden=True)
+def host_forget(mirror: Path, ticket: str) -> None:
+    """Delete a closed ticket's refs from its mirror here (asked over ssh by `close`)."""
+    from handoff.operations import hosts as hosts_mod
+    from handoff.record.store import state_home, validate_ticket_id
+
+    hosts_mod.forget_refs(mirror, validate_ticket_id(ticket))
+    hosts_mod.rest_if_idle(state_home())
 
 
 @app.command()

@@ -34,8 +34,10 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
     for row in rows:
         running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
             {"finished": "-", "not started": "-"}.get(row["run"], row["run"])
+        where = f"{Path(row['local_repo']).name} @ {row['host']}" if row.get("host") else \
+            Path(row['repo']).name
         lines.append(f"{row['ticket']:<22} {row['phase']:<18} {row['round']:<5} {running:<20} "
-                     f"{Path(row['repo']).name}")
+                     f"{where}")
         queue = row.get("queue")
         if queue:  # live: the reason it queued with names the queue as it was then
             lines.append(f"    queue: {ordinal(queue['place'])} of {queue['waiting']} waiting; "
@@ -69,9 +71,23 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
 
 def show(ticket: str | None, repo: Path | None, as_json: bool) -> str:
     from handoff.operations import standing
+    from handoff.record import placed
     from handoff.record.store import state_home
 
-    return text(standing.status(state_home(), ticket, repo), ticket is not None, as_json)
+    home = state_home()
+    elsewhere = placed.every(home)  # tickets on hosts: each host asked, side by side
+    if not elsewhere:
+        return text(standing.status(home, ticket, repo), ticket is not None, as_json)
+    from handoff import config
+    from handoff.operations import hosts
+
+    cfg = config.load(home, None)
+    if ticket is not None and any(p.ticket == ticket for p in elsewhere):
+        return text(hosts.rows(home, cfg, ticket), True, as_json)
+    rows = standing.status(home, ticket, repo)
+    if ticket is None:
+        rows += hosts.rows(home, cfg)
+    return text(rows, ticket is not None, as_json)
 
 
 def parse(argv: list[str]) -> tuple[str | None, Path | None, bool] | None:

@@ -141,6 +141,30 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     for role in cfg.team.names:
         found += provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=True)
     found += scanner_checks(cfg, repo)
+    found += host_checks(cfg)
+    return found
+
+
+def host_checks(cfg: Config) -> list[Check]:
+    """Each host: reachable over its ssh argv, running the same handoff (version and code),
+    and how loaded it is; all asked side by side (handoff.operations.hosts)."""
+    if not cfg.hosts:
+        return []
+    from handoff.operations import hosts
+
+    found = []
+    for state in hosts.host_states(cfg):
+        what = f"host {state.name}"
+        if not state.reachable:
+            found.append(Check("FAIL", what, state.error,
+                               f"reach it by hand with its argv: {' '.join(cfg.host(state.name).ssh)}"))
+        elif not state.same:
+            found.append(Check("FAIL", what, state.problem(),
+                               hosts.install_hint(cfg.host(state.name))))
+        else:
+            found.append(Check("OK", what, f"handoff {state.handoff}, the same code; "
+                               f"{state.at_work} of {state.max_parallel} tickets at work, "
+                               f"{state.waiting} waiting"))
     return found
 
 

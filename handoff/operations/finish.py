@@ -14,6 +14,7 @@ The ticket is then closed as `handoff close` closes it (`lifecycle.close_ticket`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,30 +50,40 @@ def finish_ticket(home: Path, ticket: str, repo: Path | None,
     commit = state.last_commit()
     branch = state.branch or branch_name(state.ticket)
     tip = ws.repo.branch_head(branch)
-    base = base_branch(ws.repo, state)
+    base = base_branch(ws.repo, state.ticket, state.base, state.base_commit, branch)
     if base.checkout is not None:
-        _ensure_clean_checkout(base)
+        ensure_clean_checkout(base)
     ws.worktrees.ensure_clean(("implementer",))  # what close would refuse, refused first
     notes = []
     if tip and tip != commit:
         notes.append(f"{branch} is at {short_sha(tip)}, past the commit that passed review "
                      f"({short_sha(commit)}): only the reviewed commit is merged")
-    tree = "" if ws.repo.is_ancestor(commit, base.head) else \
-        merged_tree(ws.repo, base, commit, branch)
-    if not tree or tree == git(ws.repo.top, "rev-parse", f"{base.head}^{{tree}}"):
-        # merged before (a finish whose close failed, run again): never an empty commit
-        new = ""
-        notes.append(f"{base.branch} already holds what {short_sha(commit)} changes: nothing to merge")
-    else:
-        parents = [base.head, commit] if mode == "merge" else [base.head]
-        new = git(ws.repo.top, "commit-tree", tree, *(a for p in parents for a in ("-p", p)),
-                  "-m", message(ws, state, base.branch, branch, mode))
-        move_base(ws.repo, base, new)
+    new, said = merge(ws.repo, base, commit, branch, mode,
+                      lambda: message(ws, state, base.branch, branch, mode))
+    notes += said
+    if new:
         ws.tdir.events.append("finish", round=state.round, mode=mode, base=base.branch,
                               before=base.head, after=new, merged=commit, by="hand")
     closed = lifecycle.close_ticket(home, ticket, repo)
     return Finished(closed, mode, base.branch, base.head, new, commit,
                     notes=(*notes, *closed.notes))
+
+
+def merge(repo: Repo, base: Base, commit: str, branch: str, mode: str,
+          text: Callable[[], str]) -> tuple[str, list[str]]:
+    """commit merged into base (a merge commit, or one squashed commit: mode), the base branch
+    and its checkout moved to it: the new commit ('' when base held it all already) and notes.
+    Every refusal comes before anything moves."""
+    tree = "" if repo.is_ancestor(commit, base.head) else merged_tree(repo, base, commit, branch)
+    if not tree or tree == git(repo.top, "rev-parse", f"{base.head}^{{tree}}"):
+        # merged before (a finish whose close failed, run again): never an empty commit
+        return "", [f"{base.branch} already holds what {short_sha(commit)} changes: nothing "
+                    "to merge"]
+    parents = [base.head, commit] if mode == "merge" else [base.head]
+    new = git(repo.top, "commit-tree", tree, *(a for p in parents for a in ("-p", p)),
+              "-m", text())
+    move_base(repo, base, new)
+    return new, []
 
 
 def _ensure_passed(ws: Workspace, state: State) -> None:
@@ -87,30 +98,31 @@ def _ensure_passed(ws: Workspace, state: State) -> None:
                      "review is merged", hint)
 
 
-def base_branch(repo: Repo, state: State) -> Base:
-    """The branch the ticket was started from: --base when it named a branch, else the branch
-    checked out in the main worktree when its history holds the ticket's base commit."""
+def base_branch(repo: Repo, ticket: str, started: str, base_commit: str, branch: str) -> Base:
+    """The branch the ticket was started from (started: its --base): that branch when it named
+    one, else the branch checked out in the main worktree when its history holds the ticket's
+    base commit."""
     where = repo.checkouts()
-    current = repo.base_of(state.base)
-    if current and current == state.base.removeprefix("refs/heads/"):
+    current = repo.base_of(started)
+    if current and current == started.removeprefix("refs/heads/"):
         return Base(current, repo.branch_head(current), where.get(current))
     main = repo.main_checkout()
     if not current:
-        raise UsageError(f"{state.ticket} was started from {state.base} "
-                         f"({short_sha(state.base_commit)}), not a branch, and {main} has no branch "
+        raise UsageError(f"{ticket} was started from {started} "
+                         f"({short_sha(base_commit)}), not a branch, and {main} has no branch "
                          "checked out to merge into",
                          f"check out the branch to merge into in {main}, then run finish again")
     head = repo.branch_head(current)
-    if not repo.is_ancestor(state.base_commit, head):
-        raise UsageError(f"{state.ticket} was started from {state.base} "
-                         f"({short_sha(state.base_commit)}), and {current}, checked out in {main}, "
+    if not repo.is_ancestor(base_commit, head):
+        raise UsageError(f"{ticket} was started from {started} "
+                         f"({short_sha(base_commit)}), and {current}, checked out in {main}, "
                          "does not hold that commit",
                          f"check out the branch it was started from in {main}, or merge "
-                         f"{state.branch or branch_name(state.ticket)} yourself")
+                         f"{branch} yourself")
     return Base(current, head, where.get(current, main))
 
 
-def _ensure_clean_checkout(base: Base) -> None:
+def ensure_clean_checkout(base: Base) -> None:
     """The user's checkout of the base moves with the merge: any change in it is refused."""
     assert base.checkout is not None
     changed = git(base.checkout, "status", "--porcelain", "--untracked-files=normal").splitlines()

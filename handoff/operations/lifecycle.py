@@ -32,7 +32,7 @@ from handoff.phases import FINISHED, awaited
 from handoff.protocol import plan as plan_mod
 from handoff.protocol import reports
 from handoff.protocol.ledger import Ledger
-from handoff.record import slots
+from handoff.record import placed, slots
 from handoff.record.lock import TicketLock, holder
 from handoff.record.store import (
     atomic_write,
@@ -143,6 +143,10 @@ def create(home: Path, new: NewTicket) -> Created:
         raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
                          _existing_hint(ticket, phase, tdir))
     refuse_stale(tdir)
+    elsewhere = placed.load(home, ticket)
+    if elsewhere is not None:  # ids are unique across this machine and its hosts
+        raise UsageError(f"ticket {ticket} already runs on host {elsewhere.host}",
+                         f"pick another id, or close it there: handoff close {ticket}")
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")

@@ -1,0 +1,291 @@
+"""Tickets on other machines (issue 22): a real OpenSSH server on 127.0.0.1 stands for each
+host (tests/sshd.py), with a HOME, HANDOFF_HOME and tmux socket of the test's own there, and
+handoff as installed here on its PATH. Every command is the real CLI, as a person types it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from handoff.machinery import relay
+from handoff.record.lock import holder
+from tests.conftest import PYTHON, git, wait_until
+from tests.harness import (
+    ADD_ONLY,
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    TOUCH_README,
+    handoff,
+    pane_screen,
+    plan_text,
+    processes_of,
+    state,
+    wait_phase,
+    write_plan,
+)
+from tests.sshd import SshServer, free_port
+
+
+@pytest.fixture(scope="session")
+def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    server = SshServer(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.close()
+
+
+@dataclass
+class HostSide:
+    """A host as the test sees it from the inside: its handoff home and tmux socket."""
+
+    name: str
+    home: Path
+    socket: str
+    root: Path
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
+                              text=True, timeout=15)
+
+
+def _host_env(root: Path, socket: str, scratch: str) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(parents=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = the host\n\temail = host@handoff.invalid\n"
+                                     "[init]\n\tdefaultBranch = main\n", encoding="utf-8")
+    return {"HOME": str(home), "HANDOFF_HOME": str(root / "state"),
+            "HANDOFF_TMUX_SOCKET": socket, "TMUX_TMPDIR": os.environ.get("TMUX_TMPDIR", "/tmp"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "TMPDIR": scratch, "XDG_RUNTIME_DIR": scratch, "XDG_STATE_HOME": str(root / "xdg"),
+            "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@pytest.fixture
+def hosts(ssh_server: SshServer, tmp_path: Path,
+          handoff_home: Path) -> Iterator[dict[str, HostSide]]:
+    """build1 and build2 (max_parallel 1 each), in this test's config.yaml."""
+    sides, envs, scratches = {}, {}, []
+    for name in ("build1", "build2"):
+        socket = f"handoff-host-{uuid.uuid4().hex[:8]}"
+        scratch = tempfile.mkdtemp(prefix="hh-", dir="/tmp")
+        scratches.append(scratch)
+        envs[name] = _host_env(tmp_path / name, socket, scratch)
+        sides[name] = HostSide(name, tmp_path / name / "state", socket, tmp_path / name)
+    ssh_server.serve(envs)
+    handoff_home.mkdir(mode=0o700, exist_ok=True)
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump({"hosts": {
+        name: {"ssh": ssh_server.argv(name), "max_parallel": 1} for name in sides}}),
+        encoding="utf-8")
+    yield sides
+    for side in sides.values():
+        relay.end(side.home)
+        side.tmux("kill-server")
+    for scratch in scratches:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def rows(repo: Path) -> dict[str, dict[str, object]]:
+    done = handoff("status", "--json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    return {str(row["ticket"]): row for row in json.loads(done.stdout)}
+
+
+def paused_plan(tmp_path: Path, name: str) -> Path:
+    """Round 1 commits the fix, then waits for a file `go` in its ticket folder."""
+    return write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_before_report": "go"}},
+                                          test=ADD_ONLY), name)
+
+
+def left_on(side: HostSide, mirror: Path) -> list[str]:
+    """What of handoff's is still there on the host: worktrees, a tmux server, processes."""
+    found = [f"worktree {line}" for line in
+             git(mirror, "worktree", "list", "--porcelain").splitlines()[1:]
+             if line.startswith("worktree ")]
+    if side.tmux("list-sessions").returncode == 0:
+        found.append("a tmux server with sessions")
+    return found + processes_of(side.home, "handoff", "tmux", "scripted")
+
+
+def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
+        repo: Path, tmp_path: Path, handoff_home: Path, hosts: dict[str, HostSide],
+        terminal: str) -> None:
+    build1 = hosts["build1"]
+    remote_plan = write_plan(tmp_path, plan_text(
+        {1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}}, test=ADD_ONLY,
+        review=[ALL_TESTS]), "remote.md")
+    started = handoff("start", "R-1", "--plan", str(remote_plan), "--yes", "--host", "build1",
+                      cwd=repo)
+    assert started.returncode == 0, started.stderr
+    assert "runs on host build1" in started.stdout
+    assert not list(handoff_home.glob("*/R-1")), "its record is on the host, not here"
+    local_plan = write_plan(tmp_path, plan_text({1: {"edits": [TOUCH_README]}},
+                                                test=[PYTHON, "-c", "pass"]), "local.md")
+    assert handoff("start", "L-1", "--plan", str(local_plan), "--yes", cwd=repo).returncode == 0
+    again = handoff("start", "R-1", "--plan", str(local_plan), "--yes", cwd=repo)
+    assert again.returncode != 0 and "already runs on host build1" in again.stderr
+
+    wait_phase(build1.home, "R-1", "passed", timeout=90)
+    wait_phase(handoff_home, "L-1", "passed", timeout=60)
+    shown = rows(repo)
+    assert shown["R-1"]["host"] == "build1" and shown["R-1"]["phase"] == "passed"
+    assert shown["R-1"]["round"] == 2 and shown["R-1"]["local_repo"] == str(repo.resolve())
+    assert "host" not in shown["L-1"] and shown["L-1"]["phase"] == "passed"
+    table = handoff("status", cwd=repo).stdout
+    assert any(line.startswith("R-1 ") and "@ build1" in line for line in table.splitlines())
+    log = handoff("log", "R-1", cwd=repo)
+    assert log.returncode == 0 and "reviewer verdict PASS" in log.stdout
+
+    # attach reaches the host's tmux: a client of the host's server, from a terminal here
+    subprocess.run(["tmux", "-L", terminal, "new-session", "-d", "-x", "160", "-y", "40",
+                    "-c", str(repo), "--", sys.executable, "-m", "handoff", "attach", "R-1"],
+                   check=True, timeout=15)
+    wait_until(lambda: build1.tmux("list-clients").stdout.strip(), 30,
+               "a client attached to the host's tmux")
+    subprocess.run(["tmux", "-L", terminal, "kill-server"], capture_output=True, timeout=15)
+
+    mirror = Path(str(shown["R-1"]["repo"]))
+    finished = handoff("finish", "R-1", cwd=repo, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    merged = git(repo, "show", "main:calc.py")
+    assert "return a + b" in merged and "return a * b" in merged and "return -a" in merged
+    assert "on host build1" in git(repo, "log", "-1", "--format=%B", "main")
+    assert git(repo, "rev-parse", "handoff/R-1") == shown["R-1"]["commit"]
+    assert git(repo, "status", "--porcelain") == "", "the checkout moved with main, clean"
+    assert "R-1" not in rows(repo)
+    wait_until(lambda: not left_on(build1, mirror), 30,
+               f"nothing of R-1 left on the host: {left_on(build1, mirror)}")
+    assert git(mirror, "for-each-ref", "refs/heads/handoff-base", "refs/heads/handoff") == ""
+
+
+def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash(
+        repo: Path, tmp_path: Path, hosts: dict[str, HostSide],
+        ssh_server: SshServer) -> None:
+    build1 = hosts["build1"]
+    started = handoff("start", "R-2", "--plan", str(paused_plan(tmp_path, "r2.md")), "--yes",
+                      "--host", "build1", cwd=repo)
+    assert started.returncode == 0, started.stderr
+    folder = wait_until(lambda: list(build1.home.glob("*/R-2/state.json")), 30,
+                        "R-2's record on the host")[0].parent
+    current = state(build1.home, "R-2")
+    wait_until(lambda: "paused until" in pane_screen(folder, "implementer", current), 60,
+               "the implementer to commit and pause")
+
+    # sshd stopped (SIGSTOP): status answers within its bound and says so
+    ssh_server.freeze()
+    try:
+        began = time.monotonic()
+        dark = rows(repo)["R-2"]
+        took = time.monotonic() - began
+    finally:
+        ssh_server.thaw()
+    assert dark["phase"] == "unreachable" and "build1" in str(dark["reason"]), dark
+    assert took < 25, f"status took {took:.1f}s with a frozen host"
+
+    # its orchestrator killed there (-9): status says it died, resume carries it on
+    orchestrator = holder(folder / "lock")
+    assert orchestrator is not None
+    os.kill(orchestrator, signal.SIGKILL)
+    wait_until(lambda: rows(repo)["R-2"]["run"] == "died", 30, "R-2's orchestrator seen dead")
+    resumed = handoff("resume", "R-2", cwd=repo)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    wait_until(lambda: holder(folder / "lock") not in (None, orchestrator), 30,
+               "a new orchestrator on the host")
+
+    # a connection cut mid-round (its sshd side killed): the ticket goes on, and is seen again
+    follower = subprocess.Popen([sys.executable, "-m", "handoff", "log", "R-2", "--follow"],
+                                cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        sessions = wait_until(lambda: _sshd_sessions(ssh_server), 30,
+                              "the follower's ssh session")
+        for pid in sessions:
+            os.kill(pid, signal.SIGKILL)
+        assert follower.wait(timeout=30) != 0, "the follower saw its connection go"
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        follower.wait(timeout=10)
+    (folder / "go").write_text("", encoding="utf-8")
+    wait_phase(build1.home, "R-2", "passed", timeout=60)
+    passed = rows(repo)["R-2"]
+    assert passed["phase"] == "passed"
+    closed = handoff("close", "R-2", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+    assert git(repo, "rev-parse", "handoff/R-2") == passed["commit"], "its work came back"
+
+
+def _sshd_sessions(server: SshServer) -> list[int]:
+    """The per-connection sshd processes of the server (children of its listener)."""
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    return [int(pid) for pid in children.read_text().split()]
+
+
+def test_auto_placement_fills_each_host_then_queues(
+        repo: Path, tmp_path: Path, handoff_home: Path, hosts: dict[str, HostSide]) -> None:
+    config = yaml.safe_load((handoff_home / "config.yaml").read_text(encoding="utf-8"))
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump(
+        {**config, "max_parallel": 1, "placement": "auto"}), encoding="utf-8")
+    plan = paused_plan(tmp_path, "p.md")
+    placed_on = {}
+    for ticket in ("A-1", "A-2", "A-3", "A-4"):
+        done = handoff("start", ticket, "--plan", str(plan), "--yes", cwd=repo)
+        assert done.returncode == 0, done.stderr
+        placed_on[ticket] = next((h for h in hosts if f"runs on host {h}" in done.stdout),
+                                 "local")
+    assert placed_on == {"A-1": "local", "A-2": "build1", "A-3": "build2", "A-4": "local"}
+    wait_phase(handoff_home, "A-4", "queued", timeout=30)
+    shown = rows(repo)
+    assert shown["A-4"]["phase"] == "queued" and shown["A-2"]["host"] == "build1"
+    for ticket in ("A-2", "A-3"):
+        assert handoff("close", ticket, "--force", cwd=repo).returncode == 0
+
+
+def test_hosts_and_doctor_say_which_host_is_ready_and_how_to_mend_the_others(
+        repo: Path, handoff_home: Path, hosts: dict[str, HostSide],
+        ssh_server: SshServer) -> None:
+    config = yaml.safe_load((handoff_home / "config.yaml").read_text(encoding="utf-8"))
+    old = "import json; print(json.dumps({'handoff': '0.0.1', 'code': 'other'}))"
+    config["hosts"]["build2"]["handoff"] = [PYTHON, "-c", old]  # an older handoff there
+    argv = ssh_server.argv("build1")
+    at = argv.index("-p") + 1
+    config["hosts"]["gone"] = {"ssh": [*argv[:at], str(free_port()), *argv[at + 1:]]}
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    listed = handoff("hosts", "--json", cwd=repo)
+    assert listed.returncode == 1
+    by = {h["name"]: h for h in json.loads(listed.stdout)}
+    assert by["build1"]["ready"] and by["build1"]["max_parallel"] == 1
+    assert not by["build2"]["ready"] and "handoff 0.0.1" in by["build2"]["problem"]
+    assert not by["gone"]["ready"] and "refused" in by["gone"]["problem"]
+
+    checks = {c["what"]: c for c in json.loads(handoff("doctor", "--json", cwd=repo).stdout)}
+    assert checks["host build1"]["level"] == "OK"
+    assert checks["host build2"]["level"] == "FAIL"
+    assert "pip install tmux-handoff==" in checks["host build2"]["fix"]
+    assert checks["host gone"]["level"] == "FAIL" and "refused" in checks["host gone"]["detail"]
+    refused = handoff("start", "X-1", "--plan", "-", "--yes", "--host", "build2", cwd=repo,
+                      input_text=plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert refused.returncode != 0 and "handoff 0.0.1" in refused.stderr
+    assert not (handoff_home / "placed" / "X-1.json").exists()
+    assert git(repo, "ls-remote", "--heads", ".", "handoff/*") == ""
+
+
+def test_what_a_host_says_reaches_this_terminal_without_control_characters() -> None:
+    from handoff.operations.hosts import printable
+
+    said = {"reason": "ok\x1b]0;owned\x07\x1b[2J\rdone\n\tnext", "run\x9b": ["a\x00b", 3, None]}
+    assert printable(said) == {"reason": "ok]0;owned[2Jdone\n\tnext", "run": ["ab", 3, None]}
