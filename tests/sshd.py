@@ -54,7 +54,7 @@ class SshServer:
         self.authorized = root / "authorized_keys"
         self.authorized.write_text("", encoding="utf-8")
         self.log = root / "sshd.log"
-        config = root / "sshd_config"
+        self.config = config = root / "sshd_config"
         config.write_text("\n".join([
             f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {root / 'host_key'}",
             f"PidFile {root / 'sshd.pid'}", f"AuthorizedKeysFile {self.authorized}",
@@ -65,7 +65,10 @@ class SshServer:
         ]) + "\n", encoding="utf-8")
         if os.geteuid() == 0:  # sshd run by root wants its privilege separation folder
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
+        self._start()
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)],
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=self.log.open("ab"), start_new_session=True)
         deadline = time.monotonic() + 20
@@ -74,6 +77,13 @@ class SshServer:
                 raise AssertionError(f"sshd did not listen on 127.0.0.1:{self.port}: "
                                      f"{self.log.read_text(encoding='utf-8', errors='replace')}")
             time.sleep(0.02)
+
+    def restart(self) -> None:
+        """As a service manager restarts sshd: the listener ends (its sessions live on) and a
+        new one listens on the same port."""
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self._start()
 
     def _listening(self) -> bool:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port),

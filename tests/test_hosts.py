@@ -21,7 +21,10 @@ import pytest
 import yaml
 
 from handoff.machinery import relay
+from handoff.machinery.repo import Repo
+from handoff.record import placed
 from handoff.record.lock import holder
+from handoff.record.placed import Placement
 from tests.conftest import PYTHON, git, wait_until
 from tests.harness import (
     ADD_ONLY,
@@ -38,7 +41,10 @@ from tests.harness import (
     wait_phase,
     write_plan,
 )
+from tests.realcli import configure, role, stand_in_errors
 from tests.sshd import SshServer, free_port
+from tests.standins.anthropic import AnthropicStandIn
+from tests.standins.homes import CLAUDE_TOKEN, claude_home
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +62,8 @@ class HostSide:
     home: Path
     socket: str
     root: Path
+    #: what every login there gets (tests/sshd.py's authorized_keys)
+    env: dict[str, str]
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
@@ -84,7 +92,8 @@ def hosts(ssh_server: SshServer, tmp_path: Path,
         scratch = tempfile.mkdtemp(prefix="hh-", dir="/tmp")
         scratches.append(scratch)
         envs[name] = _host_env(tmp_path / name, socket, scratch)
-        sides[name] = HostSide(name, tmp_path / name / "state", socket, tmp_path / name)
+        sides[name] = HostSide(name, tmp_path / name / "state", socket, tmp_path / name,
+                               envs[name])
     ssh_server.serve(envs)
     handoff_home.mkdir(mode=0o700, exist_ok=True)
     (handoff_home / "config.yaml").write_text(yaml.safe_dump({"hosts": {
@@ -131,6 +140,7 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
                       cwd=repo)
     assert started.returncode == 0, started.stderr
     assert "runs on host build1" in started.stdout
+    assert "sandbox: bubblewrap" in started.stdout, "its peers are fenced in there as here"
     assert not list(handoff_home.glob("*/R-1")), "its record is on the host, not here"
     local_plan = write_plan(tmp_path, plan_text({1: {"edits": [TOUCH_README]}},
                                                 test=[PYTHON, "-c", "pass"]), "local.md")
@@ -157,6 +167,23 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
                "a client attached to the host's tmux")
     subprocess.run(["tmux", "-L", terminal, "kill-server"], capture_output=True, timeout=15)
 
+    # the board shows it beside the local one, its repository here and its host
+    subprocess.run(["tmux", "-L", terminal, "new-session", "-d", "-x", "180", "-y", "40",
+                    "-c", str(repo), "--", sys.executable, "-m", "handoff", "watch"],
+                   check=True, timeout=15)
+
+    def board_lines() -> list[str]:
+        screen = subprocess.run(["tmux", "-L", terminal, "capture-pane", "-p"],
+                                capture_output=True, text=True, timeout=15).stdout
+        lines = [line for line in screen.splitlines() if "R-1" in line or "L-1" in line]
+        both = any("R-1" in line for line in lines) and any("L-1" in line for line in lines)
+        return lines if both else []
+    shown_lines = wait_until(board_lines, 30, "the board to show R-1 beside L-1")
+    assert any("R-1" in line and "repo @ build1" in line and "passed" in line
+               for line in shown_lines), shown_lines
+    assert any("L-1" in line and "@" not in line for line in shown_lines), shown_lines
+    subprocess.run(["tmux", "-L", terminal, "kill-server"], capture_output=True, timeout=15)
+
     mirror = Path(str(shown["R-1"]["repo"]))
     finished = handoff("finish", "R-1", cwd=repo, timeout=120)
     assert finished.returncode == 0, finished.stderr
@@ -169,6 +196,12 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
     wait_until(lambda: not left_on(build1, mirror), 30,
                f"nothing of R-1 left on the host: {left_on(build1, mirror)}")
     assert git(mirror, "for-each-ref", "refs/heads/handoff-base", "refs/heads/handoff") == ""
+    # the mirror itself holds nothing of anyone's now: gc here runs gc there, which removes it
+    swept = handoff("gc", "--json", cwd=repo)
+    assert swept.returncode == 0, swept.stderr
+    assert {"kind": "mirror", "path": str(mirror), "host": "build1", "removed": True} \
+        .items() <= next(i for i in json.loads(swept.stdout) if i["kind"] == "mirror").items()
+    assert not mirror.exists()
 
 
 def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash(
@@ -200,10 +233,19 @@ def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash
     assert orchestrator is not None
     os.kill(orchestrator, signal.SIGKILL)
     wait_until(lambda: rows(repo)["R-2"]["run"] == "died", 30, "R-2's orchestrator seen dead")
-    resumed = handoff("resume", "R-2", cwd=repo)
+    resumed = handoff("resume", "--all", cwd=repo)  # as after the host's reboot
     assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert "build1: R-2: resumed in tmux session" in resumed.stdout, resumed.stdout
     wait_until(lambda: holder(folder / "lock") not in (None, orchestrator), 30,
                "a new orchestrator on the host")
+    # stopped and resumed from here, with sshd restarted in between
+    stopped = handoff("stop", "R-2", cwd=repo)
+    assert stopped.returncode == 0 and rows(repo)["R-2"]["run"] == "stopped", stopped.stderr
+    ssh_server.restart()
+    assert handoff("resume", "R-2", cwd=repo).returncode == 0
+    wait_until(lambda: "paused until" in pane_screen(folder, "implementer",
+                                                     state(build1.home, "R-2")), 60,
+               "the implementer relaunched on its round, paused again")
 
     # a connection cut mid-round (its sshd side killed): the ticket goes on, and is seen again
     follower = subprocess.Popen([sys.executable, "-m", "handoff", "log", "R-2", "--follow"],
@@ -283,9 +325,50 @@ def test_hosts_and_doctor_say_which_host_is_ready_and_how_to_mend_the_others(
     assert not (handoff_home / "placed" / "X-1.json").exists()
     assert git(repo, "ls-remote", "--heads", ".", "handoff/*") == ""
 
+    # gc: a host that does not answer is said, and a placement whose ticket its host no longer
+    # has (closed there by hand) is forgotten here
+    placed.save(handoff_home, Placement("Z-9", "build1", str(repo), "/nowhere", "HEAD",
+                                        "0" * 40))
+    swept = json.loads(handoff("gc", "--json", cwd=repo).stdout)
+    assert {"kind": "host", "host": "gone", "removable": False}.items() <= next(
+        i for i in swept if i.get("host") == "gone").items()
+    assert any(i["kind"] == "placement" and i["removed"] and "Z-9" in i["why"] for i in swept)
+    assert placed.load(handoff_home, "Z-9") is None
+
 
 def test_what_a_host_says_reaches_this_terminal_without_control_characters() -> None:
     from handoff.operations.hosts import printable
 
     said = {"reason": "ok\x1b]0;owned\x07\x1b[2J\rdone\n\tnext", "run\x9b": ["a\x00b", 3, None]}
     assert printable(said) == {"reason": "ok]0;owned[2Jdone\n\tnext", "run": ["ab", 3, None]}
+
+
+def test_claude_as_both_peers_on_a_host_fails_then_passes_and_is_finished_here(
+        repo: Path, tmp_path: Path, hosts: dict[str, HostSide], ssh_server: SshServer,
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    build1 = hosts["build1"]
+    # the host's own set-up, as a person makes it there: its CLI logged in (the stand-in's
+    # token in its login environment), its config naming claude for both roles, the folder
+    # its tickets' worktrees live in trusted
+    ssh_server.serve({name: {**side.env, "ANTHROPIC_BASE_URL": anthropic.base_url,
+                             "ANTHROPIC_AUTH_TOKEN": CLAUDE_TOKEN, "IS_SANDBOX": "1"}
+                      for name, side in hosts.items()})
+    configure(build1.home, {"implementer": role("claude", claude),
+                            "reviewer": role("claude", claude)})
+    claude_home(Path(build1.env["HOME"]), [build1.home / "mirrors" / Repo.at(repo).key])
+    plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                     test=ADD_ONLY, review=[ALL_TESTS])
+    started = handoff("start", "CH-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                      "--host", "build1", cwd=repo)
+    assert started.returncode == 0, started.stderr
+    final = wait_phase(build1.home, "CH-1", "passed", "escalated", "needs-human", timeout=240)
+    assert final["phase"] == "passed", stand_in_errors(anthropic)
+    assert final["verdicts"] == {"1": "fail", "2": "pass"}
+    shown = rows(repo)["CH-1"]
+    assert shown["host"] == "build1" and shown["phase"] == "passed"
+    assert shown["team"] == {"implementer": "implementer", "reviewer": "reviewer"}
+    finished = handoff("finish", "CH-1", cwd=repo, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert "return a * b" in git(repo, "show", "main:calc.py")
+    subjects = git(repo, "log", "--format=%s", "handoff/CH-1").splitlines()
+    assert subjects[:2] == ["CH-1: round 2", "CH-1: round 1"], "claude's own commits, there"

@@ -494,15 +494,44 @@ def resume(
     raise typer.Exit(_launch(ws, foreground))
 
 
+def _resume_all_on_hosts(home: Path) -> int:
+    """`resume --all` on each host with a ticket of ours (a host that rebooted); what each
+    said, its name first. How many failed or did not answer."""
+    from handoff.record import placed
+
+    names = {p.host for p in placed.every(home)}
+    if not names:
+        return 0
+    from handoff import config
+    from handoff.errors import ExternalFailure
+    from handoff.operations import hosts as hosts_mod
+
+    cfg = config.load(home, None)
+    failed = 0
+    for name in sorted(names):
+        try:
+            status, out, err = hosts_mod.Remote(cfg.host(name)).run(
+                ["resume", "--all"], hosts_mod.WORK_DEADLINE)
+        except (ExternalFailure, UsageError) as exc:
+            typer.echo(f"{name}: {exc.message}", err=True)
+            failed += 1
+            continue
+        failed += status != 0
+        for line in hosts_mod.printable((out + err).strip()).splitlines():
+            typer.echo(f"{name}: {line}")
+    return failed
+
+
 def _resume_all(home: Path, repo: Path | None) -> int:
     from handoff.machinery.repo import Repo
     from handoff.operations import lifecycle
 
+    elsewhere = _resume_all_on_hosts(home) if repo is None else 0
     found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
     if not found:
-        typer.echo("no ticket's run was cut off: nothing to resume (handoff status shows "
+        typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
                    "where each stands)")
-        return 0
+        return 1 if elsewhere else 0
     failed = 0
     for tdir in found:
         try:
@@ -518,7 +547,7 @@ def _resume_all(home: Path, repo: Path | None) -> int:
             typer.echo(f"handoff: error: {tdir.ticket}: {exc.message}"
                        + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
     typer.echo(f"{len(found) - failed} of {len(found)} resumed")
-    return 1 if failed else 0
+    return 1 if failed or elsewhere else 0
 
 
 @app.command()
@@ -709,22 +738,30 @@ def gc_command(
     from handoff.operations import gc as gc_mod
     from handoff.record.store import state_home
 
-    found = gc_mod.collect(state_home(), gc_mod.Options(
-        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo)))
+    home = state_home()
+    found = [item.fields() for item in gc_mod.collect(home, gc_mod.Options(
+        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo)))]
+    if (home / "config.yaml").is_file():
+        from handoff import config
+        from handoff.operations import hosts as hosts_mod
+
+        found += hosts_mod.gc_on(home, config.load(home, None), dry_run, force, prune_records)
     if as_json:
-        typer.echo(json.dumps([item.fields() for item in found], indent=2))
+        typer.echo(json.dumps(found, indent=2))
         return
     for item in found:
-        done = "removed" if item.removed else "would remove" if item.removable and dry_run \
-            else "not removed" if item.removable else "kept"
-        typer.echo(f"{done:<12} {item.kind} {item.path}: {item.why}"
-                   + (f" (changes saved as {item.saved})" if item.saved else ""))
-    removed = sum(item.removed for item in found)
-    kept = sum(not item.removable for item in found)
+        done = "removed" if item["removed"] else "would remove" if item["removable"] and \
+            dry_run else "not removed" if item["removable"] else "kept"
+        where = f"{item['host']}: " if item.get("host") else ""
+        typer.echo(f"{done:<12} {where}{item['kind']} {item['path']}: {item['why']}"
+                   + (f" (changes saved as {item['saved']})" if item["saved"] else ""))
+    removed = sum(bool(item["removed"]) for item in found)
+    kept = sum(not item["removable"] for item in found)
     if not found:
         typer.echo("gc: nothing to clean up")
     elif dry_run:
-        typer.echo(f"gc (dry run): would remove {sum(i.removable for i in found)}, keep {kept}")
+        typer.echo(f"gc (dry run): would remove {sum(bool(i['removable']) for i in found)}, "
+                   f"keep {kept}")
     else:
         typer.echo(f"gc: removed {removed}, kept {kept}")
 

@@ -39,6 +39,8 @@ from handoff.record.store import private_dir
 
 #: seconds between the safety-net rescans (stats only; a ticket is read when it changed)
 RESCAN = 10.0
+#: seconds between two askings of the hosts with tickets of ours
+HOSTS_EVERY = 5.0
 COLUMNS = (("needs", "NEEDS YOU"), ("ticket", "TICKET"), ("repo", "REPO"), ("phase", "PHASE"),
            ("round", "ROUND"), ("implementer", "IMPLEMENTER"), ("reviewer", "REVIEWERS"),
            ("in_phase", "IN PHASE"), ("last", "LAST EVENT"))
@@ -192,6 +194,7 @@ class BoardApp(App[None]):
         table.focus()
         self.set_interval(1.0, self.tick)
         threading.Thread(target=self.follow_tickets, name="board-watch", daemon=True).start()
+        threading.Thread(target=self.follow_hosts, name="board-hosts", daemon=True).start()
 
     def on_unmount(self) -> None:
         self._done.set()
@@ -219,6 +222,19 @@ class BoardApp(App[None]):
                     if self.board.folders() != folders:
                         break  # a ticket came or went: watch the new set of folders
                     woke = watcher.wait(RESCAN)
+
+    def follow_hosts(self) -> None:
+        """Ask the hosts of the tickets placed on them every HOSTS_EVERY seconds (no file here
+        changes when a host's ticket moves on); each ask is bounded (handoff.machinery.ssh)."""
+        while not self._done.is_set():
+            try:
+                changed = self.board.ask_hosts()
+            except HandoffError as exc:  # a broken config.yaml: said, and asked again
+                self._from_thread(self.say, f"hosts: {exc.message}")
+                changed = False
+            if changed:
+                self._from_thread(self.show, self.board.rows())
+            self._done.wait(HOSTS_EVERY)
 
     def say_polling(self, why: str) -> None:
         self._polling = f" (polling every {POLL_INTERVAL} s: {why})"
@@ -308,8 +324,11 @@ class BoardApp(App[None]):
         if row is None:
             return
         try:
-            ws = lifecycle.open_ticket(self.home, row.ticket, _repo(row))
-            argv = lifecycle.attach_argv(ws, None)
+            if row.host:
+                argv = _on_host(self.home, row, ["attach", row.ticket], terminal=True)[0]
+            else:
+                ws = lifecycle.open_ticket(self.home, row.ticket, _repo(row))
+                argv = lifecycle.attach_argv(ws, None)
         except HandoffError as exc:
             self.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
             return
@@ -378,8 +397,31 @@ def _repo(row: Row) -> Path | None:
     return Path(row.repo) if row.repo else None
 
 
+def _on_host(home: Path, row: Row, args: list[str],
+             terminal: bool = False) -> tuple[list[str], str]:
+    """A ticket on a host: the command run there for it (what it printed), or with terminal
+    the ssh argv that runs it in this terminal."""
+    from handoff import config
+    from handoff.errors import ExternalFailure
+    from handoff.operations import hosts
+    from handoff.record import placed
+
+    placement = placed.load(home, row.ticket)
+    if placement is None:
+        raise ExternalFailure(f"{row.ticket} is no longer placed on {row.host}")
+    cfg = config.load(home, None)
+    if terminal:
+        return hosts.terminal_argv(cfg, placement, args), ""
+    status, said = hosts.forward(cfg, placement, args)
+    if status != 0:
+        raise ExternalFailure(f"on {row.host}: {said}")
+    return [], said
+
+
 def answer(home: Path, row: Row, text: str) -> str:
     """As `handoff answer`: file it, and start the orchestrator again if none runs."""
+    if row.host:
+        return _on_host(home, row, ["answer", row.ticket, text])[1]
     path, restarted = lifecycle.answer_ticket(home, row.ticket, _repo(row), text)
     return f"answer filed as {path.name}" + ("; orchestrator restarted in tmux" if restarted
                                               else "")
@@ -387,17 +429,23 @@ def answer(home: Path, row: Row, text: str) -> str:
 
 def approve(home: Path, row: Row) -> str:
     """As `handoff resume TICKET --yes`."""
+    if row.host:
+        return _on_host(home, row, ["resume", row.ticket, "--yes"])[1]
     running = lifecycle.resume_approved(home, row.ticket, _repo(row))
     return "; ".join([f"{row.ticket} approved: the orchestrator runs in tmux session "
                       f"{running.session}", *running.notes])
 
 
 def recycle(home: Path, row: Row, role: str) -> str:
+    if row.host:
+        return _on_host(home, row, ["recycle", row.ticket, role])[1]
     brief = lifecycle.recycle(lifecycle.open_ticket(home, row.ticket, _repo(row)), role)
     return f"{role} of {row.ticket} restarted on {brief.name}"
 
 
 def stop(home: Path, row: Row) -> str:
+    if row.host:
+        return _on_host(home, row, ["stop", row.ticket])[1]
     result = lifecycle.stop_ticket(home, row.ticket, _repo(row))
     return "; ".join([result.said, *result.notes])
 

@@ -67,6 +67,8 @@ class Row:
     #: a queued ticket's place among the waiters (from 1; 0: it holds none), and how many wait
     place: int = 0
     waiting: int = 0
+    #: the host it runs on ('' here): its row is what that host's `status` said
+    host: str = ""
 
     @property
     def others(self) -> dict[str, Peer]:
@@ -80,7 +82,8 @@ class Row:
 
     @property
     def repo_name(self) -> str:
-        return Path(self.repo).name if self.repo else "?"
+        name = Path(self.repo).name if self.repo else "?"
+        return f"{name} @ {self.host}" if self.host else name
 
     def in_phase(self, now: datetime) -> str:
         """How long the ticket has been in its phase: <1m, 12m, 3h05m, 2d04h (minutes at
@@ -203,6 +206,8 @@ class Board:
         self._tracked: dict[str, _Tracked] = {}
         #: how many ticket reads the refreshes made: what `handoff watch` stays light by
         self.reads = 0
+        #: the tickets on hosts, as their hosts last said (`ask_hosts`)
+        self.remote: list[Row] = []
 
     def folders(self) -> list[Path]:
         """What the watcher must watch: home (a new repo), each repo folder (a new ticket) and
@@ -255,7 +260,30 @@ class Board:
             else None
         return [replace(row, overlaps=_overlaps(row, rows),
                         place=queue.place(row.key) if queue else 0,
-                        waiting=len(queue.waiting) if queue else 0) for row in rows]
+                        waiting=len(queue.waiting) if queue else 0) for row in rows] + \
+            self.remote
+
+    def ask_hosts(self) -> bool:
+        """Ask each host with a ticket of ours how they stand (side by side, each bounded: a
+        host that does not answer gives its tickets an `unreachable` row). True when a row
+        changed. Slow as the network is: the board calls it from a thread of its own."""
+        from handoff.record import placed
+
+        rows: list[Row] = []
+        if placed.every(self.home):
+            from handoff import config
+            from handoff.operations import hosts
+
+            cfg = config.load(self.home, None)
+            rows = [remote_row(said) for said in hosts.rows(self.home, cfg)
+                    if self.repo_key is None or self._of_repo(str(said.get("local_repo")))]
+        changed = rows != self.remote
+        self.remote = rows
+        return changed
+
+    def _of_repo(self, repo: str) -> bool:
+        """Whether a ticket started from repo belongs on a board of one repository."""
+        return _key_of(repo) == self.repo_key
 
     def _read(self, tracked: _Tracked) -> Row:
         self.reads += 1
@@ -274,6 +302,33 @@ class Board:
         return Row(str(tdir.path), state.ticket, state.repo, state.phase, state.round,
                    state.max_rounds, since, fold.last, peers, pid, state.reason,
                    tuple(state.touched))
+
+
+def _key_of(repo: str) -> str:
+    from handoff.machinery.repo import Repo
+
+    try:
+        return Repo.at(Path(repo)).key
+    except HandoffError:
+        return ""
+
+
+def remote_row(said: dict[str, Any]) -> Row:
+    """A row of a ticket on a host, from that host's `status --json` row: its peers' states
+    are the host's own board's (`handoff attach` or `handoff watch` there shows them)."""
+    host = str(said.get("host", "?"))
+    team = said.get("team") if isinstance(said.get("team"), dict) else {}
+    known = "unreachable" if said.get("phase") == "unreachable" else f"on {host}"
+    peers = {str(role): Peer(known, f"its evidence is on {host}: handoff attach "
+                                    f"{said.get('ticket')}") for role in team or [IMPLEMENTER]}
+    orchestrator = said.get("orchestrator")
+    return Row(key=f"{host}:{said.get('ticket')}", ticket=str(said.get("ticket", "?")),
+               repo=str(said.get("local_repo", "")), phase=str(said.get("phase", "?")),
+               round=int(said.get("round") or 0), max_rounds=0,
+               phase_since=str(said.get("updated", "")),
+               last_event=str(said.get("reason", "")), peers=peers,
+               orchestrator=orchestrator if isinstance(orchestrator, int) else None,
+               reason=str(said.get("reason", "")), host=host)
 
 
 def _overlaps(row: Row, rows: list[Row]) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -455,3 +455,37 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
                     f"{short_sha(base.head)} → {short_sha(new)} ({mode}; nothing pushed)")
     said.append(close_on(home, cfg, placement))
     return said
+
+
+def gc_on(home: Path, cfg: Config, dry_run: bool, force: bool,
+          prune_records: bool) -> list[dict[str, Any]]:
+    """`handoff gc` on every host, side by side (each item as the host's `gc --json` says it,
+    with its `host`; a host that does not answer is one item that says so), and the
+    placements here whose host no longer has their ticket, forgotten (unless dry_run)."""
+    flags = [*(["--dry-run"] if dry_run else []), *(["--force"] if force else []),
+             *(["--prune-records"] if prune_records else [])]
+
+    def on(host: Host) -> list[dict[str, Any]]:
+        try:
+            said = Remote(host).ask(["gc", "--json", *flags], WORK_DEADLINE)
+        except ExternalFailure as exc:
+            return [{"kind": "host", "path": host.name, "why": exc.message, "removable": False,
+                     "removed": False, "saved": "", "host": host.name}]
+        return [{**item, "host": host.name} for item in said if isinstance(item, dict)] \
+            if isinstance(said, list) else []
+
+    hosts = list(cfg.hosts.values())
+    found: list[dict[str, Any]] = []
+    if hosts:
+        with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
+            found = [item for items in pool.map(on, hosts) for item in items]
+    for row in rows(home, cfg):
+        if row["phase"] != "gone":
+            continue
+        found.append({"kind": "placement", "path": str(placed.path(home, row["ticket"])),
+                      "why": f"{row['ticket']} is no longer on host {row['host']}",
+                      "removable": True, "removed": not dry_run, "saved": "",
+                      "host": row["host"]})
+        if not dry_run:
+            placed.forget(home, str(row["ticket"]))
+    return found
