@@ -12,6 +12,7 @@ from pathlib import Path
 DISTRIBUTION = "tmux-handoff"
 
 
+@functools.cache
 def version() -> str:
     """The installed distribution's version; the source tree's when run uninstalled."""
     from importlib.metadata import PackageNotFoundError

@@ -36,8 +36,10 @@ from handoff.errors import (
 )
 
 if TYPE_CHECKING:
+    from handoff.config import Config
     from handoff.loop.workspace import Workspace
     from handoff.operations.lifecycle import PlanToStart
+    from handoff.record.placed import Placement
     from handoff.record.ticket import State
 
 
@@ -352,12 +354,11 @@ def _placement(host: str | None, foreground: bool) -> str:
     """Where new tickets go: --host, else config.yaml's placement ("local" without hosts)."""
     if host is None:
         from handoff import config
-        from handoff.record import placed
         from handoff.record.store import state_home
 
         home = state_home()
-        if not placed.path(home, "x").parent.is_dir() and not (home / "config.yaml").is_file():
-            return "local"  # nothing to read: no config, so no hosts
+        if not (home / "config.yaml").is_file():
+            return "local"  # no config, so no placement setting: nothing to read
         host = config.load(home, None).placement
     if host != "local" and foreground:
         raise UsageError("--foreground runs the orchestrator in this terminal: a ticket on a "
@@ -403,23 +404,30 @@ def _start_on(where: str, one: PlanToStart, yes: bool, now: bool, max_rounds: in
     return 0
 
 
-def _elsewhere(ticket: str | None, args: list[str], terminal: bool = False) -> None:
-    """When the ticket runs on a host: `handoff ARGS` run there for it, what it printed shown
-    here, and this command ends with its exit status. Nothing when it runs here."""
-    if ticket is None:
-        return
+def _placed(ticket: str) -> tuple[Path, Config, Placement] | None:
+    """The home, config and placement of a ticket that runs on a host; None when it runs here."""
     from handoff.record import placed
     from handoff.record.store import state_home
 
     home = state_home()
     placement = placed.load(home, ticket)
     if placement is None:
-        return
+        return None
     from handoff import config
+
+    return home, config.load(home, None), placement
+
+
+def _elsewhere(ticket: str | None, args: list[str], terminal: bool = False) -> None:
+    """When the ticket runs on a host: `handoff ARGS` run there for it, what it printed shown
+    here, and this command ends with its exit status. Nothing when it runs here."""
+    found = _placed(ticket) if ticket is not None else None
+    if found is None:
+        return
     from handoff.machinery.ssh import environment
     from handoff.operations import hosts
 
-    cfg = config.load(home, None)
+    _, cfg, placement = found
     if terminal:
         argv = hosts.terminal_argv(cfg, placement, args)
         os.execvpe(argv[0], argv, {**environment(), **({"TERM": os.environ["TERM"]}
@@ -679,16 +687,13 @@ def close(
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
     On a host: its branch is fetched here first, and nothing of it stays there."""
     from handoff.operations import lifecycle
-    from handoff.record import placed
     from handoff.record.store import state_home
 
-    placement = placed.load(state_home(), ticket)
-    if placement is not None:
-        from handoff import config
+    elsewhere = _placed(ticket)
+    if elsewhere is not None:
         from handoff.operations import hosts
 
-        typer.echo(hosts.close_on(state_home(), config.load(state_home(), None), placement,
-                                  keep_worktrees, force))
+        typer.echo(hosts.close_on(*elsewhere, keep_worktrees, force))
         return
 
     result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
@@ -705,18 +710,14 @@ def finish(
 ) -> None:
     """Merge a passed ticket's branch into its base branch, locally (never pushed); close it."""
     from handoff.operations.finish import finish_ticket
-    from handoff.record import placed
-    from handoff.record.store import state_home as home_now
+    from handoff.record.store import state_home
 
-    placement = placed.load(home_now(), ticket)
-    if placement is not None:
-        from handoff import config
+    elsewhere = _placed(ticket)
+    if elsewhere is not None:
         from handoff.operations import hosts as hosts_mod
 
-        typer.echo("\n".join(hosts_mod.finish_on(home_now(), config.load(home_now(), None),
-                                                 placement, "squash" if squash else "merge")))
+        typer.echo("\n".join(hosts_mod.finish_on(*elsewhere, "squash" if squash else "merge")))
         return
-    from handoff.record.store import state_home
 
     result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
     _notes(result.notes)
