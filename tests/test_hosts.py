@@ -165,15 +165,15 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
                    check=True, timeout=15)
     wait_until(lambda: build1.tmux("list-clients").stdout.strip(), 30,
                "a client attached to the host's tmux")
-    subprocess.run(["tmux", "-L", terminal, "kill-server"], capture_output=True, timeout=15)
 
-    # the board shows it beside the local one, its repository here and its host
-    subprocess.run(["tmux", "-L", terminal, "new-session", "-d", "-x", "180", "-y", "40",
-                    "-c", str(repo), "--", sys.executable, "-m", "handoff", "watch"],
-                   check=True, timeout=15)
+    # the board shows it beside the local one, its repository here and its host (a second
+    # session of the same terminal: a server just killed may still hold its socket)
+    subprocess.run(["tmux", "-L", terminal, "new-session", "-d", "-s", "board", "-x", "180",
+                    "-y", "40", "-c", str(repo), "--", sys.executable, "-m", "handoff",
+                    "watch"], check=True, timeout=15)
 
     def board_lines() -> list[str]:
-        screen = subprocess.run(["tmux", "-L", terminal, "capture-pane", "-p"],
+        screen = subprocess.run(["tmux", "-L", terminal, "capture-pane", "-p", "-t", "board"],
                                 capture_output=True, text=True, timeout=15).stdout
         lines = [line for line in screen.splitlines() if "R-1" in line or "L-1" in line]
         both = any("R-1" in line for line in lines) and any("L-1" in line for line in lines)
