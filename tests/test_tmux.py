@@ -134,6 +134,27 @@ def test_a_new_window_is_pinned_at_the_fixed_size_even_beside_one_of_its_name(
         assert size == f"{tmux_module.WIDTH}x{HEIGHT} manual", pane
 
 
+def _nice_and_group(pid: int) -> tuple[int, str]:
+    """A process's niceness and its session's scheduling group's (autogroup) niceness."""
+    group = Path(f"/proc/{pid}/autogroup").read_text(encoding="ascii").split()[-1]
+    return os.getpriority(os.PRIO_PROCESS, pid), group
+
+
+def test_a_pane_made_with_a_niceness_yields_from_its_start_and_the_server_does_not(
+        tmux: Tmux, tmp_path: Path) -> None:
+    # the program never renices itself: whatever niceness it has, its maker gave it
+    first = tmux.new_session("s", "main", ["sleep", "300"], tmp_path, nice=7)
+    second = tmux.new_window("s", "other", ["sleep", "300"], tmp_path, nice=9)
+    plain = tmux.new_window("s", "plain", ["sleep", "300"], tmp_path)
+    panes = tmux.panes("s")
+    assert (panes["main"].id, panes["other"].id, panes["plain"].id) == (first, second, plain)
+    assert _nice_and_group(panes["main"].pid) == (7, "7")
+    assert _nice_and_group(panes["other"].pid) == (9, "9")
+    assert _nice_and_group(panes["plain"].pid) == (0, "0")
+    server = int(tmux.run("display-message", "-p", "#{pid}").strip())
+    assert _nice_and_group(server) == (0, "0"), "the tmux server keeps its weight"
+
+
 def test_new_session_unless_there_leaves_an_existing_session_alone(tmux: Tmux,
                                                                    tmp_path: Path) -> None:
     marker = tmp_path / "second-ran"

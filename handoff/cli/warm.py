@@ -47,10 +47,14 @@ READ_TIMEOUT = 5.0
 #: would otherwise keep the warm process from forking the last of them while the first ones
 #: run (measured with `python -m bench crowd`: docs/performance.md)
 COMMAND_NICE = 3
-#: what `start`, `resume` and `close` import: loaded here once, in every child for free
+#: what `start`, `resume` and `close` import: loaded here once, in every child for free. The
+#: last line is what an orchestrator and `close` imported on first use in each child (a child's
+#: new modules, listed): psutil, the final report's renderer, and what reads the role files
 PRELOADED = ("handoff.cli.app", "handoff.cli.crash", "handoff.operations.lifecycle",
              "handoff.loop.orchestrator", "handoff.operations.doctor",
-             "handoff.operations.standing", "handoff.machinery.gitcmd")
+             "handoff.operations.standing", "handoff.machinery.gitcmd",
+             "psutil", "handoff.operations.render", "handoff.roles", "importlib.resources.readers",
+             "zipfile")
 
 
 Stamp = tuple[tuple[str, int, int], ...]

@@ -32,9 +32,19 @@ def yield_cpu(nice: int, pid: int = 0) -> None:
     every gate) a group of its own that shares the CPU evenly with every other (autogroup),
     whatever its processes' niceness, so that group's weight is what a peer's work competes
     with; where there is no such file, niceness alone does it. Only ever raised: lowering needs
-    privileges, and a failure leaves the program running as it was."""
+    privileges, and a failure leaves the program running as it was.
+
+    Another process (pid) only once it leads a session of its own: one just forked (a tmux
+    pane's, whose setsid may not have run yet) still belongs to its parent's session, and that
+    session's group (the tmux server's) is not ours to weigh down."""
     if nice <= 0:
         return
+    if pid:
+        try:
+            if os.getsid(pid) != pid:
+                return
+        except OSError:
+            return
     with contextlib.suppress(OSError):
         if os.getpriority(os.PRIO_PGRP, pid) < nice:
             os.setpriority(os.PRIO_PGRP, pid, nice)

@@ -121,7 +121,8 @@ class Peers:
         # under it: two of them must never work in one worktree
         self.reap(launch.role)
         if pane is None:
-            pane_id = self.tmux.new_window(self.session, launch.role, argv, launch.worktree)
+            pane_id = self.tmux.new_window(self.session, launch.role, argv, launch.worktree,
+                                           self.nice)
         else:
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id

@@ -24,17 +24,25 @@ HANDOFF_WARM=0 turns relaying off.
 
 from __future__ import annotations
 
-import array
+# _socket and _signal, not socket and signal: those wrap every constant in an enum, whose import
+# alone was a quarter of this client's start (python -X importtime); twenty commands at once
+# pay it twenty times on the cores that run them
+import _socket
 import fcntl
 import os
-import signal
-import socket
 import sys
 import time
-from types import FrameType
 
 from handoff.record.address import Address
 from handoff.record.home import state_home_path
+
+TYPE_CHECKING = False  # typing's own import is more than a tenth of this client's start
+if TYPE_CHECKING:
+    import signal as _signal  # the same functions and numbers, typed
+    from collections.abc import Iterator
+    from types import FrameType
+else:
+    import _signal
 
 #: the commands handed to the warm process
 RELAYED = frozenset({"start", "resume", "close"})
@@ -53,8 +61,8 @@ LOCK_GRACE = 0.5
 #: tries again
 RETRY_AFTER = 60.0
 #: the signals a person or handoff sends to a command, passed on to the child running it
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-             signal.SIGUSR2, signal.SIGWINCH)
+FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGUSR1,
+             _signal.SIGUSR2, _signal.SIGWINCH)
 #: the variables the warm process itself starts with (each command brings its own)
 SERVER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "HANDOFF_HOME",
               "PYTHONPATH", "VIRTUAL_ENV", "XDG_STATE_HOME")
@@ -101,12 +109,14 @@ def relay(argv: list[str], home: str | None = None) -> int | None:
         if conn is None:
             _failed(where)
             return None
-    with conn:
+    try:
         return _talk(conn, argv)
+    finally:
+        conn.close()
 
 
-def connect(where: str) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def connect(where: str) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         with Address(where, f"{key()}.sock") as address:
             sock.connect(address.path)
@@ -116,7 +126,7 @@ def connect(where: str) -> socket.socket | None:
     return sock
 
 
-def _wait_connect(where: str, bound: float) -> socket.socket | None:
+def _wait_connect(where: str, bound: float) -> _socket.socket | None:
     """Connect to the warm process being started, within bound; None when it does not answer
     in time, or ended before it listened (nobody holds its lock after LOCK_GRACE)."""
     started = time.monotonic()
@@ -219,7 +229,7 @@ def end(home: str | os.PathLike[str]) -> list[int]:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 if b"handoff.cli.warm" not in handle.read():
                     continue  # not ours (any more): a pid is never signalled on trust
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, _signal.SIGTERM)
         except (OSError, ValueError):
             continue
         ended.append(pid)
@@ -265,11 +275,11 @@ class Request:
         return cls(argv, env, fields[1], int(fields[2]))
 
 
-def send_request(conn: socket.socket, argv: list[str]) -> None:
+def send_request(conn: _socket.socket, argv: list[str]) -> None:
     request = Request([os.fsencode(a) for a in argv], dict(os.environb), os.getcwdb(),
                       os.getpriority(os.PRIO_PROCESS, 0))
-    fds = array.array("i", [0, 1, 2])
-    conn.sendmsg([request.encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints, as the kernel reads
+    conn.sendmsg([request.encode()], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
 
 
 class _Child:
@@ -289,7 +299,21 @@ class _Child:
             self.pending.append(signum)
 
 
-def _talk(conn: socket.socket, argv: list[str]) -> int | None:
+def _lines(conn: _socket.socket) -> Iterator[bytes]:
+    """The lines conn sends until it hangs up (its last, unended, included)."""
+    pending = b""
+    while True:
+        chunk = conn.recv(256)
+        if not chunk:
+            if pending:
+                yield pending
+            return
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        yield from whole
+
+
+def _talk(conn: _socket.socket, argv: list[str]) -> int | None:
     """Hand argv over and wait for its exit status, passing on every signal we are sent.
 
     The warm process's child says `pid N`; the command runs only once we answer `go`, so a
@@ -301,10 +325,10 @@ def _talk(conn: socket.socket, argv: list[str]) -> int | None:
     except OSError:
         return None  # the warm process went away between connect and send: run it here
     child = _Child()
-    kept = {signum: signal.signal(signum, child.forward) for signum in FORWARDED}
+    kept = {signum: _signal.signal(signum, child.forward) for signum in FORWARDED}
     conn.settimeout(SERVE_WAIT)
     try:
-        for line in conn.makefile("rb"):
+        for line in _lines(conn):
             word, _, number = line.strip().partition(b" ")
             if word == b"stale" and not child.pid:
                 return None
@@ -320,7 +344,7 @@ def _talk(conn: socket.socket, argv: list[str]) -> int | None:
         pass
     finally:
         for signum, handler in kept.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
     if not child.pid:
         return None  # nothing was started: run it here
     sys.stderr.write(f"handoff: the process running this command (pid {child.pid}) ended "

@@ -45,6 +45,7 @@ from libtmux.exc import LibTmuxException
 
 from handoff.errors import ExternalFailure, MissingTool
 from handoff.machinery import proc
+from handoff.machinery.launcher import yield_cpu
 
 DEFAULT_SOCKET = "handoff"
 TMUX_TIMEOUT = 15.0
@@ -67,6 +68,8 @@ GONE = ("can't find session", "can't find window", "can't find pane")
 NO_SERVER = ("no server running on", "server exited unexpectedly", "lost server")
 NO_SOCKET = ("(No such file or directory)", "(Connection refused)")
 WIDTH, HEIGHT = 200, 50
+#: what new-session and new-window print of the pane they made: its id, its program's pid
+NEW_PANE = "#{pane_id} #{pane_pid}"
 TERM = "screen-256color"
 
 CONFIG = """\
@@ -271,36 +274,48 @@ class Tmux:
 
     # new-session/new-window stay commands: libtmux's fetch the new object with a second tmux
     # call, and take the program as one shell string where we run argv directly
-    def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
+    def new_session(self, session: str, window: str, argv: Sequence[str], cwd: Path,
+                    nice: int = 0) -> str:
         """Create a detached session whose first window runs argv (directly, no shell)."""
-        made = self.new_session_unless_there(session, window, argv, cwd)
+        made = self.new_session_unless_there(session, window, argv, cwd, nice)
         if made is None:
             raise TmuxFailure(f"tmux new-session failed: duplicate session: {session}")
         return made
 
     def new_session_unless_there(self, session: str, window: str, argv: Sequence[str],
-                                 cwd: Path) -> str | None:
+                                 cwd: Path, nice: int = 0) -> str | None:
         """new_session, or None when that session already exists: one tmux call either way,
         where asking first would be two for a new one."""
-        return self._create(("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", session,
+        return self._create(("new-session", "-d", "-P", "-F", NEW_PANE, "-s", session,
                              "-n", window, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", str(cwd),
-                             "--", *no_shell(argv)), f"={session}:")
+                             "--", *no_shell(argv)), f"={session}:", nice)
 
-    def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path) -> str:
-        made = self._create(("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", f"={session}:",
+    def new_window(self, session: str, window: str, argv: Sequence[str], cwd: Path,
+                   nice: int = 0) -> str:
+        made = self._create(("new-window", "-d", "-P", "-F", NEW_PANE, "-t", f"={session}:",
                              "-n", window, "-c", str(cwd), "--", *no_shell(argv)),
-                            f"={session}:={window}")
+                            f"={session}:={window}", nice)
         if made is None:  # new-window never says so; typed for _create's other caller
             raise TmuxFailure(f"tmux new-window failed in {session}")
         return made
 
-    def _create(self, args: Sequence[str], window: str) -> str | None:
+    def _create(self, args: Sequence[str], window: str, nice: int) -> str | None:
         """Run a new-session/new-window and pin its window's size (`fix_size`) in the same tmux
         call: one client process for both, not two. Its new pane's id, or None when new-session
-        found its session already there."""
+        found its session already there.
+
+        nice > 0: the pane's program yields the CPU (launcher.yield_cpu) from here on, not
+        only once its own interpreter has started and read its launch file. A pane is a
+        session of its own, which Linux weighs as much as the whole session of the command
+        that made it (autogroup): twenty starts at once had twenty launchers and orchestrators
+        start at full weight beside them (measured with `python -m bench crowd`: the slowest
+        start 0.81-0.92 s against 0.71-0.75 s with this, docs/performance.md)."""
         result = self.call(*args, ";", "resize-window", "-t", window, "-x", str(WIDTH),
                            "-y", str(HEIGHT))
-        pane = next((line for line in result.stdout if line.startswith("%")), "")
+        made = next((line.split() for line in result.stdout if line.startswith("%")), [])
+        pane = made[0] if made else ""
+        if nice > 0 and len(made) == 2 and made[1].isdigit():
+            yield_cpu(nice, int(made[1]))  # tmux made it the leader of its process group
         if not pane:
             if result.said.startswith("duplicate session"):
                 return None

@@ -317,13 +317,13 @@ def run_in_window(ws: Workspace) -> str:
     """Run the orchestrator in the ticket's tmux window, so it outlives this terminal."""
     state = ws.state()
     peers = ws.peers(state)
+    nice = ORCHESTRATOR_NICE if ws.config.peer_nice else 0
     argv = with_env(ws.orchestrator_env(), self_argv(
-        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home,
-        ORCHESTRATOR_NICE if ws.config.peer_nice else 0)
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home, nice)
     # new-session first: one tmux call for a ticket's first run (a `start`), where asking
     # for its panes first would be two; only a session already there is asked about
     if peers.tmux.new_session_unless_there(state.session, ORCHESTRATOR_WINDOW, argv,
-                                           ws.repo.top) is not None:
+                                           ws.repo.top, nice) is not None:
         return state.session
     try:  # one list-panes says all: no panes is no session (a session has a window)
         panes = peers.tmux.panes(state.session)
@@ -331,9 +331,9 @@ def run_in_window(ws: Workspace) -> str:
         panes = {}
     pane = panes.get(ORCHESTRATOR_WINDOW)
     if not panes:  # gone since new-session found it
-        peers.tmux.new_session(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
+        peers.tmux.new_session(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top, nice)
     elif pane is None:
-        peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top)
+        peers.tmux.new_window(state.session, ORCHESTRATOR_WINDOW, argv, ws.repo.top, nice)
     else:
         peers.tmux.respawn(pane.id, argv, ws.repo.top)
     return state.session
