@@ -441,11 +441,16 @@ def _elsewhere(ticket: str | None, args: list[str], terminal: bool = False) -> N
 def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rounds: int | None,
                base: str, summary: str, repo: Path | None, brief: bool) -> int:
     from handoff.operations import lifecycle
+    from handoff.record import starts
     from handoff.record.store import state_home
 
-    ws, notes = lifecycle.create(state_home(), lifecycle.NewTicket(
-        ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
-        base=base, max_rounds=max_rounds, now=now, notes=not brief))
+    home = state_home()
+    # what a person waits for goes before other tickets' orchestrators' first steps; not the
+    # approval (a person's time) nor an orchestrator run here (it would wait for itself)
+    with starts.InFlight(home):
+        ws, notes = lifecycle.create(home, lifecycle.NewTicket(
+            ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
+            base=base, max_rounds=max_rounds, now=now, notes=not brief))
     ticket = one.ticket
     _notes(notes)
     if not _approve(ws, yes):
@@ -455,10 +460,14 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
     queue = lifecycle.queue_note(ws)
     if queue:
         typer.echo(f"{ticket}: {queue}", err=True)
-    if brief:
-        typer.echo(f"{ticket}: the orchestrator runs in tmux session {lifecycle.run_in_window(ws)}")
-        return 0
-    return _launch(ws, foreground)
+    if foreground:
+        return _launch(ws, foreground)
+    with starts.InFlight(home):
+        if brief:
+            typer.echo(f"{ticket}: the orchestrator runs in tmux session "
+                       f"{lifecycle.run_in_window(ws)}")
+            return 0
+        return _launch(ws, foreground)
 
 
 @app.command()

@@ -45,7 +45,7 @@ from handoff.protocol.ledger import Entry, Ledger
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.signals import read_signals
-from handoff.record import durable, overlaps, seals, slots
+from handoff.record import durable, overlaps, seals, slots, starts
 from handoff.record.events import EventKind
 from handoff.record.lock import TicketLock
 from handoff.record.seals import Seals
@@ -194,7 +194,10 @@ class Orchestrator:
                 if carried:
                     self.save()
                 fenced = self.ws.sandbox()
+                # the starts a person is waiting for go first (handoff.record.starts)
+                waited = starts.wait_for_starts(self.ws.home)
                 self.event("orchestrator", pid=os.getpid(), relaunches_before=carried,
+                           after_starts=f"{waited:.2f} s",
                            intake=self.intake.error or "listening",
                            sandbox=fenced.why if fenced is not None else "none",
                            team=[f"{r.name}:{r.kind}" for r in self.team.roles],

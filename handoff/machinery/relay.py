@@ -33,6 +33,7 @@ import os
 import sys
 import time
 
+from handoff.record import starts
 from handoff.record.address import Address
 from handoff.record.home import state_home_path
 
@@ -100,6 +101,8 @@ def relay(argv: list[str], home: str | None = None) -> int | None:
     """Run `handoff ARGV` in a child of the warm process of home (default: the state home);
     its exit status, or None when no warm process could take it (the caller runs it here)."""
     home = home or state_home_path()
+    if argv[0] == "start":  # in flight from now until this process exits (handoff.record.starts)
+        starts.mark(home)
     where = folder(home)
     conn = connect(where)
     if conn is None:
