@@ -101,7 +101,9 @@ def relay(argv: list[str], home: str | None = None) -> int | None:
     """Run `handoff ARGV` in a child of the warm process of home (default: the state home);
     its exit status, or None when no warm process could take it (the caller runs it here)."""
     home = home or state_home_path()
-    if argv[0] == "start":  # in flight from now until this process exits (handoff.record.starts)
+    # in flight from now until this process exits (handoff.record.starts), unless it may stop
+    # to ask a person to approve its plan: a person's time holds no orchestrator back
+    if argv[0] == "start" and ("--yes" in argv or "-y" in argv or not os.isatty(0)):
         starts.mark(home)
     where = folder(home)
     conn = connect(where)

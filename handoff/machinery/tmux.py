@@ -308,8 +308,8 @@ class Tmux:
         only once its own interpreter has started and read its launch file. A pane is a
         session of its own, which Linux weighs as much as the whole session of the command
         that made it (autogroup): twenty starts at once had twenty launchers and orchestrators
-        start at full weight beside them (measured with `python -m bench crowd`: the slowest
-        start 0.81-0.92 s against 0.71-0.75 s with this, docs/performance.md)."""
+        start at full weight beside them (ten crowds of 20, this on in every other one: the
+        slowest start 0.81-1.22 s without it, 0.71-0.95 s with it; docs/performance.md)."""
         result = self.call(*args, ";", "resize-window", "-t", window, "-x", str(WIDTH),
                            "-y", str(HEIGHT))
         made = next((line.split() for line in result.stdout if line.startswith("%")), [])

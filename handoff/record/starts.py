@@ -2,7 +2,8 @@
 
 A `handoff start` holds a shared lock on `$HANDOFF_HOME/starts.lock` from its first instant to
 its exit: the relay client (handoff.machinery.relay) takes it before it even connects to the
-warm process, and the command takes it again around its own work when it runs on its own. An
+warm process, and the command takes it again around its own work (making the ticket, opening
+its window), which is all a start that may stop to ask a person for approval holds it for. An
 orchestrator, once it holds its ticket's lock (so `status` shows it running), waits until no
 start holds that lock before its first step, at most BOUND. Twenty starts at once otherwise
 had the first tickets' orchestrators make worktrees and launch peers on the two cores while
