@@ -284,10 +284,16 @@ def test_a_flood_is_capped_as_the_gates_output_is(tmp_path: Path) -> None:
 
 def test_each_scanner_is_recorded_as_the_running_gate_and_the_record_removed(
         tmp_path: Path) -> None:
-    """The record end_left_gate reads names the scanner's own process while it runs."""
+    """The record end_left_gate reads names the scanner's own process while it runs (it is
+    written first without a pid, before the fork, and then with it: the scanner waits, at most
+    10 s, for the second)."""
     record = tmp_path / "gate-running.json"
-    code = ("import json, os, sys; data = json.load(open(sys.argv[1])); "
-            "print('recorded', data['pid'] == os.getpid())")
+    code = ("import json, os, sys, time\n"
+            "end = time.monotonic() + 10\n"
+            "while 'pid' not in (data := json.load(open(sys.argv[1]))) "
+            "and time.monotonic() < end:\n"
+            "    time.sleep(0.01)\n"
+            "print('recorded', data.get('pid') == os.getpid())")
     found, _ = run(tmp_path, [Scanner(name="a", command=(PYTHON, "-c", code, str(record))),
                               Scanner(name="b", command=(PYTHON, "-c", code, str(record)))],
                    record=record)
