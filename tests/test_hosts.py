@@ -185,11 +185,20 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
     subprocess.run(["tmux", "-L", terminal, "kill-server"], capture_output=True, timeout=15)
 
     mirror = Path(str(shown["R-1"]["repo"]))
+    there = next(build1.home.glob("*/R-1/final-report.md")).read_text(encoding="utf-8")
     finished = handoff("finish", "R-1", cwd=repo, timeout=120)
     assert finished.returncode == 0, finished.stderr
     merged = git(repo, "show", "main:calc.py")
     assert "return a + b" in merged and "return a * b" in merged and "return -a" in merged
-    assert "on host build1" in git(repo, "log", "-1", "--format=%B", "main")
+    message = git(repo, "log", "-1", "--format=%B", "main")
+    assert "on host build1" in message
+    # its outcome is here: in the merge's message, and the whole report kept, named by finish
+    body = [line.replace("**", "") for line in there.splitlines()
+            if line and not line.startswith("# ")]
+    assert body and all(line in message for line in body), (body, message)
+    kept = handoff_home / "from-hosts" / "build1" / "R-1" / "final-report.md"
+    assert kept.read_text(encoding="utf-8") == there
+    assert f"its final report is {kept}" in finished.stdout, finished.stdout
     assert git(repo, "rev-parse", "handoff/R-1") == shown["R-1"]["commit"]
     assert git(repo, "status", "--porcelain") == "", "the checkout moved with main, clean"
     assert "R-1" not in rows(repo)
@@ -205,7 +214,7 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
 
 
 def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash(
-        repo: Path, tmp_path: Path, hosts: dict[str, HostSide],
+        repo: Path, tmp_path: Path, handoff_home: Path, hosts: dict[str, HostSide],
         ssh_server: SshServer) -> None:
     build1 = hosts["build1"]
     started = handoff("start", "R-2", "--plan", str(paused_plan(tmp_path, "r2.md")), "--yes",
@@ -265,9 +274,18 @@ def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash
     wait_phase(build1.home, "R-2", "passed", timeout=60)
     passed = rows(repo)["R-2"]
     assert passed["phase"] == "passed"
+    # a copy of another R-2's report, closed on build1 before under the same id, stays too
+    kept = handoff_home / "from-hosts" / "build1" / "R-2" / "final-report.md"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("# R-2, the one before\n", encoding="utf-8")
     closed = handoff("close", "R-2", cwd=repo)
     assert closed.returncode == 0, closed.stderr
     assert git(repo, "rev-parse", "handoff/R-2") == passed["commit"], "its work came back"
+    assert kept.read_text(encoding="utf-8") == (folder / "final-report.md").read_text(
+        encoding="utf-8")
+    assert kept.with_name("final-report.2.md").read_text(encoding="utf-8") == \
+        "# R-2, the one before\n"
+    assert f"its final report is {kept}" in closed.stdout, closed.stdout
 
 
 def _sshd_sessions(server: SshServer) -> list[int]:
@@ -292,8 +310,19 @@ def test_auto_placement_fills_each_host_then_queues(
     wait_phase(handoff_home, "A-4", "queued", timeout=30)
     shown = rows(repo)
     assert shown["A-4"]["phase"] == "queued" and shown["A-2"]["host"] == "build1"
+    # A-3 closed there by hand first: here, close still ends it and forgets it
+    mirror = Path(str(shown["A-3"]["repo"]))
+    by_hand = subprocess.run([sys.executable, "-m", "handoff", "close", "A-3", "--force",
+                              "--repo", str(mirror)], env=hosts["build2"].env,
+                             capture_output=True, text=True, timeout=60)
+    assert by_hand.returncode == 0, by_hand.stderr
     for ticket in ("A-2", "A-3"):
-        assert handoff("close", ticket, "--force", cwd=repo).returncode == 0
+        closed = handoff("close", ticket, "--force", cwd=repo)
+        assert closed.returncode == 0, closed.stderr
+        assert "final report" not in closed.stdout, "closed before it had one"
+        assert f"{ticket}: closed on host" in closed.stdout
+    assert not (handoff_home / "from-hosts").exists()
+    assert set(rows(repo)) == {"A-1", "A-4"}
 
 
 def test_hosts_and_doctor_say_which_host_is_ready_and_how_to_mend_the_others(

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from handoff.cli import elsewhere
+from handoff.cli.options import JsonOpt, RepoOpt
 from handoff.errors import (
     EXIT_ESCALATED,
     EXIT_INTERRUPTED,
@@ -36,10 +38,8 @@ from handoff.errors import (
 )
 
 if TYPE_CHECKING:
-    from handoff.config import Config
     from handoff.loop.workspace import Workspace
     from handoff.operations.lifecycle import PlanToStart
-    from handoff.record.placed import Placement
     from handoff.record.ticket import State
 
 
@@ -89,10 +89,8 @@ def _windows(incomplete: str) -> list[str]:
     return [w for w in ("orchestrator", *_team("")) if w.startswith(incomplete)]
 
 
-RepoOpt = Annotated[Path | None, typer.Option("--repo", help="The repository (default: here).")]
 TicketArg = Annotated[str, typer.Argument(autocompletion=_ticket_ids, show_default=False)]
 RoleArg = Annotated[str, typer.Argument(autocompletion=_roles, show_default=False)]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (docs/cli.md).")]
 #: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
 #: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
 OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALATED,
@@ -327,17 +325,22 @@ def start(
                              "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
                              "--plans plans/*.md")
         starts = [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
-    placement = _placement(host, foreground)
+    placement = elsewhere.placement(host, foreground)
     if not plans:  # its exit code says how a --foreground run ended
         if placement != "local":
-            raise typer.Exit(_start_on(placement, starts[0], yes, now, max_rounds, base,
-                                       summary, repo))
+            raise typer.Exit(elsewhere.start_on(
+                placement, starts[0], yes, now, max_rounds, base, summary, repo,
+                here=functools.partial(_start_one, starts[0], yes, now, False, max_rounds,
+                                       base, summary, repo, brief=False)))
         raise typer.Exit(_start_one(starts[0], yes, now, foreground, max_rounds, base, summary,
                                     repo, brief=False))
     failed = 0
     for one in starts:
         try:
-            failed += (_start_on(placement, one, yes, now, max_rounds, base, "", repo)
+            failed += (elsewhere.start_on(
+                placement, one, yes, now, max_rounds, base, "", repo,
+                here=functools.partial(_start_one, one, yes, now, False, max_rounds, base,
+                                       "", repo, brief=False))
                        if placement != "local" else
                        _start_one(one, yes, now, False, max_rounds, base, "", repo,
                                   brief=True)) != 0
@@ -348,94 +351,6 @@ def start(
     typer.echo(f"{len(starts) - failed} of {len(starts)} started; where each stands: "
                "handoff status, or handoff watch")
     raise typer.Exit(1 if failed else 0)
-
-
-def _placement(host: str | None, foreground: bool) -> str:
-    """Where new tickets go: --host, else config.yaml's placement ("local" without hosts)."""
-    if host is None:
-        from handoff import config
-        from handoff.record.store import state_home
-
-        home = state_home()
-        if not (home / "config.yaml").is_file():
-            return "local"  # no config, so no placement setting: nothing to read
-        host = config.load(home, None).placement
-    if host != "local" and foreground:
-        raise UsageError("--foreground runs the orchestrator in this terminal: a ticket on a "
-                         "host runs there", "drop --foreground, or --host local")
-    return host
-
-
-def _start_on(where: str, one: PlanToStart, yes: bool, now: bool, max_rounds: int | None,
-              base: str, summary: str, repo: Path | None) -> int:
-    """One ticket placed by `where` (a host, or auto): on a host, or here after all."""
-    from handoff import config
-    from handoff.machinery.repo import Repo
-    from handoff.operations import hosts
-    from handoff.record.store import state_home, validate_ticket_id
-    from handoff.record.ticket import ticket_dir
-
-    home = state_home()
-    cfg = config.load(home, None)
-    host = hosts.place(home, cfg, where)
-    if host is None:
-        return _start_one(one, yes, now, False, max_rounds, base, summary, repo, brief=False)
-    validate_ticket_id(one.ticket)
-    hosts.refuse_taken(home, one.ticket)
-    found = Repo.at(repo or Path.cwd())
-    if ticket_dir(home, found.key, one.ticket).state_file.exists():
-        raise UsageError(f"ticket {one.ticket} already exists in this repo",
-                         "pick another id: ticket ids are unique across this machine and its "
-                         "hosts")
-    if not yes:
-        typer.echo(one.text)
-        if not typer.confirm(f"Start {one.ticket} on host {host.name} with this plan?",
-                             default=False):
-            typer.echo(f"{one.ticket} was not started", err=True)
-            return 1
-    options = [*(["--now"] if now else []),
-               *(["--max-rounds", str(max_rounds)] if max_rounds else []),
-               *(["--summary", summary] if summary else [])]
-    started = hosts.start_on(home, host, found, one.ticket, one.text, base, options)
-    typer.echo(started.said)
-    typer.echo(f"{one.ticket}: runs on host {host.name} (its mirror of {found.top.name}: "
-               f"{started.placement.mirror}); handoff status, attach {one.ticket} and the "
-               "rest reach it there")
-    return 0
-
-
-def _placed(ticket: str) -> tuple[Path, Config, Placement] | None:
-    """The home, config and placement of a ticket that runs on a host; None when it runs here."""
-    from handoff.record import placed
-    from handoff.record.store import state_home
-
-    home = state_home()
-    placement = placed.load(home, ticket)
-    if placement is None:
-        return None
-    from handoff import config
-
-    return home, config.load(home, None), placement
-
-
-def _elsewhere(ticket: str | None, args: list[str], terminal: bool = False) -> None:
-    """When the ticket runs on a host: `handoff ARGS` run there for it, what it printed shown
-    here, and this command ends with its exit status. Nothing when it runs here."""
-    found = _placed(ticket) if ticket is not None else None
-    if found is None:
-        return
-    from handoff.machinery.ssh import environment
-    from handoff.operations import hosts
-
-    _, cfg, placement = found
-    if terminal:
-        argv = hosts.terminal_argv(cfg, placement, args)
-        os.execvpe(argv[0], argv, {**environment(), **({"TERM": os.environ["TERM"]}
-                                                        if "TERM" in os.environ else {})})
-    status, said = hosts.forward(cfg, placement, args)
-    if said:
-        typer.echo(said, err=status != 0)
-    raise typer.Exit(status)
 
 
 def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rounds: int | None,
@@ -497,7 +412,7 @@ def resume(
     if ticket is None:
         raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
     if not foreground:
-        _elsewhere(ticket, ["resume", ticket, *(["--yes"] if yes else []),
+        elsewhere.forward(ticket, ["resume", ticket, *(["--yes"] if yes else []),
                             *(["--more-rounds", str(more_rounds)] if more_rounds else [])])
     if yes and not foreground:  # as the board's approve
         running = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
@@ -511,44 +426,16 @@ def resume(
     raise typer.Exit(_launch(ws, foreground))
 
 
-def _resume_all_on_hosts(home: Path) -> int:
-    """`resume --all` on each host with a ticket of ours (a host that rebooted); what each
-    said, its name first. How many failed or did not answer."""
-    from handoff.record import placed
-
-    names = {p.host for p in placed.every(home)}
-    if not names:
-        return 0
-    from handoff import config
-    from handoff.errors import ExternalFailure
-    from handoff.operations import hosts as hosts_mod
-
-    cfg = config.load(home, None)
-    failed = 0
-    for name in sorted(names):
-        try:
-            status, out, err = hosts_mod.Remote(cfg.host(name)).run(
-                ["resume", "--all"], hosts_mod.WORK_DEADLINE)
-        except (ExternalFailure, UsageError) as exc:
-            typer.echo(f"{name}: {exc.message}", err=True)
-            failed += 1
-            continue
-        failed += status != 0
-        for line in hosts_mod.printable((out + err).strip()).splitlines():
-            typer.echo(f"{name}: {line}")
-    return failed
-
-
 def _resume_all(home: Path, repo: Path | None) -> int:
     from handoff.machinery.repo import Repo
     from handoff.operations import lifecycle
 
-    elsewhere = _resume_all_on_hosts(home) if repo is None else 0
+    failed_there = elsewhere.resume_all(home) if repo is None else 0
     found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
     if not found:
         typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
                    "where each stands)")
-        return 1 if elsewhere else 0
+        return 1 if failed_there else 0
     failed = 0
     for tdir in found:
         try:
@@ -564,7 +451,7 @@ def _resume_all(home: Path, repo: Path | None) -> int:
             typer.echo(f"handoff: error: {tdir.ticket}: {exc.message}"
                        + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
     typer.echo(f"{len(found) - failed} of {len(found)} resumed")
-    return 1 if failed or elsewhere else 0
+    return 1 if failed or failed_there else 0
 
 
 @app.command()
@@ -601,7 +488,7 @@ def log(
     from handoff.operations.render import event_line
     from handoff.record.store import state_home
 
-    _elsewhere(ticket, ["log", ticket, *(["--json"] if as_json else []),
+    elsewhere.forward(ticket, ["log", ticket, *(["--json"] if as_json else []),
                         *(["--follow"] if follow else [])], terminal=follow)
 
     def show(event: dict[str, Any]) -> None:
@@ -627,7 +514,7 @@ def attach(ticket: TicketArg,
            role: Annotated[str | None, typer.Option("--role", autocompletion=_windows)] = None,
            repo: RepoOpt = None) -> None:
     """Attach to the ticket's tmux session (Ctrl-b d detaches); on a host, over ssh -t."""
-    _elsewhere(ticket, ["attach", ticket, *(["--role", role] if role else [])], terminal=True)
+    elsewhere.forward(ticket, ["attach", ticket, *(["--role", role] if role else [])], terminal=True)
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -639,7 +526,7 @@ def attach(ticket: TicketArg,
 @app.command()
 def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
-    _elsewhere(ticket, ["recycle", ticket, role])
+    elsewhere.forward(ticket, ["recycle", ticket, role])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -663,7 +550,7 @@ def submit(
 @app.command()
 def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     """Answer a blocked ticket; the implementer carries on with the answer."""
-    _elsewhere(ticket, ["answer", ticket, text])
+    elsewhere.forward(ticket, ["answer", ticket, text])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -676,7 +563,7 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
 @app.command()
 def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
-    _elsewhere(ticket, ["stop", ticket])
+    elsewhere.forward(ticket, ["stop", ticket])
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
@@ -694,15 +581,15 @@ def close(
     repo: RepoOpt = None,
 ) -> None:
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
-    On a host: its branch is fetched here first, and nothing of it stays there."""
+    On a host: its branch and final report are fetched here first; its record stays there."""
     from handoff.operations import lifecycle
     from handoff.record.store import state_home
 
-    elsewhere = _placed(ticket)
-    if elsewhere is not None:
+    on_host = elsewhere.placed(ticket)
+    if on_host is not None:
         from handoff.operations import hosts
 
-        typer.echo(hosts.close_on(*elsewhere, keep_worktrees, force))
+        typer.echo(hosts.close_on(*on_host, keep_worktrees, force))
         return
 
     result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
@@ -721,11 +608,11 @@ def finish(
     from handoff.operations.finish import finish_ticket
     from handoff.record.store import state_home
 
-    elsewhere = _placed(ticket)
-    if elsewhere is not None:
+    on_host = elsewhere.placed(ticket)
+    if on_host is not None:
         from handoff.operations import hosts as hosts_mod
 
-        typer.echo("\n".join(hosts_mod.finish_on(*elsewhere, "squash" if squash else "merge")))
+        typer.echo("\n".join(hosts_mod.finish_on(*on_host, "squash" if squash else "merge")))
         return
 
     result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
@@ -776,52 +663,7 @@ def gc_command(
         typer.echo(f"gc: removed {removed}, kept {kept}")
 
 
-@app.command()
-def hosts(as_json: JsonOpt = False) -> None:
-    """The other machines tickets can run on (config.yaml's hosts): reachable, the same
-    handoff, and their tickets at work. Exit 1 when one is not ready."""
-    from handoff import config
-    from handoff.operations import hosts as hosts_mod
-    from handoff.record.store import state_home
-
-    cfg = config.load(state_home(), None)
-    states = hosts_mod.host_states(cfg)
-    if as_json:
-        typer.echo(json.dumps([{"name": h.name, "ready": not h.problem(), "problem": h.problem(),
-                                "handoff": h.handoff, "code": h.code, "at_work": h.at_work,
-                                "waiting": h.waiting, "max_parallel": h.max_parallel}
-                               for h in states], indent=2))
-    elif not states:
-        typer.echo("no hosts: add them to $HANDOFF_HOME/config.yaml, "
-                   + config.HOSTS_HINT)
-    for h in [] if as_json else states:
-        problem = h.problem()
-        typer.echo(f"{h.name:<16} " + (f"NOT READY: {problem}" if problem else
-                                      f"ready: handoff {h.handoff}, {h.at_work} of "
-                                      f"{h.max_parallel} at work, {h.waiting} waiting"))
-    raise typer.Exit(1 if any(h.problem() for h in states) else 0)
-
-
-@app.command(name="host-info", hidden=True)
-def host_info(as_json: JsonOpt = False,
-              mirror: Annotated[str, typer.Option("--mirror")] = "") -> None:
-    """What this machine says of itself as a host (asked over ssh by the machine placing
-    tickets here); --mirror NAME makes that repository's mirror here first."""
-    from handoff.operations import hosts as hosts_mod
-    from handoff.record.store import state_home
-
-    about = hosts_mod.about_here(state_home(), mirror)
-    typer.echo(json.dumps(about) if as_json else "\n".join(f"{k}: {v}" for k, v in about.items()))
-
-
-@app.command(name="host-forget", hidden=True)
-def host_forget(mirror: Path, ticket: str) -> None:
-    """Delete a closed ticket's refs from its mirror here (asked over ssh by `close`)."""
-    from handoff.operations import hosts as hosts_mod
-    from handoff.record.store import state_home, validate_ticket_id
-
-    hosts_mod.forget_refs(mirror, validate_ticket_id(ticket))
-    hosts_mod.rest_if_idle(state_home())
+elsewhere.register(app)
 
 
 @app.command()

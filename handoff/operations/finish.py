@@ -168,10 +168,15 @@ def _title(ws: Workspace) -> str:
 
 
 def _outcome(ws: Workspace) -> str:
-    """The final report without its heading: the outcome, rounds, changes and checks."""
     if not ws.tdir.final_report.exists():
         return ""
-    lines = ws.tdir.final_report.read_text(encoding="utf-8").splitlines()
+    return outcome(ws.tdir.final_report.read_text(encoding="utf-8"))
+
+
+def outcome(report: str) -> str:
+    """A final report without its heading, for a commit message: the outcome, rounds, changes
+    and checks."""
+    lines = report.splitlines()
     return "\n".join(ln for ln in lines if ln and not ln.startswith("# ")).replace("**", "")
 
 

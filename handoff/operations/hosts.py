@@ -10,7 +10,9 @@ on the host's private socket, its peers, its gate and its ticket directory. What
   a push anywhere but that mirror, no hook of theirs run (`--no-verify`);
 * the plan, on the stdin of the host's `handoff start`;
 * every command about the ticket (`status`, `stop`, `close` …): the host's handoff with the
-  same words, its answer shown here (`forward`).
+  same words, its answer shown here (`forward`);
+* its final report, copied here when it is closed (`keep_report`): its record stays on the
+  host, and the placement here goes.
 
 Every call is one bounded ssh command (handoff.machinery.ssh); a host that does not answer is
 `unreachable`, with ssh's words, and its tickets go on there meanwhile.
@@ -33,14 +35,17 @@ from typing import Any
 from handoff.build import code_digest, version
 from handoff.config import Config, Host
 from handoff.errors import ExternalFailure, HandoffError, UsageError
+from handoff.inputs import REPORT_LIMIT
 from handoff.machinery import proc
 from handoff.machinery.repo import Repo
 from handoff.machinery.ssh import FENCED, Ssh, environment
 from handoff.record import placed
 from handoff.record.placed import Placement
-from handoff.record.store import private_dir
+from handoff.record.store import atomic_write, private_dir
 
 MIRRORS = "mirrors"
+#: where the final reports of tickets closed on hosts are kept here: <host>/<ticket>/
+FROM_HOSTS = "from-hosts"
 #: seconds for the questions every listing asks (status, hosts): a person is waiting
 ASK_DEADLINE = 15.0
 #: seconds for a command that does work there (start, close), or moves code (push, fetch)
@@ -270,7 +275,9 @@ def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
     """Start ticket on host: its base pushed into the mirror, the plan on the host's stdin,
     approved (--yes: it was approved here). The placement is written first."""
     remote = Remote(host)
-    state = remote.state(repo.key)  # the key names the repository already: <name>-<hash>
+    # the key names the repository already (<name>-<hash>). Asked again even when `place`
+    # (auto) has just asked every host: only this ask makes the mirror, on the host chosen
+    state = remote.state(repo.key)
     if not state.reachable or not state.same:
         raise ExternalFailure(f"host {host.name}: {state.problem()}", install_hint(host))
     mirror = str(state.said.get("mirror", ""))
@@ -363,11 +370,45 @@ def terminal_argv(cfg: Config, placement: Placement, args: Sequence[str]) -> lis
                                             terminal=True)
 
 
+def kept_report(home: Path, host: str, ticket: str) -> Path:
+    """Where the final report of ticket, closed on host, is kept here."""
+    return home / FROM_HOSTS / host / ticket / "final-report.md"
+
+
+def keep_report(home: Path, remote: Remote, placement: Placement) -> tuple[Path | None, str]:
+    """The host's final report of the ticket, copied here (its record stays on the host, and
+    the placement goes at close: without this copy, what its reviewers concluded would be
+    only there): where it is, and its text; (None, "") when it has none yet. An earlier copy
+    that says something else (the same id, closed there before) is kept beside it."""
+    status, out, err = remote.run(["host-report", placement.ticket, "--repo",
+                                   placement.mirror], ASK_DEADLINE)
+    if status != 0 and "no ticket" in err:  # closed there by hand: it has nothing to give
+        return None, ""
+    if status != 0:
+        raise ExternalFailure(f"host {placement.host}: handoff host-report failed: "
+                              f"{printable(_said(err or out, status))}", install_hint(remote.host))
+    text = printable(out)
+    if not text.strip():
+        return None, ""
+    if len(text) > REPORT_LIMIT:
+        text = text[:REPORT_LIMIT] + f"\n\n(cut here: host {placement.host} sent more)\n"
+    target = kept_report(home, placement.host, placement.ticket)
+    for folder in (home, home / FROM_HOSTS, target.parent.parent, target.parent):
+        private_dir(folder)
+    if target.exists() and target.read_text(encoding="utf-8", errors="replace") != text:
+        n = 2
+        while (earlier := target.with_name(f"final-report.{n}.md")).exists():
+            n += 1
+        target.replace(earlier)
+    atomic_write(target, text)
+    return target, text
+
+
 def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool = False,
-             force: bool = False) -> str:
-    """Close a ticket on its host: its branch fetched here first (nothing of its work is
-    left only there), then the host's `close`, then its refs in the mirror, then the
-    placement. What the host said."""
+             force: bool = False, report: Path | None = None) -> str:
+    """Close a ticket on its host: its branch and final report fetched here first (nothing
+    of its work is left only there; report: kept already), then the host's `close`, then its
+    refs in the mirror, then the placement. What the host said."""
     from handoff.machinery.worktrees import branch_name
 
     remote = Remote(cfg.host(placement.host))
@@ -380,6 +421,12 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
         if "couldn't find remote ref" not in exc.message:  # never made: nothing to keep
             raise
         fetched = False
+    kept_note = ""
+    if report is None:
+        try:
+            report, _ = keep_report(home, remote, placement)
+        except ExternalFailure as exc:  # its record stays there: the report is not lost
+            kept_note = f", its final report stays on the host only ({exc.message})"
     status, said = forward(cfg, placement, ["close", placement.ticket,
                                             *(["--keep-worktrees"] if keep_worktrees else []),
                                             *(["--force"] if force else [])])
@@ -389,6 +436,9 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
         remote.run(["host-forget", placement.mirror, placement.ticket], ASK_DEADLINE)
     placed.forget(home, placement.ticket)
     note = f"its branch {branch} is here now" if fetched else "it had made no branch"
+    if report is not None:
+        note += f", its final report is {report}"
+    note += kept_note
     return f"{said}\n{placement.ticket}: closed on host {placement.host}; {note}".strip()
 
 
@@ -422,7 +472,13 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
     the host sent: git objects only), then the ticket closed there. What to print."""
     from handoff.machinery.repo import short_sha
     from handoff.machinery.worktrees import branch_name
-    from handoff.operations.finish import MODES, base_branch, ensure_clean_checkout, merge
+    from handoff.operations.finish import (
+        MODES,
+        base_branch,
+        ensure_clean_checkout,
+        merge,
+        outcome,
+    )
 
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
@@ -437,7 +493,8 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
         raise ExternalFailure(f"host {host} names no commit for {ticket} ({commit!r:.50})")
     repo = Repo.at(Path(placement.repo))
     branch = branch_name(ticket)
-    Remote(cfg.host(host)).fetch(repo, placement.mirror, branch, branch)
+    remote = Remote(cfg.host(host))
+    remote.fetch(repo, placement.mirror, branch, branch)
     if not repo.is_ancestor(commit, branch):
         raise ExternalFailure(f"host {host} says {ticket} passed at {short_sha(commit)}, which "
                               f"its branch {branch} does not hold", "nothing was merged")
@@ -446,14 +503,19 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
         ensure_clean_checkout(base)
     title = (f"{ticket}, on host {host}" if mode == "squash"
              else f"Merge {branch} into {base.branch} ({ticket}, on host {host})")
+    try:  # its outcome goes into the message
+        kept, report = keep_report(home, remote, placement)
+    except ExternalFailure:  # close_on asks again, and says so if it fails again
+        kept, report = None, ""
+    said_of_it = outcome(report)
     new, notes = merge(repo, base, commit, branch, mode, lambda: (
         f"{title}\n\nTicket {ticket}, reviewed at {short_sha(commit)} on {branch} on host "
-        f"{host}.\n"))
+        f"{host}.\n" + (f"{said_of_it}\n" if said_of_it else "")))
     said = [*notes]
     if new:
         said.append(f"{ticket}: {branch} ({short_sha(commit)}) merged into {base.branch}: "
                     f"{short_sha(base.head)} → {short_sha(new)} ({mode}; nothing pushed)")
-    said.append(close_on(home, cfg, placement))
+    said.append(close_on(home, cfg, placement, report=kept))
     return said
 
 
