@@ -198,6 +198,8 @@ def test_a_ticket_on_a_host_passes_there_shows_here_and_is_finished_here(
     assert body and all(line in message for line in body), (body, message)
     kept = handoff_home / "from-hosts" / "build1" / "R-1" / "final-report.md"
     assert kept.read_text(encoding="utf-8") == there
+    assert {oct(p.stat().st_mode & 0o777) for p in (kept.parent, kept.parent.parent,
+                                                    kept.parent.parent.parent)} == {"0o700"}
     assert f"its final report is {kept}" in finished.stdout, finished.stdout
     assert git(repo, "rev-parse", "handoff/R-1") == shown["R-1"]["commit"]
     assert git(repo, "status", "--porcelain") == "", "the checkout moved with main, clean"

@@ -393,14 +393,12 @@ def keep_report(home: Path, remote: Remote, placement: Placement) -> tuple[Path 
     if len(text) > REPORT_LIMIT:
         text = text[:REPORT_LIMIT] + f"\n\n(cut here: host {placement.host} sent more)\n"
     target = kept_report(home, placement.host, placement.ticket)
-    for folder in (home, home / FROM_HOSTS, target.parent.parent, target.parent):
-        private_dir(folder)
     if target.exists() and target.read_text(encoding="utf-8", errors="replace") != text:
         n = 2
         while (earlier := target.with_name(f"final-report.{n}.md")).exists():
             n += 1
         target.replace(earlier)
-    atomic_write(target, text)
+    atomic_write(target, text)  # its folders made as every folder of the home: 0700
     return target, text
 
 
