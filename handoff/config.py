@@ -106,16 +106,53 @@ class Budget:
     cost_usd: float | None = None
 
 
+GIB = 1 << 30
+#: binary units of a size: `8GiB`, `8 GiB`, `8G` are all 8 × 2^30 bytes
+SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": GIB, "T": 1 << 40}
+#: the smallest limits a peer's CLI and its bubblewrap can start under (a CLI alone is a dozen
+#: threads, each of which the process limit counts)
+LIMIT_MINIMUM = {"processes": 32, "memory": 64 << 20, "tmp": 1 << 20}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What each peer and each gate run may take (handoff.machinery.limits); None: no limit.
+
+    Defaults measured on Claude Code 2.1.328 and handoff's own tests (docs/configuration.md):
+    the CLI is 9 threads and 250 MiB, a test run a few dozen processes and under 1 GiB; a
+    fork bomb stopped at 1024 leaves room for four peers of eight tickets in the kernel's
+    default 32768 pids."""
+
+    #: processes and threads (the kernel counts each thread as a task)
+    processes: int | None = 1024
+    #: bytes of memory (swap included where the machine says so)
+    memory: int | None = 8 * GIB
+    #: bytes the private /tmp (and TMPDIR) of the sandbox may hold
+    tmp: int | None = GIB
+
+
+def show_size(size: int | None) -> str:
+    """A number of bytes as a person reads it: `8 GiB`, `512 MiB`, `1536 KiB`."""
+    if size is None:
+        return "no limit"
+    for unit in ("T", "G", "M", "K"):
+        if size >= SIZE_UNITS[unit] and size % SIZE_UNITS[unit] == 0:
+            return f"{size // SIZE_UNITS[unit]} {unit}iB"
+    return f"{size} bytes"
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """How peers and the gate are fenced in (handoff.machinery.sandbox): `auto` where
-    bubblewrap works, `on` or refuse to start, `off`; holes and extra hidden paths."""
+    bubblewrap works, `on` or refuse to start, `off`; holes and extra hidden paths; the
+    limits each peer and gate run is held to."""
 
     mode: str = "auto"
     #: more paths a peer may write (package caches a build needs: ~/.cache/pip, ~/.npm)
     write: tuple[str, ...] = ()
     #: more paths a peer never sees
     hide: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     def paths(self, which: str) -> list[Path]:
         return [Path(p).expanduser() for p in (self.write if which == "write" else self.hide)]
@@ -364,7 +401,7 @@ def _sandbox(source: str, value: Any, before: Sandbox, personal: bool) -> Sandbo
     spec = {"mode": value} if isinstance(value, str | bool) else value
     if not isinstance(spec, dict):
         raise UsageError(f"{source}: 'sandbox' must be a mode or a mapping", SANDBOX_HINT)
-    unknown = set(spec) - {"mode", "write", "hide"}
+    unknown = set(spec) - {"mode", "write", "hide", "limits"}
     if unknown:
         raise UsageError(f"{source}: sandbox: unknown key(s) {sorted(map(str, unknown))}",
                          SANDBOX_HINT)
@@ -391,7 +428,66 @@ def _sandbox(source: str, value: Any, before: Sandbox, personal: bool) -> Sandbo
         raise UsageError(f"{source}: {opened} is only taken from your own config: a "
                          "repository may tighten its peers' sandbox, never open it",
                          "put it in $HANDOFF_HOME/config.yaml (handoff doctor names that file)")
-    return Sandbox(mode=str(mode), write=write, hide=hide)
+    limits = _limits(source, spec["limits"], before.limits, personal) if "limits" in spec \
+        else before.limits
+    return Sandbox(mode=str(mode), write=write, hide=hide, limits=limits)
+
+
+LIMITS_HINT = "e.g. sandbox: {limits: {processes: 1024, memory: 8GiB, tmp: 1GiB}}"
+SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", re.I)
+
+
+def _limits(source: str, value: Any, before: Limits, personal: bool) -> Limits:
+    """sandbox.limits: {processes, memory, tmp}, each a number (sizes in bytes or with a binary
+    unit: 8GiB, 512M) or `none`. A repository may lower them, never raise them: a limit that
+    a commit could lift would hold no hostile peer."""
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: 'sandbox.limits' must be a mapping", LIMITS_HINT)
+    unknown = set(value) - set(LIMIT_MINIMUM)
+    if unknown:
+        raise UsageError(f"{source}: sandbox.limits: unknown key(s) {sorted(map(str, unknown))}",
+                         f"known: {', '.join(LIMIT_MINIMUM)}; {LIMITS_HINT}")
+    found: dict[str, int | None] = {}
+    for key, given in value.items():
+        where = f"{source}: sandbox.limits.{key}"
+        limit = _limit(where, key, given)
+        was = getattr(before, key)
+        if not personal and (limit is None or (was is not None and limit > was)):
+            raise UsageError(f"{where}: {_shown(key, limit)} is looser than the "
+                             f"{_shown(key, was)} in force: "
+                             "a repository may tighten its peers' limits, never loosen them",
+                             "put it in $HANDOFF_HOME/config.yaml (handoff doctor names that "
+                             "file)")
+        found[key] = limit
+    return Limits(**{**{k: getattr(before, k) for k in LIMIT_MINIMUM}, **found})
+
+
+def _limit(where: str, key: str, value: Any) -> int | None:
+    """One limit: a whole number of processes, a size, or none."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    if key == "processes":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UsageError(f"{where} must be a whole number of processes or none, not "
+                             f"{value!r:.40}", LIMITS_HINT)
+        size = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (match := SIZE.fullmatch(value.strip())):
+        size = int(float(match[1]) * SIZE_UNITS[match[2].upper()])
+    else:
+        raise UsageError(f"{where} must be a size (bytes, or with a binary unit: 8GiB, "
+                         f"512M) or none, not {value!r:.40}", LIMITS_HINT)
+    if size < LIMIT_MINIMUM[key]:
+        raise UsageError(f"{where} must be at least {_shown(key, LIMIT_MINIMUM[key])} (a CLI "
+                         f"and its sandbox start under no less), not {value!r:.40}", LIMITS_HINT)
+    return size
+
+
+def _shown(key: str, limit: int | None) -> str:
+    if key != "processes" or limit is None:
+        return show_size(limit)
+    return f"{limit} processes"
 
 
 SCANNER_HINT = ("e.g. scanners: [{name: gitleaks, command: [gitleaks, detect, --no-git, "

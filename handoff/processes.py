@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,6 +130,69 @@ def command(pid: int) -> list[str]:
         return list(psutil.Process(pid).cmdline())
     except (psutil.Error, ValueError, OSError):
         return []
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One process as its lineage is judged: pid, parent, the name of the program it runs
+    (its executable's file name, which a process cannot rewrite as it can its argv), its
+    command line (for messages only) and its start."""
+
+    pid: int
+    parent: int
+    program: str
+    argv: tuple[str, ...]
+    start: str
+
+    def shown(self) -> str:
+        return f"pid {self.pid} ({' '.join(self.argv)[:120] or self.program})"
+
+
+def seen(pid: int) -> Seen | None:
+    """What pid is now; None when it is gone or cannot be read."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            parent = process.ppid()
+            try:
+                program = os.path.basename(process.exe())
+            except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                program = process.name()
+            argv = tuple(process.cmdline())
+    except (psutil.Error, ValueError, OSError):
+        return None
+    return Seen(pid, parent, program, argv, start_time(pid))
+
+
+def lineage(pid: int, limit: int = 12) -> list[Seen]:
+    """pid and its ancestors, nearest first, at most limit of them (a gone one ends it)."""
+    found: list[Seen] = []
+    while pid > 0 and len(found) < limit:
+        one = seen(pid)
+        if one is None:
+            break
+        found.append(one)
+        pid = one.parent
+    return found
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of pid, oldest first."""
+    import psutil
+
+    try:
+        kids = psutil.Process(pid).children()
+    except (psutil.Error, ValueError, OSError):
+        return []
+
+    def started(child: psutil.Process) -> float:
+        try:
+            return float(child.create_time())
+        except psutil.Error:
+            return float("inf")
+    return [child.pid for child in sorted(kids, key=started)]
 
 
 def _live() -> list[psutil.Process]:

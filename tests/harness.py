@@ -188,9 +188,46 @@ def processes_of(home: Path, *names: str) -> list[str]:
     return found
 
 
+def release(folder: Path, name: str) -> None:
+    """Write the flag a paused scripted peer waits for (`pause_until: name`): in the ticket
+    folder and in every role's drafts folder, which is all of the ticket folder a sandboxed
+    tester or reviewer sees."""
+    (folder / name).write_text("go\n")
+    for drafts in (folder / "drafts").glob("*/"):
+        (drafts / name).write_text("go\n")
+
+
+def in_peer(home: Path, ticket: str, role: str, argv: list[str],
+            timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    """argv run in the role's own session, as a person types `!command` into its terminal
+    (the scripted agent's bash mode, as Claude Code's): a command of the peer's CLI itself.
+    Its output and exit status come back through files in the role's drafts folder, which a
+    sandboxed peer may write."""
+    import shlex
+    import uuid
+
+    st = state(home, ticket)
+    drafts = ticket_path(home, ticket) / "drafts" / role
+    drafts.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex[:8]
+    out, err, status = (drafts / f"run-{token}.{name}" for name in ("out", "err", "status"))
+    command = (f"{shlex.join(argv)} > {shlex.quote(str(out))} 2> {shlex.quote(str(err))}; "
+               f"echo $? > {shlex.quote(str(status))}")
+    target = f"={st['session']}:{role}"
+    for keys in (["-l", f"!{command}"], ["Enter"]):
+        subprocess.run(["tmux", "-L", st["socket"], "send-keys", "-t", target, *keys],
+                       check=True, timeout=15)
+
+    def done() -> str | None:
+        text = status.read_text().strip() if status.exists() else ""
+        return text if text.isdigit() else None
+    code = wait_until(done, timeout, f"`{' '.join(argv[:3])}` to run in the {role}'s session")
+    return subprocess.CompletedProcess(argv, int(code), out.read_text(), err.read_text())
+
+
 def as_peer(home: Path, ticket: str, role: str) -> dict[str, str]:
-    """The environment of the role's live peer process (its seal included): what a command
-    typed in that peer's own terminal runs with."""
+    """The environment of the role's live peer process: what a command typed in that peer's
+    own terminal runs with (run from elsewhere, it is still not the peer's: `in_peer`)."""
     st = state(home, ticket)
     panes = subprocess.run(["tmux", "-L", st["socket"], "list-panes", "-s", "-t",
                             f"={st['session']}", "-F", "#{window_name} #{pane_pid}"],

@@ -290,3 +290,21 @@ def test_a_first_review_has_no_ledger_and_no_increment(tdir: Path) -> None:
                                          briefs.Review(SHA, tdir / "diff-1.patch")))
     assert fields["earlier"] == [] and fields["weakened"] == [] and "increment" not in fields
     assert "\nledger:" not in body and "Earlier must-fix" not in body
+
+
+def test_a_review_lists_test_configuration_and_a_smaller_gate_beside_the_weakened_tests(
+        tdir: Path) -> None:
+    """Entries as handoff.loop.weakened describes them: one answer each, under `weakened:`."""
+    shown = (("W1", 'pytest.ini:1: test configuration changed: `new file: +[pytest] | '
+                    '+addopts = -k "not test_x"`'),
+             ("W2", "the gate: fewer tests ran: 12 tests ran at the base, 9 at this commit "
+                    "(3 fewer)"))
+    fields, body = split(briefs.reviewer(named(tdir, "reviewer", Kind.REVIEWER),
+                                         briefs.Review(SHA, tdir / "diff-1.patch", weakened=shown)))
+    assert fields["weakened"] == ["W1", "W2"]
+    assert '- `W1` pytest.ini:1: test configuration changed: `new file: +[pytest] | ' \
+           '+addopts = -k "not test_x"`' in body
+    assert "- `W2` the gate: fewer tests ran: 12 tests ran at the base" in body
+    # what a justified configuration change is, so a reviewer can answer one
+    assert "every test that ran before still runs and can still fail" in body
+    assert "{id: W1, answer: justified" in body and "{id: W2, answer: justified" in body

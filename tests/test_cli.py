@@ -22,6 +22,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     ticket_path,
@@ -143,7 +144,7 @@ def test_submit_lists_every_problem_and_files_nothing(repo: Path, tmp_path: Path
         stale = handoff("submit", str(bad), "--dir", str(folder), "--role", "reviewer",
                         "--round", "7", env=reviewer)
         assert stale.returncode == 1 and "ticket is in round 1" in stale.stderr
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         assert runner.wait(timeout=30) == 0
     finally:
         runner.kill()
@@ -288,7 +289,7 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
         wait_until(lambda: git(repo, "rev-list", f"main..handoff/{ticket}"),
                    what="the implementer to commit")
         (ticket_path(home, ticket) / "plan.md").write_text("---\ntest: [unclosed\n---\n# plan\n")
-        (ticket_path(home, ticket) / "go").write_text("go\n")
+        release(ticket_path(home, ticket), "go")
         wait_phase(home, ticket, "needs-human")
         assert handoff("answer", ticket, "approved", cwd=repo).returncode == 0
         assert runner.wait(timeout=60) == 2, (tmp_path / "run.log").read_text()

@@ -20,6 +20,7 @@ from tests.harness import (
     handoff,
     pane_screen,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -69,7 +70,7 @@ def test_overlapping_tickets_are_seen_told_and_a_conflicting_finish_is_refused(
             {"file": "calc.py", "replace": "    return -a\n", "with": "    return 0 - a\n"}]}})
         shown = handoff("status", "A", cwd=repo).stdout
         assert "overlaps: C also changes calc.py" in shown, shown
-        (folder / "go").write_text("")
+        release(folder, "go")
         wait_phase(handoff_home, "C", "passed", "escalated", "needs-human", timeout=90)
         # the phase is in state.json a moment before the final report: the run ends after it
         runner.wait(timeout=60)

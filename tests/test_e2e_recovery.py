@@ -21,6 +21,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     ticket_path,
@@ -57,7 +58,7 @@ def test_orchestrator_killed_mid_round_resumes_without_redoing(
     second = spawn("resume", "T-9", "--foreground", cwd=repo, log=tmp_path / "second.log")
     try:
         wait_event(handoff_home, "T-9", "orchestrator", pid=second.pid)
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         final = wait_phase(handoff_home, "T-9", "passed", "escalated")
         assert second.wait(timeout=30) == 0, (tmp_path / "second.log").read_text()
     finally:
@@ -211,7 +212,7 @@ def test_stop_then_resume_in_the_background(repo: Path, tmp_path: Path, handoff_
     folder = ticket_path(handoff_home, "T-S")
     assert any("paused until" in t.read_text() for t in (folder / "transcripts").glob("*"))
 
-    (folder / "go").write_text("go\n")
+    release(folder, "go")
     resumed = handoff("resume", "T-S", cwd=repo)
     assert resumed.returncode == 0, resumed.stderr
     assert wait_phase(handoff_home, "T-S", "passed", "escalated")["phase"] == "passed"
@@ -282,7 +283,7 @@ def test_recycles_by_hand_are_no_deaths_and_start_the_peer_once_each(
                        what=f"recycle {n} done")
             wait_event(handoff_home, "T-11", "peer", role="reviewer", state="recycled",
                        timeout=30)
-        (folder / "go").write_text("")
+        release(folder, "go")
         final = wait_phase(handoff_home, "T-11", "passed", "escalated", "needs-human")
         assert runner.wait(timeout=30) == 0
     finally:

@@ -1,6 +1,7 @@
 """A report is judged on the worktree as it was when `handoff submit` accepted it: what the
 peer does after filing (a build file, the next step's first edit) is not a claim of that
-report. A report changed after its checks does not count at all."""
+report. Only a running orchestrator files a report, and a report changed after its checks does
+not count at all."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import sys
 from pathlib import Path
 
 from handoff.record.ticket import TicketDir
-from tests.conftest import commit_file, git
+from tests.conftest import commit_file, git, wait_until
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
-    as_peer,
     events,
-    handoff,
+    in_peer,
     paused_ticket,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -31,52 +32,70 @@ REPORT = ("---\nstatus: done\ncommit: '{sha}'\n---\n## Changes\nFixed add.\n\n##
           "Ran the tests.\n\n## Deviations\nNone\n\n## Open questions\nNone\n")
 
 
-def filed_then_littered(repo: Path, tmp_path: Path, home: Path, ticket: str) -> Path:
-    """A ticket whose orchestrator died mid-round; the implementer's work committed and filed
-    with `handoff submit` from the implementer's own session; then a stray file left in its
-    worktree."""
+def submit_argv(folder: Path, report: Path, role: str = "implementer") -> list[str]:
+    return [sys.executable, "-m", "handoff", "submit", str(report), "--dir", str(folder),
+            "--role", role, "--round", "1"]
+
+
+def test_with_no_orchestrator_nothing_is_filed_and_litter_after_an_accepted_submit_is_no_claim(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     plan = plan_text({1: {"edits": [FIX_ADD], "pause_until": "never"}}, test=ADD_ONLY,
                      review=[ADD_ONLY])
-    runner = spawn("start", ticket, "--plan", str(write_plan(tmp_path, plan)), "--yes",
+    runner = spawn("start", "S-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
                    "--foreground", cwd=repo, log=tmp_path / "first.log")
     try:
-        wait_event(home, ticket, "launch", role="implementer")
+        wait_event(handoff_home, "S-1", "launch", role="implementer")
     finally:
-        runner.kill()  # SIGKILL: the peers live on, nobody takes the report yet
+        runner.kill()  # SIGKILL: the peers live on, nobody listens for reports
         runner.wait()
-    folder = ticket_path(home, ticket)
-    worktree = repo / ".worktrees" / ticket / "implementer"
+    folder = ticket_path(handoff_home, "S-1")
+    worktree = repo / ".worktrees" / "S-1" / "implementer"
     calc = (worktree / "calc.py").read_text().replace("return a - b", "return a + b")
     sha = commit_file(worktree, "calc.py", calc, "fix add")
-    report = tmp_path / "report.md"
+    report = folder / "drafts" / "implementer" / "report.md"  # where the peer may write
     report.write_text(REPORT.format(sha=sha))
-    filed = handoff("submit", str(report), "--dir", str(folder), "--role", "implementer",
-                    "--round", "1", env=as_peer(home, ticket, "implementer"))
-    assert filed.returncode == 0, filed.stderr
-    (worktree / "build.log").write_text("written after the report was filed\n")
-    return folder
+    alone = in_peer(handoff_home, "S-1", "implementer", submit_argv(folder, report))
+    assert alone.returncode == 1 and "no orchestrator is running" in alone.stderr, alone
+    assert not (folder / "impl-report-1.md").exists(), "only an orchestrator files a report"
 
-
-def test_litter_after_an_accepted_submit_does_not_count_against_the_report(
-        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    filed_then_littered(repo, tmp_path, handoff_home, "S-1")
-    done = handoff("resume", "S-1", "--foreground", cwd=repo, timeout=90)
-    assert done.returncode == 0, done.stdout + done.stderr
+    runner = spawn("resume", "S-1", "--foreground", cwd=repo, log=tmp_path / "second.log")
+    try:
+        wait_until(lambda: [e for e in events(handoff_home, "S-1")
+                            if e["kind"] == "orchestrator"][1:], 60,
+                   "the resumed orchestrator to listen")
+        filed = in_peer(handoff_home, "S-1", "implementer", submit_argv(folder, report))
+        assert filed.returncode == 0, filed.stderr
+        (worktree / "build.log").write_text("written after the report was filed\n")
+        assert runner.wait(timeout=120) == 0
+    finally:
+        stop_runner(runner)
     accepted = [e for e in events(handoff_home, "S-1") if e["kind"] == "submission"]
     assert [e["accepted"] for e in accepted if e["role"] == "implementer"] == [True]
     assert state(handoff_home, "S-1")["phase"] == "passed"
-    assert "build.log" in git(repo / ".worktrees" / "S-1" / "implementer", "status",
-                              "--porcelain"), "the stray file is still there, never judged"
+    assert "build.log" in git(worktree, "status", "--porcelain"), \
+        "the stray file is still there, never judged"
 
 
 def test_a_report_changed_after_submit_filed_it_does_not_count(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    folder = filed_then_littered(repo, tmp_path, handoff_home, "S-2")
-    report = folder / "impl-report-1.md"
-    report.write_text(report.read_text().replace("Fixed add.", "Fixed add (edited later)."))
+    """A reviewer's report is taken once its turn is over: filed, then (the orchestrator
+    killed meanwhile) changed by hand, it is a forgery when the resumed orchestrator takes it."""
+    plan = plan_text({1: {"edits": [FIX_ADD], "reviewer": {"pause_after_report": "done"}}},
+                     test=ADD_ONLY, review=[ADD_ONLY])
+    runner = spawn("start", "S-2", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "first.log")
+    try:
+        wait_event(handoff_home, "S-2", "submitted", role="reviewer", timeout=60)
+    finally:
+        runner.kill()
+        runner.wait()
+    folder = ticket_path(handoff_home, "S-2")
+    report = folder / "review-report-1.md"
+    report.write_text(report.read_text().replace("## Summary", "## Summary\n(edited later)"))
+    release(folder, "done")  # the reviewer's turn ends
     runner = spawn("resume", "S-2", "--foreground", cwd=repo, log=tmp_path / "second.log")
     try:
-        forged = wait_event(handoff_home, "S-2", "forgery", role="implementer")
+        forged = wait_event(handoff_home, "S-2", "forgery", role="reviewer")
     finally:
         runner.kill()
         runner.wait()
@@ -84,18 +103,13 @@ def test_a_report_changed_after_submit_filed_it_does_not_count(
     kept = folder / forged["report"]
     assert "(edited later)" in kept.read_text(), "the set-aside report is kept as it was"
     assert not [e for e in events(handoff_home, "S-2") if e["kind"] == "submission"
-                and e.get("accepted")], "a changed report was never taken"
+                and e.get("accepted") and e["role"] == "reviewer"], "a changed report was never taken"
 
 
-def submit_as_implementer(home: Path, ticket: str, folder: Path, report: Path,
-                          role: str = "implementer") -> tuple[int, subprocess.CompletedProcess[str]]:
-    """`handoff submit` typed in the implementer's own terminal; its pid and result."""
-    process = subprocess.Popen([sys.executable, "-m", "handoff", "submit", str(report), "--dir",
-                                str(folder), "--role", role],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=as_peer(home, ticket, "implementer"))
-    out, err = process.communicate(timeout=90)
-    return process.pid, subprocess.CompletedProcess(process.args, process.returncode, out, err)
+def submit_as_implementer(home: Path, ticket: str, folder: Path,
+                          report: Path) -> subprocess.CompletedProcess[str]:
+    """`handoff submit` typed in the implementer's own terminal."""
+    return in_peer(home, ticket, "implementer", submit_argv(folder, report)[:-2])
 
 
 def test_a_running_orchestrator_judges_the_handed_over_report_once(
@@ -103,24 +117,46 @@ def test_a_running_orchestrator_judges_the_handed_over_report_once(
     runner, folder, _ = paused_ticket(repo, tmp_path, handoff_home, "S-3")
     try:
         worktree = repo / ".worktrees" / "S-3" / "implementer"
-        report = tmp_path / "report.md"
+        report = folder / "drafts" / "implementer" / "report.md"
         report.write_text(REPORT.format(sha="0" * 40))
-        _, bad = submit_as_implementer(handoff_home, "S-3", folder, report)
+        bad = submit_as_implementer(handoff_home, "S-3", folder, report)
         assert bad.returncode == 1
         assert f"commit {'0' * 40} does not exist" in bad.stderr
         assert not (folder / "impl-report-1.md").exists()
 
         report.write_text(REPORT.format(sha=git(worktree, "rev-parse", "HEAD")))
-        pid, good = submit_as_implementer(handoff_home, "S-3", folder, report)
+        good = submit_as_implementer(handoff_home, "S-3", folder, report)
         assert good.returncode == 0, good.stderr
         assert f"filed as {folder / 'impl-report-1.md'}" in good.stdout
         submitted = wait_event(handoff_home, "S-3", "submitted", role="implementer")
-        assert submitted["pid"] == pid, "the running orchestrator judged it, not the peer"
+        assert submitted["pid"] > 0, "the kernel named the process that handed it over"
         wait_event(handoff_home, "S-3", "submission", role="implementer", accepted=True)
         assert state(handoff_home, "S-3")["rejections"] == 0, \
             "a report refused at submit is mended by the peer, never counted"
     finally:
         stop_runner(runner)
+
+
+def a_command_of(home: Path, ticket: str, role: str, seconds: str) -> int:
+    """The pid of a command (`sleep seconds`) running in the role's own session, as its CLI
+    runs its commands: found by its command line (a sandboxed peer's own pids are its
+    namespace's)."""
+    st = state(home, ticket)
+    target = f"={st['session']}:{role}"
+    for keys in (["-l", f"!sleep {seconds}"], ["Enter"]):
+        subprocess.run(["tmux", "-L", st["socket"], "send-keys", "-t", target, *keys],
+                       check=True, timeout=15)
+
+    def found() -> int | None:
+        for entry in Path("/proc").iterdir():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", seconds.encode()]:
+                return int(entry.name)
+        return None
+    return wait_until(found, 30, f"`sleep {seconds}` to run in the {role}'s session")
 
 
 def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
@@ -133,11 +169,15 @@ def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
 
     runner, folder, _ = paused_ticket(repo, tmp_path, handoff_home, "S-4")
     stop_runner(runner)  # this test's own orchestrator takes over the ticket
-    seal = as_peer(handoff_home, "S-4", "implementer")["HANDOFF_SEAL"]
+    command = a_command_of(handoff_home, "S-4", "implementer", "91.4")
     sha = git(repo / ".worktrees" / "S-4" / "implementer", "rev-parse", "HEAD")
     orchestrator = Orchestrator(Workspace.open(handoff_home, TicketDir(folder)))
-    verdict = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha), seal,
-                                                "report.md", os.getpid()))
+    mine = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
+                                             "report.md", os.getpid()))
+    assert mine.filed is None and "own session" in mine.problems[0], \
+        "a process outside the peer's session files nothing"
+    verdict = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
+                                                "report.md", command))
     assert verdict.problems == [] and verdict.filed == str(folder / "impl-report-1.md")
     hidden = tmp_path / "no-git"
     hidden.mkdir()

@@ -24,6 +24,7 @@ from tests.harness import (
     handoff,
     pane_screen,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -191,7 +192,7 @@ def test_a_later_review_that_leaves_a_finding_unanswered_is_refused_by_submit(
         draft.write_text(f"---\n{yaml.safe_dump(front)}---\n## Summary\nFine.\n")
         taken = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=90)
         assert taken.returncode == 0, taken.stdout + taken.stderr
-        (folder / "go").write_text("")
+        release(folder, "go")
         wait_phase(handoff_home, "TL-1", "passed", timeout=90)
     finally:
         stop_runner(runner)

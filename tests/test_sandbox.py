@@ -156,3 +156,50 @@ def test_the_same_fence_holds_for_an_unprivileged_user(unprivileged: int) -> Non
         assert int(next(s for s in said if s.startswith("processes=")).split("=")[1]) <= 5
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+FILL = """
+for where in /tmp {hidden}; do
+  if head -c 2097152 /dev/zero > $where/fill 2>/dev/null; then echo "$where=all"
+  else echo "$where=$(stat -c %s $where/fill)"; fi
+done
+"""
+
+
+@pytest.mark.parametrize("as_user", [False, True], ids=["as-is", "unprivileged"])
+def test_the_fence_s_own_folders_hold_at_most_tmp_bytes(as_user: bool,
+                                                        request: pytest.FixtureRequest) -> None:
+    """A tmpfs is memory: the private /tmp and every hidden folder's empty stand-in (TMPDIR
+    among them) are capped (`sandbox.limits.tmp`), and without a cap take what is written."""
+    user = request.getfixturevalue("unprivileged") if as_user else None
+    root = Path(tempfile.mkdtemp(prefix="handoff-sandbox-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        fence, work, home, _ = layout(root)
+        if user is not None:
+            os.chown(work, user, user)
+        hidden = home / ".ssh"
+        found = support()
+        assert found.sized, "bubblewrap 0.8 takes --size"
+        script = FILL.format(hidden=hidden)
+        capped = subprocess.run(wrap(found.bwrap, fence, ["sh", "-c", script], tmp=1 << 20),
+                                capture_output=True, text=True, timeout=30, user=user)
+        assert judged(capped) == {f"/tmp={1 << 20}", f"{hidden}={1 << 20}"}, capped.stderr
+        free = subprocess.run(wrap(found.bwrap, fence, ["sh", "-c", script]),
+                              capture_output=True, text=True, timeout=30, user=user)
+        assert judged(free) == {"/tmp=all", f"{hidden}=all"}, free.stderr
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_bubblewrap_without_size_still_fences_uncapped(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text('#!/bin/sh\ncase "$*" in *--size*) echo "bwrap: Unknown option --size" >&2; '
+                    "exit 1;; esac\nexit 0\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = support()
+    assert found.available and not found.sized
+    args = wrap(found.bwrap, Fence(tmp_path), ["true"], tmp=5 << 20)
+    assert args[args.index("--tmpfs") - 2:args.index("--tmpfs")] == ["--size", str(5 << 20)]

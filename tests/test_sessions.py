@@ -228,3 +228,25 @@ def test_codex_sessions_are_the_rollouts_that_ran_in_the_worktree(tmp_path: Path
     assert found == [ours]
     assert codex.sessions_in(worktree, time.time() - 60,
                              {"CODEX_HOME": str(tmp_path / "none")}) == []
+
+
+def test_a_link_as_a_folder_on_the_way_is_not_followed(tmp_path: Path) -> None:
+    """The state folder is the peer's to write: the O_NOFOLLOW of the file alone still went
+    through a link made of the project's folder (another ticket's sessions, anything)."""
+    home, worktree = tmp_path / "h", tmp_path / "wt"
+    elsewhere = write_jsonl(tmp_path / "elsewhere" / f"{SESSION}.jsonl", claude_lines())
+    folder = home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(worktree))
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(elsewhere.parent)
+    assert claude.sessions_in(worktree, time.time() - 60, {"HOME": str(home)}) == []
+    assert claude.read_usage(folder / elsewhere.name) is None
+    assert claude.read_usage(elsewhere) is not None, "the same file, reached plainly, is read"
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    ours = write_jsonl(tmp_path / "days" / time.strftime("%Y/%m/%d") / "rollout-a.jsonl",
+                       codex_lines(str(worktree), [codex_total(10, 0, 1)]))
+    (codex_home / "sessions").symlink_to(tmp_path / "days")
+    assert codex.sessions_in(worktree, time.time() - 60, {"CODEX_HOME": str(codex_home)}) == []
+    assert codex.read_usage(codex_home / "sessions" / ours.relative_to(tmp_path / "days")) \
+        is None
+    assert codex.read_usage(ours) is not None

@@ -1,5 +1,6 @@
-"""post_create runs once per worktree; the reviewer's checkout is still the commit under review
-at every round, and stale bytecode left in it cannot fool the gate or the review."""
+"""post_create runs once per worktree, fenced in like the gate; the reviewer's checkout is
+still the commit under review at every round, and bytecode left in it (stale, or planted by
+the code under review) is gone before the next round runs anything."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.harness import (
     handoff,
     pane_screen,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -60,10 +62,14 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     (repo / ".gitignore").write_text("__pycache__/\n.venv/\n", encoding="utf-8")
     git(repo, "commit", "-qam", "the setup's output is ignored")
-    runs = tmp_path / "setup-runs"
+    # the fenced setup writes only its checkout and what sandbox.write opens
+    counted = tmp_path / "counted"
+    counted.mkdir()
+    runs = counted / "setup-runs"
     handoff_home.mkdir(parents=True, exist_ok=True)
     (handoff_home / "config.yaml").write_text(
-        yaml.safe_dump({"post_create": [[PYTHON, "-c", SETUP, str(runs)]]}), encoding="utf-8")
+        yaml.safe_dump({"post_create": [[PYTHON, "-c", SETUP, str(runs)]],
+                        "sandbox": {"mode": "on", "write": [str(counted)]}}), encoding="utf-8")
     # round 1 fixes add and mul, the review finds neg broken; round 2 fixes neg and passes
     plan = write_plan(tmp_path, plan_text(
         {1: {"edits": [FIX_ADD, FIX_MUL], "reviewer": {"pause_until": "look-1"}},
@@ -86,7 +92,7 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
         # round 1's reviewer leaves an untracked file and bytecode of round 1's calc.py
         (reviewer / "notes.txt").write_text("the round 1 reviewer's notes\n", encoding="utf-8")
         stale = stale_bytecode(reviewer)
-        look1.touch()
+        release(folder, "look-1")
 
         explained(lambda: wait_until(lambda: paused_on(folder, look2, current), 90,
                                      "the round 2 reviewer to pause"))
@@ -100,8 +106,8 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
         assert not (reviewer / "notes.txt").exists()
         assert "notes.txt" in (folder / "transcripts" / "reviewer-scratch-2.patch").read_text()
         assert (reviewer / ".venv" / "marker").read_text() == "set up", "setup output stays"
-        assert stale.exists(), "ignored files stay, the stale bytecode among them"
-        look2.touch()
+        assert not stale.exists(), "what git does not track goes, the stale bytecode among it"
+        release(folder, "look-2")
 
         final = wait_phase(handoff_home, "S-1", "passed", "escalated", "needs-human",
                            timeout=90)
@@ -115,12 +121,12 @@ def test_setup_runs_once_per_worktree_and_the_reviewer_sees_each_commit_pristine
     assert len(lines) == 3, f"post_create ran {len(lines)} times: {lines}"
     assert sorted(lines) == sorted([str(implementer), str(reviewer), str(gate)]), \
         "once per worktree"
-    # the bytecode left in the checkout was a real trap: Python run without the peers'
-    # environment takes it over the source in front of it
+    # bytecode left in the checkout would be a trap: Python run without the peers'
+    # environment would take it over the source in front of it; none is left
     plain = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     probe = [PYTHON, "-c", "import calc; print(calc.neg(2))"]
     assert subprocess.run(probe, cwd=reviewer, env=plain, capture_output=True, text=True,
-                          timeout=60).stdout.strip() == "2"
+                          timeout=60).stdout.strip() == "-2"
     closed = handoff("close", "S-1", "--repo", str(repo))
     assert closed.returncode == 0, closed.stdout + closed.stderr
 
@@ -177,16 +183,19 @@ def test_a_worktree_deleted_by_hand_is_set_up_again_when_made_again(
     assert git(reviewer, "rev-parse", "HEAD") == commit
 
 
-def test_the_reviewers_bytecode_lives_outside_its_checkout_and_follows_each_commit(
+def test_the_reviewer_writes_no_bytecode_and_a_planted_pyc_is_gone_by_the_next_round(
         repo: Path, tmp_path: Path) -> None:
+    """No bytecode folder is shared between checkouts (one once let a peer of one ticket make
+    the next ticket's gate pass): Python in a detached checkout writes none, and what the
+    code under review left there (a .pyc Python never checks against its source) is removed
+    when the checkout is pointed at the next commit."""
+    assert "__pycache__/" in (repo / ".gitignore").read_text(), "bytecode is ignored"
     wt = TicketWorktrees(Repo.at(repo), "T-1")
     base = git(repo, "rev-parse", "HEAD")
     implementer, reviewer = wt.create_implementer(base), wt.create_detached("reviewer", base)
     env = wt.bytecode_env("reviewer")
-    prefix = Path(env["PYTHONPYCACHEPREFIX"])
-    assert not prefix.is_relative_to(reviewer)
     assert wt.bytecode_env("implementer") == {}, "the implementer's checkout is its own"
-    writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    writes = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
 
     def add_in_reviewer() -> str:
         return subprocess.run([PYTHON, "-c", "import calc; print(calc.add(2, 3))"],
@@ -194,16 +203,13 @@ def test_the_reviewers_bytecode_lives_outside_its_checkout_and_follows_each_comm
                               text=True, env={**writes, **env}).stdout.strip()
 
     assert add_in_reviewer() == "-1", "the repo's calc subtracts"
-    assert list(prefix.rglob("calc.*.pyc")) and not (reviewer / "__pycache__").exists()
-    compiled = (reviewer / "calc.py").stat()
+    assert not (reviewer / "__pycache__").exists(), "no bytecode written"
+    planted = stale_bytecode(reviewer)  # as the code under review could leave it
+    assert add_in_reviewer() == "-1"
     commit = commit_file(implementer, "calc.py",
                          (implementer / "calc.py").read_text().replace("a - b", "a + b"))
 
     wt.point("reviewer", commit, tmp_path / "scratch.patch")
-    # the next round within the same second: same size, same mtime as what was compiled
-    os.utime(reviewer / "calc.py", ns=(compiled.st_atime_ns, compiled.st_mtime_ns))
 
+    assert not planted.exists()
     assert add_in_reviewer() == "5", "the commit under review runs, not round 1's bytecode"
-    assert list(prefix.rglob("calc.*.pyc")), "the folder stays: its other files are compiled once"
-    assert wt.remove_all(force=True) == ["implementer", "reviewer"]
-    assert not list(prefix.rglob("calc.*.pyc")), "a removed worktree's bytecode goes with it"

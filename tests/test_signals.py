@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 
-from handoff.providers.signals import read_signals, signal_argv, signal_command
+import pytest
+
+from handoff.providers import signals
+from handoff.providers.signals import Signal, read_signals, signal_argv, signal_command
 
 
 def test_a_hook_command_keeps_its_stdin_as_one_whole_file(tmp_path: Path) -> None:
@@ -47,3 +51,46 @@ def test_a_broken_or_half_written_signal_is_still_a_signal_without_data(tmp_path
     found = read_signals(tmp_path, 0)
     assert [(s.event, s.data) for s in found] == [("stop", {})]
     assert read_signals(tmp_path / "missing", 0) == []
+
+
+def test_a_fifo_a_link_and_a_huge_file_in_the_folder_neither_block_nor_leak(
+        tmp_path: Path) -> None:
+    """The folder is the peer's to write: a FIFO there once held the orchestrator in open()
+    for ever; a link carried another file's words into the event log (a signal's detail)."""
+    folder = tmp_path / "signals"
+    folder.mkdir()
+    os.mkfifo(folder / "stop.fifo.json")
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"message": "the person's secret"}))
+    (folder / "stop.link.json").symlink_to(secret)
+    with (folder / "notification.huge.json").open("wb") as handle:
+        handle.truncate(1 << 30)  # sparse: a gigabyte read whole before
+    subprocess.run(signal_command(folder, "stop"), shell=True, input='{"message": "mine"}',
+                   text=True, check=True, timeout=10)
+    found: list[list[Signal]] = []
+    reader = threading.Thread(target=lambda: found.append(read_signals(folder, 0)),
+                              daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():
+        os.close(os.open(folder / "stop.fifo.json", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("read_signals blocked on a FIFO")
+    [read] = found
+    assert sorted((s.event, str(s.data)) for s in read) == [
+        ("notification", "{}"), ("stop", "{'message': 'mine'}")], \
+        "the huge one is a signal without data; the FIFO and the link are none"
+    assert (folder / "stop.fifo.json").exists() and (folder / "stop.link.json").is_symlink(), \
+        "what it does not read, it leaves alone"
+
+
+def test_at_most_max_signals_are_read_the_oldest_first(tmp_path: Path) -> None:
+    for i in range(signals.MAX_SIGNALS + 5):
+        path = tmp_path / f"stop.{i:04d}.json"
+        path.write_text("{}")
+        os.utime(path, ns=(10**9 * (100 + i), 10**9 * (100 + i)))
+    found = read_signals(tmp_path, 0)
+    assert len(found) == signals.MAX_SIGNALS
+    assert found[0].path.name == "stop.0000.json"
+    rest = read_signals(tmp_path, found[-1].mtime_ns + 1)
+    assert [s.path.name for s in rest] == [f"stop.{i:04d}.json" for i in
+                                           range(signals.MAX_SIGNALS, signals.MAX_SIGNALS + 5)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -47,12 +46,17 @@ def base(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def test_implementer_is_on_the_ticket_branch_at_base(repo: Path, base: str) -> None:
+def test_implementer_works_detached_at_the_ticket_branch_handoff_made(repo: Path,
+                                                                      base: str) -> None:
     wt = worktrees(repo)
     path = wt.create_implementer(base)
     assert path == repo.resolve() / ".worktrees" / TICKET / "implementer"
-    assert git(path, "symbolic-ref", "HEAD") == f"refs/heads/{branch_name(TICKET)}"
+    assert is_detached(path), "no peer writes a ref: handoff moves the branch"
     assert branch_name(TICKET) == "handoff/T-1"
+    assert git(repo, "rev-parse", f"refs/heads/{branch_name(TICKET)}") == base
+    assert git(repo, "for-each-ref", "--format=%(symref)", f"refs/heads/{branch_name(TICKET)}") \
+        == "", "a plain ref"
+    assert wt.made_branch()
     assert git(path, "rev-parse", "HEAD") == base
     assert (path / "calc.py").read_text(encoding="utf-8") == (repo / "calc.py").read_text(
         encoding="utf-8")
@@ -68,8 +72,8 @@ def test_reviewer_is_detached_at_the_commit(repo: Path, base: str) -> None:
     assert is_detached(path)
     assert wt.head("reviewer") == commit
     assert (path / "feature.txt").exists()
-    # the reviewer does not move the ticket branch
-    assert Repo.at(repo).branch_head(branch_name(TICKET)) == commit
+    # no peer moves the ticket branch: a commit gets there when handoff accepts it
+    assert Repo.at(repo).branch_head(branch_name(TICKET)) == base
 
 
 def test_worktrees_keep_the_main_status_clean(repo: Path, base: str) -> None:
@@ -294,15 +298,41 @@ def test_existing_branch_without_the_base_is_a_usage_error(repo: Path, base: str
     assert Repo.at(repo).branch_head(branch_name(TICKET)) == base
 
 
-def test_existing_branch_with_the_base_is_reused(repo: Path, base: str) -> None:
+def test_a_branch_handoff_did_not_make_is_never_taken_over(repo: Path, base: str) -> None:
+    """A branch a peer of another ticket planted (with a backdoor), or a person's: refused even
+    when it holds the base, and nothing is made."""
     git(repo, "checkout", "-q", "-b", branch_name(TICKET))
-    ahead = commit_file(repo, "earlier-work.txt", "earlier\n", "earlier work")
+    planted = commit_file(repo, "backdoor.txt", "evil\n", "planted")
     git(repo, "checkout", "-q", "main")
     wt = worktrees(repo)
+    with pytest.raises(UsageError) as info:
+        wt.create_implementer(base)
+    assert branch_name(TICKET) in info.value.message and planted[:10] in info.value.message
+    assert not wt.path("implementer").exists()
+    assert git(repo, "rev-parse", branch_name(TICKET)) == planted
+
+
+def test_the_branch_handoff_made_is_taken_again_on_resume(repo: Path, base: str) -> None:
+    wt = worktrees(repo)
+    work = wt.create_implementer(base)
+    commit = commit_file(work, "feature.txt", "feature\n")
+    assert wt.advance_branch(base, commit) == ""
+    assert wt.remove("implementer") is True
     path = wt.create_implementer(base)
-    assert git(path, "symbolic-ref", "HEAD") == f"refs/heads/{branch_name(TICKET)}"
-    assert wt.head("implementer") == ahead
-    assert (path / "earlier-work.txt").exists()
+    assert wt.head("implementer") == commit and (path / "feature.txt").exists()
+
+
+def test_a_symbolic_ticket_branch_is_never_followed(repo: Path, base: str) -> None:
+    """A peer that made its ticket branch a symbolic ref to main would have the branch's next
+    move move main."""
+    wt = worktrees(repo)
+    work = wt.create_implementer(base)
+    commit = commit_file(work, "feature.txt", "feature\n")
+    git(repo, "symbolic-ref", f"refs/heads/{branch_name(TICKET)}", "refs/heads/main")
+    with pytest.raises(UsageError) as info:
+        wt.advance_branch(base, commit)
+    assert "symbolic ref to refs/heads/main" in info.value.message
+    assert git(repo, "rev-parse", "refs/heads/main") == base, "main did not move"
 
 
 def test_post_create_runs_in_each_new_worktree(repo: Path, base: str) -> None:
@@ -343,11 +373,12 @@ def test_point_resets_the_checkout_but_keeps_shares_and_setup_output(
         repo: Path, base: str, tmp_path: Path) -> None:
     (repo / "deps").mkdir()
     (repo / "deps" / "lib.txt").write_text("shared dependency\n")
-    (repo / ".gitignore").write_text("__pycache__/\ndeps/\nbuild/\n")
+    (repo / ".gitignore").write_text("__pycache__/\ndeps/\nbuild/\nvenv/\n")
     git(repo, "commit", "-qam", "ignore build output")
     runs = tmp_path / "post-create-runs"
     wt = worktrees(repo, shares=(Share("deps"),), post_create=(
-        (PYTHON, "-c", f"import os; open({str(runs)!r}, 'a').write(os.getcwd() + '\\n')"),))
+        (PYTHON, "-c", f"import os; open({str(runs)!r}, 'a').write(os.getcwd() + '\\n'); "
+                       "os.makedirs('venv', exist_ok=True); open('venv/lib.py', 'w').write('')"),))
     implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
     reviewer = wt.create_detached("reviewer", git(repo, "rev-parse", "HEAD"))
     (reviewer / "build").mkdir()
@@ -364,7 +395,8 @@ def test_point_resets_the_checkout_but_keeps_shares_and_setup_output(
         "the shared folder's link alone"
     assert (reviewer / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert not (reviewer / "probe.txt").exists()
-    assert (reviewer / "build" / "out.o").exists(), "ignored output stays"
+    assert not (reviewer / "build").exists(), "what a round's run left, ignored or not, goes"
+    assert (reviewer / "venv" / "lib.py").exists(), "the setup's (ignored) output stays"
     assert (reviewer / "deps" / "lib.txt").read_text() == "shared dependency\n"
     assert (repo / "deps" / "lib.txt").exists(), "the main checkout's folder is untouched"
     assert runs.read_text().splitlines().count(str(reviewer)) == 1, "post_create ran again"
@@ -521,12 +553,13 @@ def test_is_live_only_for_a_worktree_of_this_repo(repo: Path, base: str, tmp_pat
     assert not wt.is_live(path), "git's record must point back at the folder"
     (admin / "gitdir").write_text(gitdir)
     assert wt.is_live(path)
-    (admin / "HEAD").unlink()
-    assert not wt.is_live(path), "an admin folder git would not take (no HEAD) is none"
-    assert subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                          capture_output=True, env={**os.environ, "GIT_CEILING_DIRECTORIES":
-                                                    str(path.parent)}).returncode != 0, \
-        "git agrees: no worktree there"
+    dot_git = (path / ".git").read_text()
+    (path / ".git").unlink()
+    (path / ".git").symlink_to(wt.path("elsewhere") / ".git")
+    assert not wt.is_live(path), "a .git that is a link is never followed"
+    (path / ".git").unlink()
+    (path / ".git").write_text(dot_git)
+    assert wt.is_live(path)
 
 
 def test_remove_never_deletes_a_folder_that_is_not_a_worktree(repo: Path, base: str) -> None:
@@ -566,9 +599,9 @@ def test_a_deleted_worktree_is_made_again_from_the_branch(repo: Path, base: str)
     made = wt.ensure("implementer", base, recreate=True)
     assert made.created and made.setup and made.displaced is None
     assert wt.is_live(path)
-    assert wt.head("implementer") == commit
+    assert wt.head("implementer") == commit, "its commits were kept on the branch"
     assert (path / "feature.txt").read_text(encoding="utf-8") == "feature\n"
-    assert git(path, "symbolic-ref", "HEAD") == f"refs/heads/{branch_name(TICKET)}"
+    assert is_detached(path)
 
 
 def test_a_refilled_folder_is_moved_aside_intact_when_made_again(repo: Path, base: str) -> None:
@@ -655,8 +688,12 @@ def test_setup_runs_again_after_a_failed_post_create_is_fixed(repo: Path, base: 
     assert not made.created and made.setup
     assert (path / "set-up.txt").read_text(encoding="utf-8") == "yes"
     assert worktrees(repo).setup_done(path)
+    record = worktrees(repo).record_file("implementer")
+    assert record.is_relative_to(repo / ".git" / "handoff") and \
+        worktrees(repo).record("implementer")["setup_done"] is True
     admin = worktrees(repo).admin_dir(path)
-    assert admin is not None and (admin / "handoff-setup-done").is_file()
+    assert admin is not None and not (admin / "handoff-setup-done").exists(), \
+        "never in the admin folder, which its peer may write"
     assert git(path, "status", "--porcelain", "--ignored") == "?? set-up.txt", \
         "the mark lives in git's own dir, not in the checkout"
 
@@ -680,14 +717,14 @@ def test_a_failed_setup_of_the_reviewer_runs_again_when_it_is_pointed(
 # ---- a team's checkouts ---------------------------------------------------------------------------
 
 
-def test_every_role_but_the_implementer_and_the_gate_sit_detached(repo: Path, base: str) -> None:
+def test_every_checkout_sits_detached(repo: Path, base: str) -> None:
     wt = worktrees(repo)
-    wt.create_implementer(base)
+    assert is_detached(wt.create_implementer(base))
     for name in ("qa", "security", "gate"):
         assert is_detached(wt.create_detached(name, base))
     assert wt.present() == ["implementer", "qa", "security", "gate"]
-    assert wt.bytecode_env("security") and wt.bytecode_env("gate") and \
-        not wt.bytecode_env("implementer")
+    assert wt.bytecode_env("security") == wt.bytecode_env("gate") == \
+        {"PYTHONDONTWRITEBYTECODE": "1"} and not wt.bytecode_env("implementer")
 
 
 def test_remove_all_removes_every_checkout_of_the_ticket_saving_the_detached_ones_work(
@@ -710,9 +747,10 @@ def test_the_branch_moves_to_a_testers_commit_and_the_implementers_checkout_foll
     wt = worktrees(repo)
     work = wt.create_implementer(base)
     start = commit_file(work, "calc.py", "def add(a, b):\n    return a + b\n", "round 1")
+    assert wt.advance_branch(base, start) == ""
     qa = wt.create_detached("qa", start)
     tests = commit_file(qa, "tests/test_more.py", "import unittest\n", "tests")
-    assert wt.fast_forward(tests) == ""
+    assert wt.advance_branch(start, tests) == ""
     assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == tests
     assert git(work, "rev-parse", "HEAD") == tests and (work / "tests" / "test_more.py").is_file()
     assert git(work, "status", "--porcelain") == ""
@@ -725,7 +763,7 @@ def test_the_branch_is_not_moved_over_the_implementers_uncommitted_work(repo: Pa
     qa = wt.create_detached("qa", base)
     tests = commit_file(qa, "calc.py", "changed by the tester\n", "tests")
     (work / "calc.py").write_text("the implementer's uncommitted work\n")
-    problem = wt.fast_forward(tests)
+    problem = wt.advance_branch(base, tests)
     assert "calc.py" in problem and "overwritten" in problem
     assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == base, "not moved"
     assert (work / "calc.py").read_text() == "the implementer's uncommitted work\n"
@@ -748,3 +786,26 @@ def test_a_gitignored_env_file_is_copied_into_each_worktree_as_its_own(repo: Pat
     (implementer / ".env").write_text("PORT=1\n")
     assert (repo / ".env").read_text() == "DATABASE_URL=postgres://localhost/dev\n"
     assert wt.dirty(implementer) == [], "the copy is the setup's, not the peer's work"
+
+
+def test_a_share_is_never_written_through_a_link_the_commit_holds(repo: Path, base: str,
+                                                                   tmp_path: Path) -> None:
+    """A commit whose folder on a share's path is a link (to a folder outside the checkout):
+    the share is not made there, and nothing lands where the link points."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "deps").mkdir()
+    (repo / "deps" / "cache").mkdir()
+    (repo / "deps" / "cache" / "lib.txt").write_text("the person's dependency\n")
+    (repo / ".gitignore").write_text("__pycache__/\ndeps/cache/\n")
+    git(repo, "commit", "-qam", "ignore the cache")
+    wt = worktrees(repo, shares=(Share("deps/cache", mode="copy"),))
+    impl = wt.create_implementer(base)
+    shutil.rmtree(impl / "deps")  # its own copy of the share, made with it
+    (impl / "deps").symlink_to(outside, target_is_directory=True)
+    git(impl, "add", "deps")
+    git(impl, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "deps is a link")
+    commit = git(impl, "rev-parse", "HEAD")
+    reviewer = wt.create_detached("reviewer", commit)
+    assert (reviewer / "deps").is_symlink()
+    assert list(outside.iterdir()) == [], "nothing was copied through the link"

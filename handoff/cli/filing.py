@@ -2,9 +2,10 @@
 to the running orchestrator (handoff.protocol.intake) and prints its verdict.
 
 It imports only the standard library and handoff's stdlib-only modules: the orchestrator has the
-repository, the validators and git loaded already, so the peer's process needs none of them.
-Only when no orchestrator listens (the ticket is stopped) does it load them and judge the report
-itself (handoff.loop.submission), which the orchestrator checks again when it resumes.
+repository, the validators and git loaded already, so the peer's process needs none of them. It
+carries no credential: the orchestrator learns from the kernel which process is at the other
+end of the socket and judges that (handoff.loop.filer). When no orchestrator listens (the
+ticket is stopped), nothing is filed: the peer is told to submit again once the ticket runs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from handoff.protocol import intake
 from handoff.record.address import Address
 from handoff.role import Team, check_name
 
-SEAL_ENV = "HANDOFF_SEAL"  # handoff.record.seals.ENV, without importing hashing for the peer
 #: how long a peer waits for the orchestrator's verdict; it answers between two looks at the
 #: peers (milliseconds, or a tmux call's bound when tmux is slow)
 VERDICT_WAIT = 60.0
@@ -52,20 +52,15 @@ def submit(report: Path, directory: str | None, role: str | None, round_: int | 
     if problems:
         return _print_verdict(None, problems)
     request: dict[str, object] = {"role": who, "round": round_, "report": text,
-                                  "seal": os.environ.get(SEAL_ENV, ""), "file": str(report)}
+                                  "file": str(report)}
     verdict = hand_over(folder, request)
-    if verdict is None and not os.access(folder, os.W_OK):
-        # a sandboxed peer sees its ticket's folder read-only: only the orchestrator files
+    if verdict is None:
+        # only the running orchestrator files a report: it alone can tell which process
+        # hands it over, and it alone holds the key its receipt is signed with
         return _print_verdict(None, [
-            f"no orchestrator is listening for this ticket and this peer may not write "
-            f"{folder} (it runs in handoff's sandbox), so the report cannot be filed now; "
+            f"no orchestrator is running for this ticket, so the report cannot be filed now; "
             f"{report} stays as it is: run the same command again once the ticket runs "
-            "('handoff resume' by a person)"])
-    if verdict is None:  # nobody listens: the ticket is stopped, judge it here
-        from handoff.loop.submission import file_report
-
-        path, problems = file_report(folder, who, round_, text, os.environ.get(SEAL_ENV, ""))
-        verdict = (str(path) if path else None, problems)
+            f"('handoff resume {folder.name}' by a person)"])
     return _print_verdict(*verdict)
 
 
@@ -77,6 +72,8 @@ def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
         phase, current = str(state["phase"]), int(state["round"])
         team = Team.from_records(state.get("team") or [])
     except FileNotFoundError:
+        if (folder / intake.SOCKET).parent.is_dir():
+            return []  # a tester's or reviewer's view of the folder: no state to read
         return [f"{folder} is not a handoff ticket directory (no state.json)"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, UsageError):
         return []  # unreadable now: whoever judges the report reads it properly

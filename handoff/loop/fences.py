@@ -3,15 +3,19 @@
 The rule is the same for every role: the whole filesystem read-only, credentials hidden, the
 handoff home hidden; writable only the role's worktree and what its work needs of the git
 directory, its CLI's own state, the drafts and signal folders of its ticket, and the paths
-the person opened (`sandbox.write`). The implementer commits, so it may write objects and the
-refs of handoff's own branches (never main's, never another ticket's branch, never the
-config or the hooks); a tester commits in its detached checkout, so it may write objects but
-no ref (handoff moves the branch to its commit); a reviewer writes only its worktree's admin
-folder (its index). The gate runs in a checkout of its own.
+the person opened (`sandbox.write`). The implementer and the testers commit in their detached
+checkouts, so they may write objects and their worktree's admin folder (its HEAD, index and
+logs), never a ref (handoff moves the ticket branch to the commits it accepts), the config or
+the hooks. A reviewer and the gate write nothing of the git directory: their index stays what
+handoff made it. In every checkout, what tells git where its configuration lives (the
+worktree's `.git` file, the admin folder's `commondir`, `gitdir` and `config.worktree`) is
+read-only, and so is the output of the checkout's setup (its .venv, node_modules) for whoever
+runs the code under review: a round's run cannot leave a sitecustomize.py for the next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -22,15 +26,9 @@ from handoff.config import Config
 from handoff.machinery import sandbox
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import HIDE, READ, WRITE, Fence
-from handoff.machinery.worktrees import (
-    GATE,
-    WORKTREES_DIR,
-    TicketWorktrees,
-    branch_name,
-    bytecode_root,
-)
+from handoff.machinery.worktrees import GATE, WORKTREES_DIR, TicketWorktrees
 from handoff.providers import Provider
-from handoff.record.seals import Seals
+from handoff.record.grants import Grants
 from handoff.record.store import private_dir
 from handoff.record.ticket import TicketDir
 from handoff.role import Kind
@@ -41,25 +39,56 @@ def peer(role: str, kind: Kind, provider: Provider, env: Mapping[str, str], *, h
     """The fence of role's CLI (env: the peer's environment, where its CLI's state is)."""
     worktree = worktrees.path(role)
     fence = _base(worktree, env, home, repo, config, provider)
-    fence = fence.with_rules(READ, [tdir.path])
-    fence = fence.with_rules(HIDE, [Seals(tdir.path).folder])
+    fence = fence.with_rules(READ, ticket_view(tdir, role, kind))
+    # made now: a folder that is not there is not hidden, and would be seen once made
+    fence = fence.with_rules(HIDE, [private_dir(Grants(tdir.path).folder)])
     # made now: a folder that is not there has no mount point in the read-only ticket folder
     drafts, signals = private_dir(tdir.drafts(role)), private_dir(tdir.signals(role))
     fence = fence.with_rules(WRITE, [drafts, signals])
-    fence = fence.with_rules(WRITE, _git_paths(role, kind, repo, worktrees, tdir.ticket))
-    if kind is Kind.IMPLEMENTER:
-        fence = fence.with_rules(READ, others(repo, tdir.ticket))
+    fence = fence.with_rules(WRITE, _git_paths(kind, repo, worktrees, worktree))
+    fence = fence.with_rules(READ, pinned(worktrees, worktree, kind))
     state = [path for path in provider.state_dirs(env) if _made(path)]
     fence = fence.with_rules(WRITE, state)
     return _holes(fence, config)
+
+
+def ticket_view(tdir: TicketDir, role: str, kind: Kind) -> list[Path]:
+    """What of the ticket's folder a peer reads. A tester or a reviewer is blind to how the
+    code was written: it sees its own briefs and contract, the plan, the diffs, the gate's and
+    the scanners' logs and the intake socket (the ledger and the weakened tests are in its
+    brief), never the implementer's reports, another reviewer's, the event log, the state or
+    a transcript. Each of them is started afresh for every round, so what it needs is there
+    when its fence is made. The implementer, whose work it all is, reads the folder (the gate
+    logs of later rounds among it); what no peer reads is hidden in every fence (`grants/`)."""
+    if kind is Kind.IMPLEMENTER:
+        return [tdir.path]
+    folder = tdir.path
+    shown = [folder / "inbox" / role, folder / "plan.md", folder / "ticket.md",
+             folder / "contracts" / f"{role}.md", folder / "intake",
+             folder / "gemini" / f"{role}-system-defaults.json"]
+    for pattern in ("diff-*.patch", "gate-*.log", "scan-*.log"):
+        shown += sorted(folder.glob(pattern))
+    return shown
 
 
 def gate(*, home: Path, repo: Repo, worktrees: TicketWorktrees, config: Config,
          env: Mapping[str, str]) -> Fence:
     """The gate's fence: its own checkout, at the commit under test, and nothing of the
     ticket's folder."""
-    fence = _base(worktrees.path(GATE), env, home, repo, config, None)
-    fence = fence.with_rules(WRITE, _git_paths(GATE, Kind.REVIEWER, repo, worktrees, ""))
+    worktree = worktrees.path(GATE)
+    fence = _base(worktree, env, home, repo, config, None)
+    fence = fence.with_rules(READ, pinned(worktrees, worktree, Kind.REVIEWER))
+    return _holes(fence, config)
+
+
+def setup(*, home: Path, repo: Repo, worktrees: TicketWorktrees, config: Config,
+          env: Mapping[str, str], worktree: Path) -> Fence:
+    """The fence of a checkout's set-up (post_create): it runs code of the commit the checkout
+    is at (a package's install scripts), so it is fenced in as the gate is, with its checkout
+    writable (the set-up's output is made there) and what tells git where its configuration
+    lives read-only."""
+    fence = _base(worktree, env, home, repo, config, None)
+    fence = fence.with_rules(READ, pinned(worktrees, worktree, Kind.REVIEWER, setup=True))
     return _holes(fence, config)
 
 
@@ -81,7 +110,7 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
     # neither another ticket's checkout nor its partner's uncommitted work
     fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home), _tmux_dir(),
                                     *scratch, repo.top / WORKTREES_DIR])
-    fence = fence.with_rules(WRITE, [worktree, bytecode_root()])
+    fence = fence.with_rules(WRITE, [worktree])
     return fence
 
 
@@ -91,40 +120,37 @@ def _holes(fence: Fence, config: Config) -> Fence:
         HIDE, config.sandbox.paths("hide"))
 
 
-def _git_paths(role: str, kind: Kind, repo: Repo, worktrees: TicketWorktrees,
-               ticket: str) -> list[Path]:
-    """What a role's git commands write: its worktree's admin folder (index, HEAD, logs); for
-    a tester also the objects its commits add; for the implementer also handoff's branch
-    folder, where a commit's ref is written (git writes `<ref>.lock` and renames it, so the
-    folder, not the file, is bound: the other entries in it are bound read-only again by
-    `others`)."""
-    admin = worktrees.admin_dir(worktrees.path(role))
-    paths = [admin] if admin is not None else []
-    if kind is Kind.TESTER:
-        paths.append(repo.common_dir / "objects")
-    if kind is Kind.IMPLEMENTER and ticket:
-        common = repo.common_dir
-        branch = branch_name(ticket)
-        for folder in (common / "refs" / "heads", common / "logs" / "refs" / "heads"):
-            own = folder / branch
-            own.parent.mkdir(parents=True, exist_ok=True)
-            paths += [common / "objects", own.parent]
+def _git_paths(kind: Kind, repo: Repo, worktrees: TicketWorktrees, worktree: Path) -> list[Path]:
+    """What a role's git commands write: for the implementer and the testers, who commit in
+    their detached checkouts, their worktree's admin folder (HEAD, index, logs) and the objects
+    their commits add. No ref: handoff moves the ticket branch itself. A reviewer writes
+    nothing of the git directory."""
+    if kind is Kind.REVIEWER:
+        return []
+    admin = worktrees.admin_dir(worktree)
+    return [*([admin] if admin is not None else []), repo.common_dir / "objects"]
+
+
+def pinned(worktrees: TicketWorktrees, worktree: Path, kind: Kind,
+           setup: bool = False) -> list[Path]:
+    """What stays read-only inside a writable checkout and admin folder: the files that tell
+    git where its configuration and hooks live (`.git`, `commondir`, `gitdir`, and
+    `config.worktree`, made empty first so that there is one to hold: git reads it when the
+    repository has extensions.worktreeConfig), so that a peer cannot point git (its own, or a
+    process of the person's that trusts the checkout) at a configuration of its making. For
+    whoever runs the code under review (not the implementer, whose checkout is its own, and not
+    the set-up, which makes them), also the set-up's output."""
+    paths = [worktree / ".git"]
+    admin = worktrees.admin_dir(worktree)
+    if admin is not None:
+        config = admin / "config.worktree"
+        if not config.exists() and not config.is_symlink():
+            with contextlib.suppress(OSError):
+                config.touch(mode=0o600)
+        paths += [admin / "commondir", admin / "gitdir", config]
+    if kind is not Kind.IMPLEMENTER and not setup:
+        paths += [worktree / name for name in worktrees.kept(worktree)]
     return paths
-
-
-def others(repo: Repo, ticket: str) -> list[Path]:
-    """The entries of handoff's branch folders that are not this ticket's: another ticket's
-    branch stays read-only to this one's implementer."""
-    branch = branch_name(ticket)
-    found = []
-    for folder in (repo.common_dir / "refs" / "heads", repo.common_dir / "logs" / "refs" / "heads"):
-        own = folder / branch
-        try:
-            found += [entry for entry in own.parent.iterdir()
-                      if entry.name not in (own.name, f"{own.name}.lock")]
-        except OSError:
-            continue
-    return found
 
 
 def _made(folder: Path) -> bool:

@@ -9,6 +9,12 @@ command exits, times out or the orchestrator is stopped, the whole group is ende
 KILL). While it runs, a record in the ticket directory names the group and proves whose it is
 (the leader's start time, the boot, a token in the gate's environment), so `stop`, `close` and
 a resumed orchestrator can end a gate that a killed orchestrator left behind, and only that.
+
+Where the config sets limits (sandbox.limits, handoff.machinery.limits), each run also has
+cgroups of its own, joined before its command starts: at most so many processes and so much
+memory, and whatever of it left the group (an unsandboxed daemon) ended with them. A run that
+reached a limit fails, its log and summary saying which: what it proved was not the code's
+alone.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from handoff.inputs import clip, joined
+from handoff.machinery import limits
 from handoff.machinery.groups import GRACE, end_group
 from handoff.machinery.launcher import yield_cpu
+from handoff.machinery.limits import Fenced
 from handoff.processes import boot_id, environ, in_group, start_time
 from handoff.record.events import now
 from handoff.record.store import atomic_write, atomic_write_json
@@ -51,17 +59,22 @@ class GateResult:
     timed_out: bool
     #: what the command printed (stdout and stderr), capped at CAP bytes
     output: str
+    #: which limit it reached, said for a person ('' : none); handoff.machinery.limits
+    limit: str = ""
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.limit
 
     def summary(self) -> str:
         command = clip(" ".join(self.argv), 300)
+        reached = f": {self.limit}" if self.limit else ""
         if self.timed_out:
-            return f"`{command}` timed out after {self.seconds:.0f}s"
+            return f"`{command}` timed out after {self.seconds:.0f}s{reached}"
+        if self.limit and self.exit_code == 0:
+            return f"`{command}` exited 0 in {self.seconds:.1f}s, yet fails{reached}"
         state = "passed" if self.passed else f"failed (exit {self.exit_code})"
-        return f"`{command}` {state} in {self.seconds:.1f}s"
+        return f"`{command}` {state} in {self.seconds:.1f}s{reached}"
 
 
 def excerpt(output: str, lines: int = 15, limit: int = EXCERPT) -> str:
@@ -112,33 +125,45 @@ def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
              nice: int = 0) -> GateResult:
     """Run argv in its own process group and wait for it, at most timeout seconds; record:
     where to note the running gate (see end_left_gate); fence: what runs it in the sandbox
-    (the log and the result name argv itself)."""
+    (the log and the result name argv itself), and within its limits when it is a
+    limits.Fenced."""
     started = time.monotonic()
     token = uuid.uuid4().hex
+    # its cgroups, joined by the launcher before the command starts (no preexec_fn: the
+    # orchestrator has threads, and a fork may not run Python code in a threaded process)
+    bounded = fence.bounded() if isinstance(fence, Fenced) else None
+    held = bounded.argv() if bounded is not None else []
+    groups = [str(d) for d in bounded.dirs] if bounded is not None else []
     if record is not None:  # before it starts: a crash right after the fork still leaves a trace
-        atomic_write_json(record, _record(argv, token, None))
+        atomic_write_json(record, _record(argv, token, None, groups))
     try:
         child = subprocess.Popen(
-            niced(fence(argv) if fence is not None else list(argv), nice), cwd=cwd,
+            [*held, *niced(fence(argv) if fence is not None else list(argv), nice)], cwd=cwd,
             env={**env, TOKEN: token}, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
     except OSError as exc:  # not found, not executable, not a program (ENOEXEC), bad cwd
         if record is not None:
             record.unlink(missing_ok=True)
+        if bounded is not None:
+            bounded.end()
         result = GateResult(tuple(argv), 127, 0.0, False, f"cannot run {argv[0]}: {exc}\n")
     else:
+        reached = ""
         try:
             yield_cpu(nice, child.pid)  # its session and group are its own (a peer's work)
             if record is not None:
-                atomic_write_json(record, _record(argv, token, child.pid))
+                atomic_write_json(record, _record(argv, token, child.pid, groups))
             kept, exit_code = _collect(child, started + timeout)
         finally:  # however we leave (a timeout, SIGTERM from `handoff stop`): the group ends
             _end_own(child)
+            if bounded is not None:  # what it reached, then whatever left the group
+                reached = bounded.hit()
+                bounded.end()
             if record is not None:
                 record.unlink(missing_ok=True)
         result = GateResult(tuple(argv), exit_code, time.monotonic() - started,
-                            exit_code is None, kept.text())
+                            exit_code is None, kept.text(), reached)
     atomic_write(log, f"$ {' '.join(result.argv)}\n# cwd: {cwd}\n{result.output}\n"
                       f"# {result.summary()}\n")
     return result
@@ -210,9 +235,11 @@ def _end_own(child: subprocess.Popen[bytes]) -> None:
 # ---- the record of a running gate, and ending one a dead orchestrator left ----------------------
 
 
-def _record(argv: Sequence[str], token: str, pid: int | None) -> dict[str, Any]:
+def _record(argv: Sequence[str], token: str, pid: int | None,
+            groups: Sequence[str] = ()) -> dict[str, Any]:
     data: dict[str, Any] = {"argv": [clip(a, 300) for a in argv[:50]], "token": token,
-                            "orchestrator": os.getpid(), "started": now(), "boot": boot_id()}
+                            "orchestrator": os.getpid(), "started": now(), "boot": boot_id(),
+                            "cgroups": list(groups)}
     if pid is not None:
         data.update(pid=pid, pgid=pid, start=start_time(pid))
     return data
@@ -240,6 +267,10 @@ def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | 
         data = {}
     groups = sorted(ours(data))
     ended = {str(pgid): end_group(pgid, GRACE if grace is None else grace) for pgid in groups}
+    if data.get("boot") == boot_id():  # its cgroups: what left the group is in them still
+        for folder in data.get("cgroups") or []:
+            if isinstance(folder, str):
+                limits.end_left(Path(folder), GRACE)
     record.unlink(missing_ok=True)
     return {"pid": data.get("pid"), "command": data.get("argv", []),
             "left_by": data.get("orchestrator"), "started": data.get("started"),

@@ -26,29 +26,31 @@ from typing import Any
 from handoff import trace
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import metering, notify, rules, scanners, submission, summary, weakened
+from handoff.loop import filer, metering, notify, rules, scanners, submission, summary, weakened
 from handoff.loop.gate import GateResult, end_left_gate, excerpt, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
 from handoff.loop.rules import Move
-from handoff.loop.submission import provenance, set_aside, spend
+from handoff.loop.submission import provenance, set_aside
 from handoff.loop.workspace import Workspace
+from handoff.machinery import limits, reaper
 from handoff.machinery.peers import Peers, self_argv
 from handoff.machinery.repo import short_sha
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import GATE
 from handoff.phases import AT_WORK, FINISHED, Phase
-from handoff.processes import alive, environ
+from handoff.processes import alive
 from handoff.protocol import briefs, protected, reports
 from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.ledger import Entry, Ledger
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
+from handoff.providers.screen import READY
 from handoff.providers.signals import read_signals
-from handoff.record import durable, overlaps, seals, slots, starts
+from handoff.record import durable, overlaps, slots, starts
 from handoff.record.events import EventKind
+from handoff.record.grants import Grants
 from handoff.record.lock import TicketLock
-from handoff.record.seals import Seals
 from handoff.record.slots import Slot
 from handoff.record.store import atomic_write, digest, file_digest
 from handoff.record.ticket import State, TicketDir, brief_round
@@ -61,6 +63,8 @@ TICK = 0.5
 #: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale
 RECYCLE_GRACE = 60.0
 SETTLE = 1.0
+#: seconds between looks at a tester or reviewer that filed its report but is still in its turn
+TURN_LOOK = 0.2
 #: seconds between looks at the queue when nothing in its folder changed (every slot given
 #: back and every waiter gone changes something there: this is only the fallback)
 QUEUE_LOOK = 5.0
@@ -420,9 +424,10 @@ class Orchestrator:
             # judged: the commit exists; a full sha is its own resolution (no git call)
             commit = report.commit if FULL_SHA.fullmatch(report.commit) \
                 else self.ws.repo.resolve(report.commit)
+            # handoff alone moves the ticket branch: no peer writes a ref
+            if not self.onto_branch(role, commit):
+                return
             if kind is Kind.TESTER:
-                if not self.onto_branch(role, commit):
-                    return
                 self.state.tested.setdefault(str(n), {})[role] = commit
             self.state.commits[str(n)] = commit
         question = report.sections.get("open questions", "").strip()
@@ -436,20 +441,23 @@ class Orchestrator:
             self.save()
 
     def onto_branch(self, role: str, commit: str) -> bool:
-        """Move the ticket branch to a tester's commit (it builds on the branch's head: the
-        validators checked), in the implementer's worktree, so its checkout follows."""
+        """Move the ticket branch forward to an accepted commit (the implementer's, or a
+        tester's: it builds on the last accepted one, the validators checked), as a plain ref,
+        and the implementer's checkout with it."""
         made = self.ws.ensure_worktree(self.state, IMPLEMENTER)
         if made:
             self.event("worktree", IMPLEMENTER, **made)
-        problem = self.ws.worktrees.fast_forward(commit)
+        previous = self.state.last_commit()
+        problem = self.ws.worktrees.advance_branch(previous, commit)
         if not problem:
-            self.event("branch", role, commit=commit, branch=self.ws.branch(),
-                       by="fast-forward")
+            if commit != previous:
+                self.event("branch", role, commit=commit, branch=self.ws.branch(),
+                           by="fast-forward")
             return True
         self.apply(rules.ask(f"the {role}'s commit {short_sha(commit)} cannot be put on "
                              f"{self.ws.branch()}: {problem}. Mend the implementer's worktree, "
                              f"then 'handoff answer {self.state.ticket} go'",
-                             after_answer=Phase.TESTING))
+                             after_answer=self.state.phase))
         return False
 
     # ---- the gate -----------------------------------------------------------------------
@@ -723,14 +731,12 @@ class Orchestrator:
         if fresh or pane is None or pane.dead or round_ is None:
             self.launch(role, brief, "")
             return
-        # its seal, from its own environment: the orchestrator that launched it (and knew its
-        # seal) may have died since
-        seal = environ(pane.pid).get(seals.ENV, "")
-        if not seal:
-            self.launch(role, brief, "its seal cannot be read, so it could not file its report")
+        # the live process may file this round's report too (handoff.loop.filer)
+        found = filer.identity(pane.pid)
+        if not found:
+            self.launch(role, brief, "its process is gone")
             return
-        # the live process may file this round's report: the seal it was started with
-        Seals(self.tdir.path).grant(role, round_, seal)
+        Grants(self.tdir.path).grant(role, round_, found)
         self.launched_ns[role] = signal_clock()  # its signals count from this message on
         delivery = peers.deliver_brief(self.ws.provider(role), role, brief)
         if delivery:
@@ -750,6 +756,7 @@ class Orchestrator:
         self.views.pop(role, None)
         self.event("launch", role, brief=str(brief), provider=self.ws.spec(role).provider,
                    message=first_message(brief), reason=reason,
+                   limits=limits.said(self.ws.config.sandbox.limits, launch.sandboxed),
                    **({"session_id": launch.session_id} if launch.signals else {}))
 
     # ---- waiting for reports, watching the peers ------------------------------------
@@ -778,11 +785,19 @@ class Orchestrator:
                 watcher.follow(None, wait.role)  # the peer of an earlier wait is not this one's
             while True:
                 self.intake.serve(self.judge_handed)
+                for cut in self.intake.cut():  # a client too slow to send its request
+                    self.event("intake", pid=cut.pid, why=cut.why)
                 # a held peer's report counts too: a person may have mended it meanwhile
                 for wait in (w for w in waits if w.role not in got):
                     # one this orchestrator filed is whole: it was renamed into place
                     if wait.report.exists() and (wait.report.name in self.judged or report_settled(
                             wait.report, self.team.kind(wait.role), wait.role)):
+                        if submission.taken_at_turn_end(self.team.kind(wait.role)) and \
+                                not self.turn_over(wait.role):
+                            # a tester or reviewer ran the code under review, which may file in
+                            # its name: what it files itself, last, counts (handoff.loop.filer)
+                            wait.look_at = min(wait.look_at, time.monotonic() + TURN_LOOK)
+                            continue
                         report = self.take_report(wait.role, n, wait.report)
                         if self.state.phase != phase or self.state.round != n:
                             return None
@@ -828,6 +843,7 @@ class Orchestrator:
                 return TICK  # a person's `handoff recycle` is starting it afresh
             if pane is None or pane.dead:
                 watcher.follow(None, role)
+                self.void_unfinished(role, n, wait.report)
                 wait.held = self.revive(role, brief, pane is not None,
                                         peers.exit_status(role) if pane else None, lost)
                 return None if wait.held else TICK
@@ -869,6 +885,35 @@ class Orchestrator:
             return False
         return age < RECYCLE_GRACE and alive(pid)
 
+    def turn_over(self, role: str) -> bool:
+        """The role's CLI has finished its turn: its screen, read from outside the sandbox, shows
+        it ready for a message (a hook's signal file, which the peer can write, only says when
+        to look)."""
+        peers = self.ws.peers(self.state)
+        try:
+            pane = peers.look(role)
+        except (ServerGone, TmuxFailure):
+            return False
+        screen = peers.screen_of(pane)
+        if screen is None:
+            return False
+        return self.ws.provider(role).read(screen).state == READY
+
+    def void_unfinished(self, role: str, n: int, report: Path) -> None:
+        """A tester's or reviewer's reports of this round, filed by a session that ended before
+        its turn did, are not taken: the code under review could have filed one and then ended
+        the session before the peer filed its own. Kept beside the record; the relaunched peer
+        files afresh."""
+        if not submission.taken_at_turn_end(self.team.kind(role)):
+            return
+        for path in [*submission.filed_before(self.tdir, report), report]:
+            if path.exists():
+                self.judged.pop(path.name, None)
+                event = set_aside(self.tdir, path, role, n,
+                                  "its session ended before its turn was over", kind="void")
+                if event is not None:
+                    self.say(event)
+
     def signalled(self, role: str) -> bool:
         """A hook of the role's peer wrote a signal not yet judged."""
         view = self.views.get(role)
@@ -904,8 +949,11 @@ class Orchestrator:
         submitted = screen is not None and provider.rules.submitted(screen, view.message)
         for decision in view.monitor.observe(time.monotonic(), reading, signals, submitted,
                                                  screen or ""):
-            if report.exists():
-                return ""  # the report came in meanwhile: it is judged first
+            if report.exists() and (decision.action == "nudge" or not submission.
+                                    taken_at_turn_end(self.team.kind(role))):
+                # the report came in meanwhile: it is judged first (a tester's or reviewer's
+                # once its turn is over; until then it is still watched, stuck or not)
+                return ""
             held = self.act(role, n, brief, decision, view, screen or "")
             if held:
                 return held
@@ -979,7 +1027,8 @@ class Orchestrator:
         if lost:
             self.event("tmux", role, state="server-gone", message=lost, relaunches=count)
         else:
-            self.event("death", role, exit_status=status, existed=existed, relaunches=count)
+            self.event("death", role, exit_status=status, existed=existed, relaunches=count,
+                       **limits.death(self.ws.home, reaper.marker(self.tdir.path, role)))
         spent = rules.relaunches_spent(role, count, self.state.max_relaunches)
         if spent:
             if existed:
@@ -999,7 +1048,7 @@ class Orchestrator:
         if not self.team.has(request.role):
             return Verdict(None, [f"unknown role {request.role!r}"])
         filed, problems = submission.judge(self.ws, self.state, request.role, request.round,
-                                           request.report, request.seal)
+                                           request.report, request.pid)
         if filed is None:
             return Verdict(None, problems)
         self.judged[filed.path.name] = filed
@@ -1028,7 +1077,9 @@ class Orchestrator:
             if move is not None:
                 self.apply(move)
             return None
-        spend(self.tdir, path)
+        if kind is Kind.REVIEWER:
+            text, path, filed = self.strictest(role, n, path, text, filed)
+            judged = filed is not None and filed.digest == digest(text)
         report: Report | None
         problems: list[str]
         if judged and filed is not None:
@@ -1055,6 +1106,32 @@ class Orchestrator:
             return report
         self.reject(role, kind, n, path, problems)
         return None
+
+    def strictest(self, role: str, n: int, path: Path, text: str,
+                  filed: submission.Filed | None) -> tuple[str, Path, submission.Filed | None]:
+        """A reviewer's report of the round as it counts: the last it filed, unless it filed a
+        fail earlier in the same turn, which then stands (nothing filed in its name while it
+        worked can undo its own fail). (text, path, filed) of the report taken."""
+        earlier = submission.filed_before(self.tdir, path)
+        if not earlier or reports.verdict_of(text) == "fail":
+            return text, path, filed
+        for kept in reversed(earlier):
+            try:
+                old = read_text(kept, REPORT_LIMIT, "an earlier report")
+            except UsageError:
+                continue
+            if reports.verdict_of(old) != "fail" or provenance(self.tdir, kept, old, role, n):
+                continue
+            submission.supersede(self.tdir, path)
+            kept.replace(path)
+            receipt = self.tdir.receipt(kept)
+            if receipt.exists():
+                receipt.replace(self.tdir.receipt(path))
+            self.event("verdict-kept", role, report=path.name, verdict="fail",
+                       why=f"it filed a fail earlier in round {n} ({kept.name}): a later pass "
+                           "in the same turn does not undo it")
+            return old, path, None
+        return text, path, filed
 
     def reject(self, role: str, kind: Kind, n: int, path: Path, problems: list[str]) -> None:
         """A report that does not stand is kept beside the record; the rules say what now."""

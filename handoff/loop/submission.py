@@ -1,6 +1,6 @@
 """Judging a peer's report: every problem reported at once, or the report filed with the receipt
-of its checks. The orchestrator judges what `handoff submit` hands it (handoff.protocol.intake); the
-submitting process judges only when no orchestrator runs (handoff.cli.filing)."""
+of its checks. Only the orchestrator judges and files (what `handoff submit` hands it over the
+intake socket: handoff.protocol.intake); a report is never filed when no orchestrator runs."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ from typing import Any
 
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import weakened
+from handoff.loop import filer, weakened
 from handoff.loop.validators import check_implementer, check_reviewer, check_tester
 from handoff.loop.workspace import Workspace
 from handoff.protocol import diffs, ledger, reports
 from handoff.protocol.intake import refusal
 from handoff.protocol.reports import Report
-from handoff.record import seals
 from handoff.record.events import now
-from handoff.record.seals import Seals
+from handoff.record.grants import Grants
 from handoff.record.store import atomic_write, atomic_write_json, digest
 from handoff.record.ticket import State, TicketDir
 from handoff.role import Kind
@@ -35,27 +34,18 @@ class Filed:
     digest: str
 
 
-def file_report(folder: Path, role: str, round_: int | None, text: str,
-                seal: str = "") -> tuple[Path | None, list[str]]:
-    """Judge and file the report text for role, opening the ticket from its directory (a
-    `handoff submit` with no orchestrator to hand it to). seal: the submitting process's own
-    (from its environment)."""
-    tdir = TicketDir(folder.resolve())
-    if not tdir.state_file.exists():
-        return None, [f"{folder} is not a handoff ticket directory (no state.json)"]
-    ws = Workspace.open(tdir.path.parent.parent, tdir)
-    state = ws.state()
-    filed, problems = judge(ws, state, role, round_, text, seal)
-    if filed is None:
-        return None, problems
-    tdir.events.append("submitted", round=state.round, role=role, report=filed.path.name)
-    return filed.path, problems
+def taken_at_turn_end(kind: Kind) -> bool:
+    """A tester's or a reviewer's report is taken once its turn is over, not when it is filed:
+    both run the code under review, which may file in their name while they work
+    (handoff.loop.filer); what they file last, themselves, replaces it."""
+    return kind is not Kind.IMPLEMENTER
 
 
 def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
-          seal: str) -> tuple[Filed | None, list[str]]:
+          pid: int) -> tuple[Filed | None, list[str]]:
     """Check the report (its sender, shape and claims) and file it atomically with its receipt;
-    or return every problem. The caller records the `submitted` event."""
+    or return every problem. pid: the submitting process, as the kernel names it. The caller
+    records the `submitted` event."""
     tdir = ws.tdir
     n = state.round if round_ is None else round_
     if not state.roles.has(role):
@@ -65,16 +55,19 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
     refused = refusal(state.phase, state.round, role, n, kind)
     if refused:
         return None, [refused]
-    refused = Seals(tdir.path).check(role, n, seals.stamp(seal, role, n) if seal else "")
-    if refused:
-        # a submit from another session (another role's peer, an old round's, a shell) is
-        # a forgery attempt: logged, as the README says, though nothing is filed
+    pane = ws.peers(state).pane(role)
+    who = filer.judge(pid, role, pane.pid if pane is not None and not pane.dead else None,
+                      Grants(tdir.path).granted(role, n))
+    if who.why:
+        # a submit from another session (another role's peer, a test the peer ran, a shell)
+        # is a forgery attempt: logged with the lineage, as the README says, though nothing
+        # is filed
         tdir.events.append("forgery", round=state.round, role=role, report="",
-                           why=f"a submit for the {role} of round {n} was refused: {refused}")
-        return None, [f"this `handoff submit` did not run in the {role}'s own session for round "
-                      f"{n} ({refused}): only the {role} handoff started and briefed for round "
-                      f"{n} can file its report; run the submit command from your brief in "
-                      "your own terminal"]
+                           why=f"a submit for the {role} of round {n} was refused: {who.why}",
+                           evidence=who.evidence)
+        return None, [f"this `handoff submit` is not the {role}'s own for round {n}: {who.why}. "
+                      "Only the peer handoff started for the role, running the submit command "
+                      "of its brief itself, files its report"]
     target = tdir.report(role, n)
     if target.exists():
         try:
@@ -82,9 +75,10 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
                              role, n)
         except UsageError as exc:
             why = exc.message
-        if not why:
+        if not why and (not taken_at_turn_end(kind) or taken(state, role, n)):
             return None, [f"round {n}'s {role} report is already filed ({target.name})"]
-        set_aside(tdir, target, role, n, why)
+        if why:
+            set_aside(tdir, target, role, n, why)
     report, problems = reports.parse(text, kind, {"role": role, "round": n,
                                                   "ticket": state.ticket}, role)
     if report is None:
@@ -92,10 +86,17 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
     problems = claims(ws, state, role, n, report)
     if problems:
         return None, problems
+    if target.exists():  # filed before in this turn, not taken: kept beside, replaced
+        supersede(tdir, target)
     # the receipt first: a report that is there always has the receipt of its checks
-    write_receipt(tdir, target, text, report.commit, role, n, seals.stamp(seal, role, n))
+    write_receipt(tdir, target, text, report.commit, role, n)
     atomic_write(target, text)
     return Filed(target, report, digest(text)), []
+
+
+def taken(state: State, role: str, n: int) -> bool:
+    """The orchestrator took role's report of round n already."""
+    return role in state.reviewed.get(str(n), {}) or role in state.tested.get(str(n), {})
 
 
 def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
@@ -130,17 +131,25 @@ def first_reviewed(state: State, n: int) -> str:
     return state.commit_of(earlier[0]) if earlier else ""
 
 
-def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: str, round_: int,
-                  stamp: str) -> None:
-    """What was checked, for whom, and when, for the exact text filed."""
+def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: str,
+                  round_: int) -> None:
+    """What was checked, for whom, and when, for the exact text filed; signed with the
+    ticket's key, which no peer holds."""
+    fields = {"report": report.name, "sha256": digest(text), "commit": commit, "role": role,
+              "round": round_}
     atomic_write_json(tdir.receipt(report), {
-        "report": report.name, "sha256": digest(text), "commit": commit, "checked": now(),
-        "worktree_clean": True, "role": role, "round": round_, "stamp": stamp})
+        **fields, "checked": now(), "worktree_clean": True,
+        "signature": Grants(tdir.path).sign(_signed(fields))})
+
+
+def _signed(fields: dict[str, Any]) -> str:
+    return json.dumps({k: fields.get(k) for k in ("report", "sha256", "commit", "role",
+                                                  "round")}, sort_keys=True)
 
 
 def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int) -> str:
-    """'' when report is exactly what `handoff submit` filed for role's round_, from the
-    session handoff started for it; else why it does not count."""
+    """'' when report is exactly what handoff filed for role's round_ (its receipt, signed with
+    the ticket's key, says so); else why it does not count."""
     try:
         data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -153,14 +162,40 @@ def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int)
         return "it was changed after `handoff submit` filed it"
     if data.get("role") != role or data.get("round") != round_:
         return f"its receipt is for the {data.get('role')}'s round {data.get('round')}"
-    return Seals(tdir.path).check(role, round_, str(data.get("stamp") or ""))
+    if data.get("report") != report.name or \
+            not Grants(tdir.path).signed(_signed(data), str(data.get("signature") or "")):
+        return "its receipt was not written by handoff (its signature does not check out)"
+    return ""
 
 
-def set_aside(tdir: TicketDir, report: Path, role: str, round_: int,
-              why: str) -> dict[str, Any] | None:
+def supersede(tdir: TicketDir, report: Path) -> Path:
+    """A report filed earlier in the same turn, replaced by a later one of the same peer: kept
+    beside the record (`<name>.filed-N.md`, with its receipt) for the orchestrator to weigh
+    (a reviewer's fail stands) and for a person to read."""
+    n = 1
+    while (kept := report.with_name(f"{report.stem}.filed-{n}.md")).exists():
+        n += 1
+    receipt = tdir.receipt(report)
+    if receipt.exists():
+        receipt.replace(tdir.receipt(kept))
+    report.replace(kept)
+    return kept
+
+
+def filed_before(tdir: TicketDir, report: Path) -> list[Path]:
+    """The reports of the same role and round that later ones replaced, oldest first."""
+    return sorted(report.parent.glob(f"{report.stem}.filed-*.md"),
+                  key=lambda p: int(p.stem.rsplit("-", 1)[-1]) if
+                  p.stem.rsplit("-", 1)[-1].isdigit() else 0)
+
+
+def set_aside(tdir: TicketDir, report: Path, role: str, round_: int, why: str,
+              kind: str = "forgery") -> dict[str, Any] | None:
     """A report that does not count is kept beside the record, never taken, never deleted;
-    returns the `forgery` event (None: another process set it aside first)."""
-    kept = tdir.forged(report)
+    returns its event (None: another process set it aside first). kind: `forgery` (handoff did
+    not file it, or it changed since), or `void` (filed, by a session that ended before its
+    turn did)."""
+    kept = tdir.forged(report) if kind == "forgery" else tdir.voided(report)
     try:
         report.replace(kept)
     except FileNotFoundError:
@@ -168,14 +203,6 @@ def set_aside(tdir: TicketDir, report: Path, role: str, round_: int,
     receipt = tdir.receipt(report)
     if receipt.exists():
         receipt.replace(receipt.with_name(f"{kept.stem}.json"))
-    return tdir.events.append("forgery", round=round_, role=role, report=kept.name, why=why)
-
-
-def spend(tdir: TicketDir, report: Path) -> None:
-    """The report was judged: its stamp never files another."""
-    try:
-        data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if isinstance(data, dict) and data.get("stamp"):
-        Seals(tdir.path).spend(str(data["stamp"]))
+    if kind == "forgery":
+        return tdir.events.append("forgery", round=round_, role=role, report=kept.name, why=why)
+    return tdir.events.append("voided", round=round_, role=role, report=kept.name, why=why)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from handoff.machinery.repo import Repo, short_sha
-from handoff.machinery.worktrees import TicketWorktrees, branch_name
+from handoff.machinery.worktrees import TicketWorktrees
 from handoff.protocol.reports import Report
 from handoff.role import IMPLEMENTER
 
@@ -31,16 +31,16 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
                 "and report the sha from 'git rev-parse HEAD'"]
     if report.status == "blocked":
         return []
-    branch = branch_name(worktrees.ticket)
+    # the commit need not be on the ticket branch yet: handoff puts it there once accepted
+    # (no peer writes a ref); it must build on the last accepted one and be what the
+    # implementer's worktree holds
     problems = []
-    if not repo.is_ancestor(sha, f"refs/heads/{branch}"):
-        problems.append(f"commit {short_sha(sha)} is not on the ticket branch {branch}")
     if sha == previous:
         problems.append(f"commit {short_sha(sha)} is the same as before this round: nothing new was "
                         "committed (commit your changes, then report the new sha)")
     elif not repo.is_ancestor(previous, sha):
         problems.append(f"commit {short_sha(sha)} does not build on {short_sha(previous)}: do not rewrite "
-                        "the ticket branch's history")
+                        "the ticket's history")
     return problems + (holds(worktrees, IMPLEMENTER, sha) if worktree_state else [])
 
 

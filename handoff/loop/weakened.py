@@ -1,5 +1,5 @@
 """What a change did to the tests: test files deleted, tests removed, assertions removed, new
-skips.
+skips, and changes to the files that decide which tests run (handoff.loop.testconfig).
 
 The commonest way a coding agent "passes" is to change the tests. Each review round compares
 the test files at the ticket's base and at the commit under review, and every reviewer is
@@ -8,7 +8,11 @@ may mean a test to go, and the reviewers say whether it should have.
 
 Read from the diff alone (-U0, renames found), by patterns per language: a heuristic, which
 leaves out what only moved (a test to another file, a file to another test path, a skip or
-an assertion to another line) and an assertion rewritten (one removed, one added).
+an assertion to another line) and an assertion rewritten (one removed, one added). The test
+configuration is read at both ends of the change where only parts of a file count (a table of
+pyproject.toml, a section of tox.ini, a key of package.json). And when the orchestrator knows
+the gate ran fewer tests at the commit than at the base (handoff.loop.testcount), that is one
+more entry the reviewers answer (`with_fewer_tests`).
 """
 
 from __future__ import annotations
@@ -20,15 +24,22 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from handoff.machinery.repo import Repo
+from handoff.loop import testconfig, testcount
+from handoff.loop.testconfig import Watched
+from handoff.machinery.repo import Repo, run
 from handoff.protocol import diffs
 from handoff.protocol.diffs import DELETED, RENAMED, FileDiff, Line
 
-DELETED_FILE, REMOVED_TEST, REMOVED_ASSERTION, NEW_SKIP = (
-    "deleted-file", "removed-test", "removed-assertion", "new-skip")
-KINDS = (DELETED_FILE, REMOVED_TEST, REMOVED_ASSERTION, NEW_SKIP)
+DELETED_FILE, REMOVED_TEST, REMOVED_ASSERTION, NEW_SKIP, TEST_CONFIG, FEWER_TESTS = (
+    "deleted-file", "removed-test", "removed-assertion", "new-skip", "test-config",
+    "fewer-tests")
+KINDS = (DELETED_FILE, REMOVED_TEST, REMOVED_ASSERTION, NEW_SKIP, TEST_CONFIG, FEWER_TESTS)
 PHRASES = {DELETED_FILE: "test file deleted", REMOVED_TEST: "test removed",
-           REMOVED_ASSERTION: "assertion removed", NEW_SKIP: "skip added"}
+           REMOVED_ASSERTION: "assertion removed", NEW_SKIP: "skip added",
+           TEST_CONFIG: "test configuration changed", FEWER_TESTS: "fewer tests ran"}
+#: bytes of a test configuration file read at either end of a change; a bigger one has every
+#: changed line listed instead of only its watched parts
+CONFIG_LIMIT = 1024 * 1024
 #: characters of a test's name or line kept
 TEXT_LIMIT = 200
 
@@ -68,6 +79,14 @@ RUBY_SKIP = re.compile(r"^(?:skip|pending)\b(?!\s*=)|^x(?:it|describe|context|sp
 #: a focused test: the others beside it do not run
 ONLY = re.compile(r"\b(?:it|test|describe|context|suite)\.only\(")
 ONLY_NOTE = " (.only: the other tests there no longer run)"
+#: pytest collects nothing from a module or class that says so
+NOT_A_TEST = re.compile(r"^__test__\s*=\s*False\b")
+#: a Go build constraint: the file's tests build only when it holds (`//go:build never`)
+GO_BUILD = re.compile(r"^//\s*(?:go:build\s|\+build\s)")
+GO_BUILD_NOTE = " (a build constraint: the file's tests build only when it holds)"
+#: what, added to a test file, decides which of its tests run: unittest's load_tests, a
+#: plugin pytest loads for it
+LOADERS = re.compile(r"^(?:async\s+)?def\s+load_tests\s*\(|^pytest_plugins\s*[:=]")
 
 
 @dataclass(frozen=True)
@@ -88,9 +107,12 @@ class Weakening:
         if self.kind == DELETED_FILE:
             note = f" ({self.text})" if self.text and self.text != self.file else ""
             return f"{self.file}: {PHRASES[self.kind]}{note}"
+        if self.kind == FEWER_TESTS:
+            return f"the gate: {PHRASES[self.kind]}: {self.text}"
         fence = "``" if "`" in self.text else "`"
         pad = " " if fence == "``" else ""
-        return (f"{self.file}:{self.line}: {PHRASES.get(self.kind, self.kind)}: "
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return (f"{where}: {PHRASES.get(self.kind, self.kind)}: "
                 f"{fence}{pad}{self.text}{pad}{fence}")
 
     def fields(self) -> dict[str, object]:
@@ -153,10 +175,14 @@ def _module(name: str) -> list[str]:
     return [f"{module}.py", module, *(["/".join(parts[:-1])] if len(parts) > 1 else [])]
 
 
-def weakenings(files: Sequence[FileDiff], named: Collection[str] = ()) -> list[Weakening]:
-    """What the change in files did to the test files, W1… by file and line. A test file
-    renamed to a path that is no test is listed as deleted; one renamed to another test path
-    is read as any other changed test file."""
+def weakenings(files: Sequence[FileDiff], named: Collection[str] = (),
+               watch: Sequence[Watched] = testconfig.WATCHED,
+               read: testconfig.Reader | None = None) -> list[Weakening]:
+    """What the change in files did to the test files and the test configuration, W1… by
+    file and line. A test file renamed to a path that is no test is listed as deleted; one
+    renamed to another test path is read as any other changed test file. watch: the files
+    that decide which tests run; read: their text at either end (without it, a file watched
+    in parts has every changed line listed)."""
     found: list[tuple[str, int, str, str]] = []
     tests: list[FileDiff] = []
     for diff in files:
@@ -169,9 +195,14 @@ def weakenings(files: Sequence[FileDiff], named: Collection[str] = ()) -> list[W
             tests.append(diff)
     added = {name for diff in tests for hunk in diff.hunks
              for _, _, name, _ in _definitions(hunk.added)}
+    config = testconfig.changes(files, watch, read)
+    whole = {file for file, _, _ in config}
     for diff in tests:
         found += _tests_and_assertions(diff, added)
         found += _skips(diff)
+        if diff.new_path not in whole:  # a conftest.py is listed whole already
+            found += _loaders(diff)
+    found += [(file, line, TEST_CONFIG, text) for file, line, text in config]
     found.sort(key=lambda w: (w[0], w[1], KINDS.index(w[2]), w[3]))
     return [Weakening(f"W{i}", file, line, kind, _clip(text))
             for i, (file, line, kind, text) in enumerate(found, start=1)]
@@ -272,13 +303,13 @@ def _tests_and_assertions(diff: FileDiff, added: set[str]) -> list[tuple[str, in
 def _skips(diff: FileDiff) -> list[tuple[str, int, str, str]]:
     """The lines one file's change added that skip tests or expect them to fail, but those
     that only moved there (the same line removed from the file)."""
-    ruby = diff.new_path.endswith(".rb")
+    ruby, go = diff.new_path.endswith(".rb"), diff.new_path.endswith(".go")
     moved = Counter(_norm(line.text) for hunk in diff.hunks for line in hunk.removed
-                    if _skip_note(line.text, ruby) is not None)
+                    if _skip_note(line.text, ruby, go) is not None)
     found = []
     for hunk in diff.hunks:
         for line in hunk.added:
-            note = _skip_note(line.text, ruby)
+            note = _skip_note(line.text, ruby, go)
             if note is None:
                 continue
             if moved[_norm(line.text)] > 0:
@@ -290,14 +321,25 @@ def _skips(diff: FileDiff) -> list[tuple[str, int, str, str]]:
     return found
 
 
-def _skip_note(text: str, ruby: bool) -> str | None:
+def _skip_note(text: str, ruby: bool, go: bool = False) -> str | None:
     """None when the line skips nothing; else what to add to it when it is shown."""
     stripped = text.strip()
+    if go and GO_BUILD.match(stripped):
+        return GO_BUILD_NOTE  # a comment to the eye, a switch to the compiler
     if stripped.startswith(("#", "//")) and not stripped.startswith("#["):
         return None  # a comment
     if ONLY.search(stripped):
         return ONLY_NOTE
-    return "" if SKIP.search(stripped) or (ruby and RUBY_SKIP.search(stripped)) else None
+    if SKIP.search(stripped) or NOT_A_TEST.match(stripped):
+        return ""
+    return "" if ruby and RUBY_SKIP.search(stripped) else None
+
+
+def _loaders(diff: FileDiff) -> list[tuple[str, int, str, str]]:
+    """The lines one test file's change added that decide which of its tests run."""
+    return [(diff.new_path, line.number, TEST_CONFIG,
+             f"{line.text.strip()} (decides which tests of the file run)")
+            for hunk in diff.hunks for line in hunk.added if LOADERS.match(line.text.strip())]
 
 
 def _asserts(text: str) -> bool:
@@ -317,6 +359,39 @@ def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def weakened(repo: Repo, base: str, commit: str,
              commands: Sequence[Sequence[str]]) -> list[Weakening]:
-    """What commit did to the tests since base (from their merge base, as `Repo.diff`);
-    commands: the plan's test commands, whose test paths count too. Raises what git raises."""
-    return weakenings(diffs.parse(repo.line_diff(base, commit)), named_paths(commands))
+    """What commit did to the tests and their configuration since base (from their merge
+    base, as `Repo.diff`); commands: the plan's test commands, whose test paths, scripts and
+    configuration files count too. Raises what git raises."""
+    files = diffs.parse(repo.line_diff(base, commit))
+    watch = testconfig.watched(commands)
+    return weakenings(files, named_paths(commands), watch, _reader(repo, base, commit))
+
+
+def _reader(repo: Repo, base: str, commit: str) -> testconfig.Reader:
+    """A file's text at the merge base of base and commit (OLD) or at commit (NEW), as git
+    stores it (no filter, no textconv); None when it is not there or is bigger than
+    CONFIG_LIMIT."""
+    ends = {testconfig.NEW: commit}
+
+    def read(side: str, path: str) -> str | None:
+        if side not in ends:  # asked for once, and only when a file watched in parts changed
+            status, out = run(repo.top, "merge-base", base, commit, check=False)
+            ends[side] = out.strip() if status == 0 and out.strip() else base
+        spec = f"{ends[side]}:{path}"
+        status, size = run(repo.top, "cat-file", "-s", spec, check=False)
+        if status != 0 or not size.strip().isdigit() or int(size) > CONFIG_LIMIT:
+            return None
+        status, text = run(repo.top, "cat-file", "blob", spec, check=False)
+        return text if status == 0 else None
+
+    return read
+
+
+def with_fewer_tests(found: Sequence[Weakening], base: testcount.Count | None,
+                     now: testcount.Count | None) -> list[Weakening]:
+    """found, and when the gate ran fewer tests at the commit than at the base, one more
+    entry saying so (numbered after them), which every reviewer answers as the others."""
+    if not testcount.fewer(base, now):
+        return list(found)
+    return [*found, Weakening(f"W{len(found) + 1}", "", 0, FEWER_TESTS,
+                              _clip(testcount.compared(base, now)))]

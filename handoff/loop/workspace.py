@@ -7,9 +7,8 @@ close, attach) use the same pieces, so both act on a ticket in exactly the same 
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,25 +17,32 @@ from handoff import config as config_mod
 from handoff import trace
 from handoff.config import Config
 from handoff.errors import NotFound, UsageError
-from handoff.loop import fences
+from handoff.loop import fences, filer
 from handoff.loop.monitor import Timing
-from handoff.machinery import sandbox
+from handoff.machinery import limits, reaper, sandbox
 from handoff.machinery.groups import end_lock_holder
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.ports import PortBook
 from handoff.machinery.proc import TIMEOUT_VARIABLE
 from handoff.machinery.repo import Repo
+from handoff.machinery.sandbox import Support
 from handoff.machinery.tmux import Tmux
-from handoff.machinery.worktrees import GATE, TicketWorktrees, branch_name
+from handoff.machinery.worktrees import GATE, SetupFence, TicketWorktrees, branch_name
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
 from handoff.providers import Launch, Provider, RoleSpec, get
-from handoff.record import seals
-from handoff.record.seals import Seals
+from handoff.providers import sessions as session_files
+from handoff.providers import state as clistate
+from handoff.record import peerfiles
+from handoff.record.grants import Grants
 from handoff.record.store import keep_private, private_dir
 from handoff.record.ticket import State, TicketDir, brief_round
 from handoff.role import IMPLEMENTER
+
+#: where a fenced set-up's package managers keep their caches: its private /tmp, gone with it
+SETUP_CACHES = {"XDG_CACHE_HOME": "/tmp/cache", "npm_config_cache": "/tmp/cache/npm",
+                "PIP_CACHE_DIR": "/tmp/cache/pip", "YARN_CACHE_FOLDER": "/tmp/cache/yarn"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,26 @@ class Workspace:
     def worktrees(self) -> TicketWorktrees:
         return TicketWorktrees(self.repo, self.tdir.ticket, self.config.share,
                                self.config.post_create, self.config.setup_timeout, self.home,
-                               self.port_env)
+                               self.port_env, self.setup_fence())
+
+    def setup_fence(self) -> SetupFence | None:
+        """What runs a checkout's post_create in the sandbox, when the peers run in one: the
+        commands run code of the commit the checkout is at (a package's install scripts), so
+        never as the person. Its caches go to its private /tmp (no cache is shared between
+        checkouts or with the person's own tools)."""
+        if not self.config.post_create:
+            return None
+        found = self.sandbox()
+        if found is None:
+            return None
+
+        def fence(worktree: Path, argv: Sequence[str]) -> list[str]:
+            walls = fences.setup(home=self.home, repo=self.repo, worktrees=TicketWorktrees(
+                self.repo, self.tdir.ticket, self.config.share), config=self.config,
+                env=os.environ, worktree=worktree)
+            return sandbox.wrap(found.bwrap, walls, ["env", *(f"{k}={v}" for k, v in
+                                                            SETUP_CACHES.items()), *argv])
+        return fence
 
     def ports(self, name: str) -> list[int]:
         """The TCP ports of the ticket's worktree name (a role's, or the gate's), booked for
@@ -121,16 +146,20 @@ class Workspace:
         return spec
 
     def provider(self, role: str) -> Provider:
-        return get(self.spec(role))
+        """The role's CLI, bound to its own state folder in this ticket (what its environment
+        points the CLI at, what the fence lets it write, where its session logs are read)."""
+        return get(self.spec(role), self.tdir.cli(role))
 
     def env(self, role: str) -> dict[str, str]:
-        """A peer's allowlisted environment: base variables, its provider's, the config's."""
+        """A peer's allowlisted environment: base variables, its provider's, the config's, and
+        its CLI's own state folder (in place of the person's, whatever they allowed)."""
         provider = self.provider(role)
         extra = {"HANDOFF_HOME": str(self.home), "HANDOFF_TICKET": self.tdir.ticket,
                  "HANDOFF_TICKET_DIR": str(self.tdir.path), "HANDOFF_ROLE": role,
                  # bytecode outside the checkout: a detached checkout's ignored files stay
                  # between rounds, a stale .pyc must not be among them (TicketWorktrees.point)
-                 **self.worktrees.bytecode_env(role), **self.port_env(role)}
+                 **self.worktrees.bytecode_env(role), **self.port_env(role),
+                 **provider.state_env()}
         return allowlisted_env(extra, (*provider.passthrough(dict(os.environ)),
                                        *self.config.env_allow))
 
@@ -187,11 +216,8 @@ class Workspace:
             peers.capture(role, transcript)
             self.keep_session(state, role, transcript)
         launch = self.launch_of(state, role, brief)
-        # the fresh process alone holds its seal: only it can file this round's report
-        round_ = brief_round(brief)
-        if round_ is not None:
-            Seals(self.tdir.path).grant(role, round_, launch.seal)
-        env = {**self.env(role), seals.ENV: launch.seal}
+        self.seed_cli(state, role)
+        env = self.env(role)
         found = self.sandbox()
         fence = None
         if found is not None:
@@ -200,9 +226,30 @@ class Workspace:
                                 worktrees=self.worktrees, config=self.config)
 
             def fence(argv: list[str]) -> list[str]:
-                return sandbox.wrap(found.bwrap, walls, argv)
-        peers.launch(self.provider(role), launch, env, fence)
+                return sandbox.wrap(found.bwrap, walls, argv, tmp=self.tmp_cap(found))
+        caps = limits.bounds(self.config.sandbox.limits)
+        made = caps.make(self.home, reaper.marker(self.tdir.path, role),
+                         f"{self.tdir.ticket}.{role}") if caps is not None else None
+        peers.launch(self.provider(role), launch, env, fence,
+                     made.plan if made is not None else None)
+        # the fresh process alone may file this round's report (handoff.loop.filer); the
+        # orchestrator hears no report before this returns
+        round_ = brief_round(brief)
+        pane = peers.pane(role)
+        if round_ is not None and pane is not None:
+            Grants(self.tdir.path).grant(role, round_, filer.identity(pane.pid))
         return launch
+
+    def seed_cli(self, state: State, role: str) -> clistate.Seeded | None:
+        """The role's CLI state folder made ready for its launch: pruned to its session logs,
+        seeded afresh from the person's configuration and login (handoff.providers.state).
+        Whatever ran of its last launch is ended first: nothing of it may write the folder
+        again once it is seeded (peers.launch would end it only after)."""
+        provider = self.provider(role)
+        if not provider.state_env():
+            return None
+        self.peers(state).reap(role)
+        return clistate.seed(provider, os.environ, self.worktrees.path(role))
 
     def sandbox(self) -> sandbox.Support | None:
         """bubblewrap, when this ticket's peers and gate run fenced in; None when they run as
@@ -215,14 +262,26 @@ class Workspace:
             raise UsageError(f"sandbox: on, but {why.why}", why.fix)
         return found
 
-    def gate_fence(self) -> Callable[[Sequence[str]], list[str]] | None:
-        """What runs the gate in the sandbox, when the peers run in one."""
+    def gate_fence(self) -> limits.Fenced | None:
+        """What runs the gate in the sandbox, when the peers run in one, and within its
+        limits (sandbox.limits: each run its own cgroups, handoff.loop.gate.run_gate)."""
         found = self.sandbox()
-        if found is None:
+        caps = limits.bounds(self.config.sandbox.limits)
+        wrap = None
+        if found is not None:
+            walls = fences.gate(home=self.home, repo=self.repo, worktrees=self.worktrees,
+                                config=self.config, env=self.gate_env())
+
+            def wrap(argv: Sequence[str]) -> list[str]:
+                return sandbox.wrap(found.bwrap, walls, argv, tmp=self.tmp_cap(found))
+        if wrap is None and caps is None:
             return None
-        walls = fences.gate(home=self.home, repo=self.repo, worktrees=self.worktrees,
-                            config=self.config, env=self.gate_env())
-        return lambda argv: sandbox.wrap(found.bwrap, walls, argv)
+        return limits.Fenced(wrap, caps, self.home, reaper.marker(self.tdir.path, GATE),
+                             f"{self.tdir.ticket}.{GATE}")
+
+    def tmp_cap(self, found: Support) -> int | None:
+        """The size of the fence's own folders (/tmp, TMPDIR), where bubblewrap can cap it."""
+        return self.config.sandbox.limits.tmp if found.sized else None
 
     def transcript_for(self, state: State, role: str) -> Path:
         """Where the role's pane history is kept: named after the round its process worked on
@@ -233,14 +292,25 @@ class Workspace:
         return self.tdir.transcript(role, brief_round(worked_on) or state.round)
 
     def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:
-        """Copy the CLI's own log of the role's live session next to its pane transcript."""
-        log = self.provider(role).session_log(self.worktrees.path(role),
-                                              self.peers(state).session_of(role), os.environ)
-        if log is None or not log.is_file():
+        """Copy the CLI's own log of the role's live session next to its pane transcript; None
+        when there is none to copy. The log lies in the CLI's state folder, which the peer
+        writes, and the copy lands where the peer reads: so it is copied only from beneath one
+        of the provider's state folders, through no link (the log made a link to a key is
+        not copied), a regular file of at most the size a session file is read to."""
+        provider = self.provider(role)
+        log = provider.session_log(self.worktrees.path(role), self.peers(state).session_of(role),
+                                   os.environ)
+        if log is None:
+            return None
+        root = next((folder for folder in provider.state_dirs(os.environ)
+                     if log.is_relative_to(folder)), None)
+        if root is None:
             return None
         kept = transcript.with_name(f"{transcript.stem}.session.jsonl")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, kept)
+        try:
+            peerfiles.copy_out(root, log, kept, session_files.FILE_LIMIT)
+        except peerfiles.Refused:
+            return None
         return kept
 
     def launch_of(self, state: State, role: str, brief: Path) -> Launch:
@@ -248,7 +318,7 @@ class Workspace:
         contract = self.contract(state, role) if provider.takes_contract else None
         return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),
                       brief=brief, ticket_dir=self.tdir.path, contract=contract,
-                      session_id=str(uuid.uuid4()), seal=seals.new(),
+                      session_id=str(uuid.uuid4()),
                       signals=self.tdir.signals(role) if provider.signals else None,
                       sandboxed=self.sandbox() is not None)
 

@@ -10,7 +10,11 @@ too long"), which a sandboxed CLI's bubblewrap arguments and a role contract pas
 can reach.
 
 The file may also say `nice`: the program then runs below handoff's own processes and the
-person's commands (`yield_cpu`), as every peer does (`peer_nice`, handoff.config).
+person's commands (`yield_cpu`), as every peer does (`peer_nice`, handoff.config); and `bounds`:
+the cgroups it joins and the rlimits it takes before it execs (`bound`, decided by
+handoff.machinery.limits), so every process the program ever starts, orphans included, is
+inside them. The gate takes the same step without a file (`launcher.py --bound PLAN -- ARGV`):
+joining before the exec is what no preexec_fn in a threaded orchestrator can do safely.
 
 Run as a plain script (`python -I -S launcher.py FILE`): the standard library only, nothing of
 handoff imported, so it costs a bare interpreter start. handoff's own command (the orchestrator
@@ -23,7 +27,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import sys
+
+TYPE_CHECKING = False  # typing is not imported at run time: it would cost every launch ~3 ms
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 def yield_cpu(nice: int, pid: int = 0) -> None:
@@ -53,6 +62,56 @@ def yield_cpu(nice: int, pid: int = 0) -> None:
         group.write(str(nice))
 
 
+#: the exit status of a program that could not be held to its limits, and so never ran
+UNBOUNDED = 126
+
+
+def bound(plan: dict[str, Any]) -> None:
+    """Hold this process, and all it will start, to plan (handoff.machinery.limits.Bounds):
+    each cgroup made (if a sweep took it meanwhile), its limits written, then joined (`0`: the
+    writer itself), before any rlimit, which could stop the writes. A limit that cannot be set
+    raises OSError: the program is not run unbounded."""
+    for group in plan.get("cgroups", ()):
+        folder = str(group["dir"])
+        os.makedirs(folder, exist_ok=True)
+        for name, value, required in group["set"]:
+            path = os.path.join(folder, str(name))
+            if not required and not os.path.exists(path):
+                continue  # e.g. no swap accounting on this machine: nothing to bound there
+            with open(path, "w", encoding="ascii") as out:
+                out.write(str(value))
+        with open(os.path.join(folder, "cgroup.procs"), "w", encoding="ascii") as out:
+            out.write("0")
+    if "nproc" in plan:
+        # RLIMIT_NPROC counts every task of this user: the peer may add nproc to what the
+        # user runs now, no more
+        _lower(resource.RLIMIT_NPROC, _user_tasks() + int(plan["nproc"]))
+    if "data" in plan:
+        _lower(resource.RLIMIT_DATA, int(plan["data"]))
+
+
+def _lower(which: int, limit: int) -> None:
+    """Soft and hard limit at most limit: the program cannot raise them again."""
+    hard = resource.getrlimit(which)[1]
+    ceiling = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(which, (ceiling, ceiling))
+
+
+def _user_tasks() -> int:
+    """The tasks (threads included) of this process's real user but this one, as RLIMIT_NPROC
+    counts them: the program this process becomes counts against its own limit."""
+    uid, count, me = os.getuid(), 0, str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or entry.name == me:
+            continue
+        try:
+            if os.stat(entry.path).st_uid == uid:
+                count += len(os.listdir(os.path.join(entry.path, "task")))
+        except OSError:
+            continue  # gone meanwhile
+    return count
+
+
 def relayed(argv: list[str], env: dict[str, str]) -> int | None:
     """handoff's own command (an orchestrator in its window) handed to the warm process from
     here, as `handoff` would (handoff.machinery.relay), without starting a second interpreter for
@@ -71,8 +130,11 @@ def relayed(argv: list[str], env: dict[str, str]) -> int | None:
 
 
 def main(args: list[str]) -> None:
+    if len(args) >= 4 and args[0] == "--bound" and args[2] == "--":
+        _held(args[3], json.loads(args[1]))
+        _exec(args[3:], dict(os.environ))
     if len(args) != 1:
-        sys.stderr.write("usage: launcher.py LAUNCH_FILE\n")
+        sys.stderr.write("usage: launcher.py LAUNCH_FILE | launcher.py --bound PLAN -- ARGV\n")
         raise SystemExit(2)
     path = args[0]
     try:
@@ -80,6 +142,7 @@ def main(args: list[str]) -> None:
             launch = json.load(handle)
         env, argv = launch["env"], [str(part) for part in launch["argv"]]
         nice = int(launch.get("nice", 0))
+        bounds = launch.get("bounds")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"handoff: the environment file {path} cannot be read ({exc}): "
                          "this launch was used already or its folder was cleaned\n")
@@ -89,9 +152,26 @@ def main(args: list[str]) -> None:
             os.unlink(path)
     yield_cpu(nice)
     env = {str(k): str(v) for k, v in env.items()}
-    code = relayed(argv, env)
-    if code is not None:
-        raise SystemExit(code)
+    if bounds:  # a bounded program runs here, never handed to the warm process
+        _held(argv[0], bounds)
+    else:
+        code = relayed(argv, env)
+        if code is not None:
+            raise SystemExit(code)
+    _exec(argv, env)
+
+
+def _held(program: str, plan: dict[str, Any]) -> None:
+    """bound, or the program does not run: said on its screen (or the gate's log)."""
+    try:
+        bound(plan)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.stderr.write(f"handoff: {program} not started: it cannot be held to its limits "
+                         f"({exc}); `handoff doctor` says how limits are held here\n")
+        raise SystemExit(UNBOUNDED) from None
+
+
+def _exec(argv: list[str], env: dict[str, str]) -> NoReturn:
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:

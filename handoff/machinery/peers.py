@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from handoff.machinery import launcher, reaper
+from handoff.machinery import launcher, limits, reaper
 from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.markers import marker
@@ -48,16 +48,19 @@ def allowlisted_env(extra: dict[str, str], allow: Iterable[str] = ()) -> dict[st
 LAUNCH_FILE_AGE = 600.0
 
 
-def with_env(env: dict[str, str], argv: Sequence[str], home: Path, nice: int = 0) -> list[str]:
+def with_env(env: dict[str, str], argv: Sequence[str], home: Path, nice: int = 0,
+             bounds: Mapping[str, object] | None = None) -> list[str]:
     """argv run under exactly env (tmux would otherwise add its server's whole environment),
     with nothing on the command line: env and argv go into a 0600 file under home/.launch that
     the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher), at
-    niceness nice (launcher.yield_cpu)."""
+    niceness nice (launcher.yield_cpu), held to bounds (launcher.bound: a plan of
+    handoff.machinery.limits) before it execs."""
     folder = private_dir(home / ".launch")
     _drop_stale(folder)
     handle, path = tempfile.mkstemp(dir=folder, prefix="env-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
-        json.dump({"env": env, "argv": list(argv), "nice": nice}, out)
+        json.dump({"env": env, "argv": list(argv), "nice": nice,
+                   **({"bounds": dict(bounds)} if bounds else {})}, out)
     return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path]
 
 
@@ -108,14 +111,16 @@ class Peers:
             return None
 
     def launch(self, provider: Provider, launch: Launch, env: dict[str, str],
-               fence: Callable[[list[str]], list[str]] | None = None) -> str:
+               fence: Callable[[list[str]], list[str]] | None = None,
+               bounds: Mapping[str, object] | None = None) -> str:
         """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window
-        (fence: what puts its command line in the sandbox, when it runs in one)."""
+        (fence: what puts its command line in the sandbox, when it runs in one; bounds: the
+        limits it is held to, handoff.machinery.limits)."""
         mark = {reaper.MARKER: reaper.marker(self.ticket_dir, launch.role)}
         program = provider.argv(launch)
         argv = with_env({**env, **provider.env(launch), **mark},
                         fence(program) if fence is not None else program,
-                        self.tmux.config.parent, self.nice)
+                        self.tmux.config.parent, self.nice, bounds)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away
         # under it: two of them must never work in one worktree
@@ -286,6 +291,8 @@ class Peers:
     def stop(self) -> bool:
         stopped = self.tmux.kill_session(self.session)
         self.reap()
+        # the peers' cgroups, now empty (handoff.machinery.limits): none is left per ticket
+        limits.sweep(self.tmux.config.parent, ticket=str(self.ticket_dir))
         return stopped
 
 

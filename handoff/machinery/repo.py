@@ -170,17 +170,6 @@ class Repo:
                               f"{short_sha(ours)}: {out.strip()[-300:] or f'exit {status}'}",
                               "handoff needs git 2.38 or newer (merge-tree --write-tree)")
 
-    def checkouts(self) -> dict[str, Path]:
-        """Branch → the worktree it is checked out in, for every worktree of the repo."""
-        found: dict[str, Path] = {}
-        path: Path | None = None
-        for item in git(self.top, "worktree", "list", "--porcelain", "-z").split("\0"):
-            if item.startswith("worktree "):
-                path = Path(item[len("worktree "):])
-            elif item.startswith("branch refs/heads/") and path is not None:
-                found[item[len("branch refs/heads/"):]] = path
-        return found
-
     def main_checkout(self) -> Path:
         """The repository's main checkout (git lists it first), whichever worktree runs."""
         first = git(self.top, "worktree", "list", "--porcelain", "-z").split("\0")[0]

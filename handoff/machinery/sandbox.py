@@ -64,9 +64,14 @@ class Fence:
         return [path for kind, path in self.laid_out() if kind == WRITE]
 
 
-def wrap(bwrap: str, fence: Fence, argv: Sequence[str]) -> list[str]:
-    """argv run inside fence."""
-    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+def wrap(bwrap: str, fence: Fence, argv: Sequence[str], tmp: int | None = None) -> list[str]:
+    """argv run inside fence; tmp: the bytes each folder of its own (the private /tmp, TMPDIR,
+    a hidden folder's empty stand-in) may hold (None: as much as memory; `Support.sized`
+    says whether this bubblewrap can cap them)."""
+    # a tmpfs is memory: uncapped, the kernel lets one hold up to half of the machine's
+    sized = ["--size", str(tmp)] if tmp is not None else []
+    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *sized,
+           "--tmpfs", "/tmp"]
     for kind, path in fence.laid_out():
         where = str(path)
         if kind == WRITE:
@@ -74,7 +79,7 @@ def wrap(bwrap: str, fence: Fence, argv: Sequence[str]) -> list[str]:
         elif kind == READ:
             out += ["--ro-bind", where, where]
         elif path.is_dir() and not path.is_symlink():
-            out += ["--tmpfs", where]
+            out += [*sized, "--tmpfs", where]
         else:
             out += ["--ro-bind", "/dev/null", where]
     # its own processes only (no other peer's environment or seal); ended with its pane;
@@ -100,6 +105,8 @@ class Support:
     bwrap: str
     why: str
     fix: str = ""
+    #: it takes `--size` (bubblewrap 0.7 and later): the fence's own folders can be capped
+    sized: bool = False
 
     @property
     def available(self) -> bool:
@@ -155,16 +162,22 @@ def _probe(bwrap: str, _identity: tuple[object, ...]) -> Support:
         return Support("", "bubblewrap (bwrap) is not installed",
                        "install it: apt install bubblewrap (Debian, Ubuntu), dnf install "
                        "bubblewrap (Fedora), pacman -S bubblewrap (Arch)")
-    probe = wrap(bwrap, Fence(Path("/")), ["true"])
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL, errors="replace")
+        done = _run(wrap(bwrap, Fence(Path("/")), ["true"], tmp=1 << 20))
+        sized = done.returncode == 0
+        if not sized and "--size" in done.stderr:  # before 0.7: the same without the caps
+            done = _run(wrap(bwrap, Fence(Path("/")), ["true"]))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Support("", f"bubblewrap could not be run: {exc}", "run `bwrap --version`")
     if done.returncode == 0:
-        return Support(bwrap, f"bubblewrap ({bwrap})")
+        return Support(bwrap, f"bubblewrap ({bwrap})", sized=sized)
     said = " ".join((done.stderr or done.stdout).split())[:200]
     return Support("", f"bubblewrap cannot make a sandbox here: {said}", userns_fix())
+
+
+def _run(probe: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(probe, capture_output=True, text=True, timeout=20,
+                          stdin=subprocess.DEVNULL, errors="replace")
 
 
 def userns_fix() -> str:

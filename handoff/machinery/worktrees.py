@@ -1,37 +1,54 @@
 """Git worktrees for a ticket's roles, under <repo>/.worktrees/<TICKET>/<role>.
 
-The implementer works on branch handoff/<TICKET>; every other checkout sits detached at the
-exact commit it works on: each tester's, each reviewer's, and the gate's own (`GATE`), where
-the verification command and the scanners run. Removal never loses work: a worktree with
-uncommitted or untracked files is refused unless forced, the ticket branch is always kept,
-and only what git knows as this ticket's worktree is removed. A folder in its place that is
-not one is never deleted.
+Every checkout sits detached at the exact commit it works on: the implementer's at the ticket
+branch's tip (handoff alone moves branch handoff/<TICKET>, forward, to each commit it accepts:
+no peer writes a ref of the repository), each tester's, each reviewer's, and the gate's own
+(`GATE`), where the verification command and the scanners run. Removal never loses work: a
+worktree with uncommitted or untracked files is refused unless forced, the ticket branch is
+always kept, and only what git knows as this ticket's worktree is removed. A folder in its
+place that is not one is never deleted.
 
-Three guards:
+A peer may write its worktree and (the implementer and testers, who commit) its worktree's
+git admin folder (`<common>/worktrees/<name>`), whose `commondir` file tells git where the
+configuration and hooks live. So nothing handoff runs in a checkout is steered by those files:
 
-* git's worktree add/list/remove/prune run under one lock per repository (`repo_lock`):
+* handoff's own git there is pinned (`_git`): GIT_DIR is the admin folder handoff recorded
+  when it made the worktree, GIT_COMMON_DIR the repository's own, GIT_WORK_TREE the folder;
+  the `.git` file, `commondir` and `gitdir` are never followed. Configuration then comes only
+  from what the person owns (system, global, the repository's config, which no fence lets a
+  peer write; `config.worktree` is read-only in every fence: handoff.loop.fences), and no hook
+  or fsmonitor program runs for it (a person's post-checkout hook would otherwise run on a
+  peer's files with the person's rights).
+* what handoff keeps about a worktree (who made it, its admin folder, its setup) lives beside
+  git's records in the common dir (`RECORDS`), never in the admin folder a peer writes.
+* a worktree is removed by handoff itself, never through `git worktree remove`, which finds
+  the worktree by what its admin folder claims.
+
+Three more guards:
+
+* git's worktree add/list/prune run under one lock per repository (`repo_lock`):
   tickets started together made git read another process's half-written worktree.
-* every git call inside a role's folder runs with a ceiling just above it: a folder that is
-  no longer a worktree (deleted by hand, re-made by a peer) makes git fail, never act on the
-  repository around it.
-* a worktree's setup (shared folders, post_create) runs once per worktree: it is marked done
-  in the worktree's own git dir once it completed, and runs again only on a worktree without
-  the mark (a failed post_create, fixed; a worktree made again, whose git dir is new). Between
-  rounds the reviewer's checkout is reset to the commit under review and its untracked files
-  removed, while the setup's output stays (see `point`).
+* the setup of a checkout (shared folders, post_create) runs once per worktree, fenced in like
+  the gate when the sandbox is on (`setup_fence`): post_create runs code of the commit it is
+  made at. Between rounds a detached checkout is reset to its commit and everything git does
+  not track is removed but the setup's output (see `point`).
+* Python run in a detached checkout writes no bytecode (`bytecode_env`), so no .pyc of one
+  round (or one planted by the code under review) is read by the next: `point` removes every
+  ignored file but the setup's output, and no bytecode folder is shared between checkouts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
+import hashlib
 import json
 import os
 import shutil
+import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,26 +59,26 @@ from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRi
 from handoff.inputs import clip
 from handoff.machinery import proc
 from handoff.machinery.proc import git_timeout
-from handoff.machinery.repo import Repo, git, git_env, load_gitpython
+from handoff.machinery.repo import Repo, git, load_gitpython
+from handoff.record.store import atomic_write_json
 from handoff.role import IMPLEMENTER, NAME
 
 WORKTREES_DIR = ".worktrees"
 #: the gate's own checkout, beside the roles' (role.RESERVED keeps the name from a role)
 GATE = "gate"
-#: in a worktree's git admin folder: the HANDOFF_HOME and ticket that made it
-OWNER_FILE = "handoff-owner.json"
 LOCK_FILE = "handoff-worktrees.lock"
-SETUP_MARK = "handoff-setup-done"
-#: (in the worktree's git dir) what the setup left that git does not ignore, NUL-separated:
-#: kept like the shared folders, never taken for a peer's work
-SETUP_OUTPUT = "handoff-setup-output"
-def bytecode_root() -> Path:
-    """The PYTHONPYCACHEPREFIX of the detached checkouts (`bytecode_env`): a cache, so not
-    under HANDOFF_HOME, whose disk holds the ticket records (filling it would stop tickets).
-    From HOME alone, which every handoff process and peer has: XDG_CACHE_HOME is not in the
-    peers' allowlist, and the orchestrator that sets it and the `close` that drops from it
-    must name the same folder."""
-    return Path.home() / ".cache" / "handoff" / "pycache"
+#: handoff's records of the worktrees it made, in the common dir:
+#: <common>/handoff/worktrees/<ticket>/<name>.json, and the branches it made:
+#: <common>/handoff/branches/<ticket>.json
+RECORDS = Path("handoff")
+#: what older releases kept in a worktree's admin folder (read, never trusted for setup)
+LEGACY_OWNER_FILE = "handoff-owner.json"
+#: what handoff's own git calls on a ticket's checkouts run with: no hook and no fsmonitor
+#: program (a person's hooks may run what a checkout's files say: pre-commit, husky; `worktree
+#: add` runs post-checkout on the commit it checks out)
+QUIET_CONFIG = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false"}
+#: bytes read of a `.git` or `gitdir` file a peer may have written
+POINTER_LIMIT = 4096
 
 
 def branch_name(ticket: str) -> str:
@@ -151,6 +168,123 @@ def registered(repo: Repo) -> set[Path]:
             for item in out.split("\0") if item.startswith("worktree ")}
 
 
+def person_checkouts(repo: Repo) -> dict[str, Path]:
+    """Branch → the checkout it is checked out in, among the person's own checkouts of the
+    repo: the main one and the linked worktrees handoff did not make. Read from git's files
+    rather than `git worktree list`, which reports what every admin folder claims, and a peer
+    writes its own (its HEAD may say `main`, its gitdir any folder)."""
+    found: dict[str, Path] = {}
+    common = repo.common_dir
+    mine = {str(data.get("admin")) for data in _records(common) if data.get("admin")}
+    candidates = [(common / "HEAD", repo.main_checkout())]
+    folder = common / "worktrees"
+    if _real_dir(folder):
+        for admin in sorted(folder.iterdir()):
+            if admin.name in mine or not _real_dir(admin):
+                continue
+            said = _read_pointer(admin / "gitdir") or ""
+            top = Path(os.path.normpath(said)).parent if said else None
+            if top is None or _same_path(str(top.parent.parent), repo.top / WORKTREES_DIR):
+                continue  # an older release's worktree of a ticket: never a person's
+            candidates.append((admin / "HEAD", top))
+    for head, top in candidates:
+        text = _read_pointer(head) or ""
+        if text.startswith("ref: refs/heads/"):
+            found.setdefault(text[len("ref: refs/heads/"):], top)
+    return found
+
+
+def _records(common: Path) -> list[dict[str, Any]]:
+    """Every worktree record handoff keeps in the common dir."""
+    found = []
+    for path in sorted((common / RECORDS / "worktrees").glob("*/*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+# ---- reading what a peer may have written ----------------------------------------------------
+
+def quiet_env() -> dict[str, str]:
+    """QUIET_CONFIG as git's environment (GIT_CONFIG_COUNT…), after any the person set."""
+    try:
+        count = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    env = {"GIT_CONFIG_COUNT": str(count + len(QUIET_CONFIG))}
+    for i, (key, value) in enumerate(QUIET_CONFIG.items(), start=count):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+def _digest_of(path: Path) -> str:
+    """sha256 of a regular file's bytes, read without following a link; '' for none or an
+    empty one (the same to git), 'unreadable' for anything else there (a link, a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return ""
+    except OSError:
+        return "unreadable"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "unreadable"
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 65536):
+            digest.update(chunk)
+        return "" if digest.hexdigest() == hashlib.sha256().hexdigest() else digest.hexdigest()
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
+
+
+def _read_pointer(path: Path) -> str | None:
+    """The text of a small regular file (a worktree's `.git`, an admin folder's `gitdir`),
+    read without following a link, without blocking on a FIFO, at most POINTER_LIMIT bytes;
+    None when it is not such a file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, POINTER_LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > POINTER_LIMIT:
+        return None
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+
+
+def _real_dir(path: Path) -> bool:
+    """path is a folder itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _same_path(said: str, path: Path) -> bool:
+    """A path a git pointer file names is path: as written, or once resolved (git writes the
+    real path of a repository reached through a link)."""
+    if not said:
+        return False
+    written = Path(os.path.normpath(said))
+    return written == path or written == Path(os.path.realpath(path)) or \
+        Path(os.path.realpath(written)) == Path(os.path.realpath(path))
+
+
 # ---- a ticket's worktrees ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -172,6 +306,10 @@ class Made:
                 "displaced": str(self.displaced) if self.displaced else None}
 
 
+#: a worktree's setup command line, fenced: (the worktree's folder, argv) → what runs instead
+SetupFence = Callable[[Path, Sequence[str]], list[str]]
+
+
 @dataclass(frozen=True)
 class TicketWorktrees:
     repo: Repo
@@ -180,10 +318,12 @@ class TicketWorktrees:
     post_create: tuple[tuple[str, ...], ...] = ()
     #: seconds each post_create command may take (config `setup_timeout`)
     setup_timeout: float = 900.0
-    #: the HANDOFF_HOME whose ticket these worktrees are (recorded in each one's admin folder)
+    #: the HANDOFF_HOME whose ticket these worktrees are (recorded with each one)
     home: Path | None = None
     #: more environment for a worktree's post_create, by the worktree's name (its ports)
     setup_env: Callable[[str], Mapping[str, str]] | None = None
+    #: what runs a post_create command in the sandbox (None: as the person, sandbox off)
+    setup_fence: SetupFence | None = None
 
     @property
     def root(self) -> Path:
@@ -195,41 +335,59 @@ class TicketWorktrees:
     def lock(self) -> contextlib.AbstractContextManager[None]:
         return repo_lock(self.repo.common_dir)
 
-    def _git(self, path: Path, *args: str) -> str:
-        """git inside a role's folder, never reaching the repository around it."""
-        return git(path, *args, ceiling=path.parent)
+    # ---- handoff's records, beside git's ---------------------------------------------------
+    def record_file(self, name: str) -> Path:
+        return self.repo.common_dir / RECORDS / "worktrees" / self.ticket / f"{name}.json"
+
+    def record(self, name: str) -> dict[str, Any]:
+        """What handoff wrote of the worktree name when it made it ({}: nothing, e.g. one an
+        older release made)."""
+        try:
+            data = json.loads(self.record_file(name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write_record(self, name: str, data: dict[str, Any]) -> None:
+        atomic_write_json(self.record_file(name), data)
+
+    def _update_record(self, name: str, **fields: Any) -> None:
+        self._write_record(name, {**self.record(name), **fields})
+
+    def _drop_record(self, name: str) -> None:
+        self.record_file(name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.record_file(name).parent.rmdir()  # the ticket's last one
 
     # ---- is it a worktree? ----------------------------------------------------------------
     def admin_dir(self, path: Path) -> Path | None:
-        """The worktree's own git dir (<common>/worktrees/<name>) its .git file names, if it
-        names one of this repository's."""
-        try:
-            text = (path / ".git").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        """The worktree's own git dir (<common>/worktrees/<name>): the one handoff recorded when
+        it made it, and what its `.git` file names (read without following a link). None when
+        path's `.git` names none of this repository's, or not the recorded one."""
+        said = _read_pointer(path / ".git")
+        if said is None or not said.startswith("gitdir:"):
             return None
-        if not text.startswith("gitdir:"):
+        named = Path(os.path.normpath(said[len("gitdir:"):].strip()))
+        folder = self.repo.common_dir / "worktrees"
+        if not named.is_absolute() or named.name in ("", ".", "..") or not \
+                _same_path(str(named.parent), folder):
             return None
-        admin = Path(text[len("gitdir:"):].strip())
-        admin = (admin if admin.is_absolute() else path / admin).resolve()
-        return admin if admin.parent == (self.repo.common_dir / "worktrees").resolve() else None
+        admin = folder / named.name
+        recorded = self.record(path.name).get("admin") if path.parent == self.root else None
+        if recorded is not None and recorded != named.name:
+            return None
+        return admin if _real_dir(admin) else None
 
     def is_live(self, path: Path) -> bool:
-        """path is a worktree of this repo: its .git file points to the repo's worktrees/<name>,
-        that points back at it, and the checkout found there (as git finds it, read without a
-        git process: this runs before every command in a worktree) is path on that admin dir."""
+        """path is a worktree of this repo: a folder (not a link) whose .git file points to the
+        repo's worktrees/<name>, whose gitdir file points back at it. Read without a git
+        process and without following a link (this runs before every command in a worktree)."""
+        if not _real_dir(path):
+            return False
         admin = self.admin_dir(path)
         if admin is None:
             return False
-        try:
-            back = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
-        except (OSError, UnicodeDecodeError):
-            return False
-        if (back if back.is_absolute() else admin / back).resolve() != (path / ".git").resolve():
-            return False
-        load_gitpython()
-        from handoff.machinery.gitcmd import checkout_at
-
-        return checkout_at(path) == (path.resolve(), admin)
+        return _same_path(_read_pointer(admin / "gitdir") or "", path / ".git")
 
     def live(self, role: str) -> Path:
         """The role's worktree, or a clear error when its folder is not one (any more)."""
@@ -239,6 +397,129 @@ class TicketWorktrees:
                            "(was it deleted or replaced by hand?)",
                            "'handoff resume' makes it again from the ticket's branch")
         return path
+
+    def pinned_env(self, path: Path) -> dict[str, str]:
+        """The environment of handoff's own git in the checkout at path: the git dirs handoff
+        knows, never what the checkout's files say; no hook, no fsmonitor. The one file of the
+        admin folder git reads as configuration (`config.worktree`, when the repository has
+        extensions.worktreeConfig) must be what git made with the worktree: one a peer changed
+        (possible only with the sandbox off) is refused, never read."""
+        admin = self.admin_dir(path)
+        if admin is None or not self.is_live(path):
+            raise NotFound(f"{path} is not a worktree of {self.repo.top} (was it deleted or "
+                           "replaced by hand?)",
+                           "'handoff resume' makes it again from the ticket's branch")
+        made = self.record(path.name).get("config_worktree", "") \
+            if path.parent == self.root else ""
+        found = _digest_of(admin / "config.worktree")
+        if found != made:
+            raise ExternalFailure(
+                f"{admin / 'config.worktree'} is not what git made with the worktree {path}: "
+                "a peer may have written settings there, so handoff runs no git in it",
+                f"look at the file; remove it (or mend it) and run the command again; "
+                f"'handoff close {self.ticket} --keep-worktrees' leaves it alone")
+        return {"GIT_DIR": str(admin), "GIT_COMMON_DIR": str(self.repo.common_dir),
+                "GIT_WORK_TREE": str(path), **quiet_env()}
+
+    def _git(self, path: Path, *args: str, check: bool = True) -> str:
+        """git in a checkout handoff made, pinned to its own git dirs (`pinned_env`)."""
+        return self._run(path, *args, check=check)[1].rstrip("\n")
+
+    def _run(self, path: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
+        load_gitpython()
+        from handoff.machinery import gitcmd
+
+        return gitcmd.run(path, args, env=self.pinned_env(path), check=check)
+
+    # ---- the ticket branch: handoff's alone ----------------------------------------------
+    def branch(self) -> str:
+        return branch_name(self.ticket)
+
+    def branch_tip(self) -> str:
+        """The ticket branch's commit ('' when there is none). A branch that is a symbolic ref
+        (a peer made it point at another, e.g. main) is refused: handoff never follows one."""
+        ref = f"refs/heads/{self.branch()}"
+        out = git(self.repo.top, "for-each-ref", "--format=%(objectname) %(symref)", ref)
+        for line in out.splitlines():
+            sha, _, target = line.partition(" ")
+            if target:
+                raise UsageError(f"branch {self.branch()} is a symbolic ref to {target}: handoff "
+                                 "never moves a branch through one",
+                                 f"look at it ('git symbolic-ref {ref}'), then delete it "
+                                 f"('git symbolic-ref --delete {ref}') and 'handoff resume "
+                                 f"{self.ticket}'")
+            return sha
+        return ""
+
+    def branch_record(self) -> Path:
+        return self.repo.common_dir / RECORDS / "branches" / f"{self.ticket}.json"
+
+    def made_branch(self) -> bool:
+        """handoff made the ticket branch (its record says so, for this HANDOFF_HOME)."""
+        try:
+            data = json.loads(self.branch_record().read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        home = str(self.home.resolve()) if self.home is not None else ""
+        return isinstance(data, dict) and data.get("ticket") == self.ticket and \
+            data.get("home", "") == home
+
+    def foreign_branch(self) -> str:
+        """The commit of a ticket branch handoff did not make ('' when there is none, or it is
+        handoff's own): a new ticket never takes one over."""
+        tip = self.branch_tip()
+        return tip if tip and not self.made_branch() else ""
+
+    def refuse_foreign_branch(self) -> None:
+        tip = self.foreign_branch()
+        if tip:
+            raise UsageError(
+                f"branch {self.branch()} already exists (at {tip[:10]}) and handoff did not "
+                f"make it for this ticket: a new ticket never takes over a branch",
+                f"look at it ('git log {self.branch()}'); rename it ('git branch -m "
+                f"{self.branch()} {self.branch()}-old') or delete it, or pick another ticket id")
+
+    def start_branch(self, base: str) -> str:
+        """The ticket branch at base, made now (and recorded as handoff's), or found: its tip."""
+        with self.lock():
+            self.refuse_foreign_branch()
+            tip = self.branch_tip()
+            if tip:
+                return tip
+            atomic_write_json(self.branch_record(), {
+                "ticket": self.ticket, "home": str(self.home.resolve()) if self.home else "",
+                "base": base})
+            git(self.repo.top, "update-ref", "--no-deref", "-m", "handoff: ticket started",
+                f"refs/heads/{self.branch()}", base, "0" * len(base))
+            return base
+
+    def advance_branch(self, old: str, new: str) -> str:
+        """Move the ticket branch from old forward to new (new builds on old), as a plain ref,
+        and the implementer's checkout with it (first: when git refuses to overwrite its
+        uncommitted work, nothing moves); why not ('' when done). A branch that moved
+        meanwhile is not moved again."""
+        with self.lock():
+            try:
+                tip = self.branch_tip()
+            except UsageError as exc:  # a symbolic ref: said, never followed
+                return f"{exc.message} ({exc.hint})"
+            if tip not in (old, new):
+                return (f"the branch {self.branch()} is at {tip[:10] or 'nothing'}, not "
+                        f"{old[:10]}: it moved outside handoff")
+            if tip != new and not self.repo.is_ancestor(old, new):
+                return f"{new[:10]} does not build on {old[:10]}"
+            path = self.path(IMPLEMENTER)
+            if self.is_live(path) and self._git(path, "rev-parse", "HEAD") != new:
+                status, out, err = self._run(path, "checkout", "--quiet", "--detach", new,
+                                             check=False)
+                if status != 0:
+                    said = " ".join(line.strip() for line in (err + out).splitlines()
+                                    if line.strip())
+                    return clip(said, 600) or f"git checkout exited {status}"
+            if tip != new:
+                git(self.repo.top, "update-ref", "--no-deref", "-m", "handoff: accepted",
+                    f"refs/heads/{self.branch()}", new, old)
+        return ""
 
     # ---- making them ----------------------------------------------------------------------
     def create_implementer(self, base_commit: str, recreate: bool = False) -> Path:
@@ -251,9 +532,9 @@ class TicketWorktrees:
     def ensure(self, role: str, rev: str, recreate: bool = False) -> Made:
         """Make the role's folder a worktree of this repo whose setup has completed.
 
-        rev: the implementer's base commit (its branch is made from it, or reused when it
-        contains it); for any other checkout the commit it is detached at. A worktree found
-        live is kept as it is (a resume).
+        rev: the implementer's base commit (its branch is made there, or its tip taken when
+        handoff made it before); for any other checkout the commit it is detached at. A
+        worktree found live is kept as it is (a resume).
         recreate: handoff made this worktree before, so a folder in its place that is not one
         was left when it was deleted by hand (and a peer wrote into the path again): it is
         moved aside intact (Made.displaced) and the worktree made again. Without recreate such
@@ -265,7 +546,7 @@ class TicketWorktrees:
             created = not self.is_live(path)
             if created:
                 displaced = self._clear(path, recreate)
-                self._add(role, path, rev)
+                self._add(role, path, self.start_branch(rev) if role == IMPLEMENTER else rev)
         setup = not self.setup_done(path)
         if setup:
             self._setup(path)
@@ -283,110 +564,100 @@ class TicketWorktrees:
             displaced = path.with_name(f"{path.name}.displaced-"
                                        f"{datetime.now(UTC):%Y%m%dT%H%M%S.%fZ}")
             path.rename(displaced)
+        if path.name == IMPLEMENTER:
+            self.keep_commits()  # its checkout is gone: its commits are not
         self._forget(path)
+        self._drop_record(path.name)
         return displaced
 
     def _forget(self, path: Path) -> None:
         """Drop git's record of a worktree at path whose folder is gone or is not one; nothing
         on disk is touched (prune only drops records whose .git file is missing)."""
         if path.resolve() in registered(self.repo):
-            self.repo.git.worktree("prune")
+            self.repo.git.worktree("prune", env=quiet_env())
 
     def _add(self, role: str, path: Path, rev: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repo.exclude(f"/{WORKTREES_DIR}/")
-        self.repo.git.worktree("add", *self._add_args(role, path, rev))
-        self.record_owner(path)
-
-    def record_owner(self, path: Path) -> None:
-        """Which handoff made this worktree (its HANDOFF_HOME and ticket), kept in the
-        worktree's own git admin folder, where git keeps it and removes it with the worktree:
-        a gc of another HANDOFF_HOME must not take a live ticket's worktree for a stray."""
-        admin = self.admin_dir(path)
-        if admin is not None and self.home is not None:
-            (admin / OWNER_FILE).write_text(json.dumps(
-                {"home": str(self.home.resolve()), "ticket": self.ticket}) + "\n",
-                encoding="utf-8")
+        # no hook: post-checkout would run on the commit checked out (a peer's, for the
+        # gate and the reviewers) with the person's rights
+        self.repo.git.worktree("add", "--detach", str(path), rev, env=quiet_env())
+        # the admin folder git chose, read now, before any peer could have written its files
+        said = _read_pointer(path / ".git") or ""
+        admin = Path(said[len("gitdir:"):].strip()) if said.startswith("gitdir:") else None
+        self._write_record(path.name, {
+            "home": str(self.home.resolve()) if self.home is not None else "",
+            "ticket": self.ticket, "name": path.name,
+            "admin": admin.name if admin is not None else "",
+            "config_worktree": _digest_of(admin / "config.worktree") if admin else ""})
 
     def owner(self, path: Path) -> dict[str, str]:
-        """What record_owner wrote ({} for a worktree an older handoff made)."""
-        admin = self.admin_dir(path)
-        try:
-            data = json.loads((admin / OWNER_FILE).read_text(encoding="utf-8")) if admin else {}
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, str)} \
+        """Which handoff made this worktree: its HANDOFF_HOME and ticket ({} for a worktree an
+        older release made and did not say so)."""
+        data = self.record(path.name) if path.parent == self.root else {}
+        if not data:
+            admin = self.admin_dir(path)
+            legacy = _read_pointer(admin / LEGACY_OWNER_FILE) if admin is not None else None
+            try:
+                data = json.loads(legacy) if legacy else {}
+            except ValueError:
+                data = {}
+        return {k: v for k, v in data.items() if k in ("home", "ticket") and isinstance(v, str)} \
             if isinstance(data, dict) else {}
-
-    def _add_args(self, role: str, path: Path, rev: str) -> list[str]:
-        if role != IMPLEMENTER:
-            return ["--detach", str(path), rev]
-        branch = branch_name(self.ticket)
-        if not self.repo.branch_head(branch):
-            return ["-b", branch, str(path), rev]
-        if self.repo.is_ancestor(rev, branch):
-            return [str(path), branch]
-        raise UsageError(
-            f"branch {branch} already exists and does not contain the base commit",
-            f"delete or rename it ('git branch -m {branch} {branch}-old'), or pick "
-            "another ticket id",
-        )
 
     # ---- setup ----------------------------------------------------------------------------
     def setup_done(self, path: Path) -> bool:
-        admin = self.admin_dir(path)
-        return admin is not None and (admin / SETUP_MARK).is_file()
+        return self.is_live(path) and bool(self.record(path.name).get("setup_done"))
 
     def _setup(self, path: Path) -> None:
-        """Shared folders and post_create; marked done in the worktree's own git dir only once
-        all of it succeeded, so a failure is set up again next time."""
-        admin = self.admin_dir(path)
-        if admin is None:
+        """Shared folders and post_create; marked done in handoff's record only once all of it
+        succeeded, so a failure is set up again next time."""
+        if not self.is_live(path):
             raise NotFound(f"{path} is not a worktree of {self.repo.top}")
-        (admin / SETUP_MARK).unlink(missing_ok=True)
+        self._update_record(path.name, setup_done=False)
         self._share(path)
         made: list[str] = []
         if self.post_create:  # nothing else makes files here: no status to ask without one
             before = set(self._untracked(path))
             self._post_create(path, self.setup_env(path.name) if self.setup_env else {})
             made = [name for name in self._untracked(path) if name not in before]
-        (admin / SETUP_OUTPUT).write_text("".join(f"{name}\0" for name in made),
-                                          encoding="utf-8")
-        (admin / SETUP_MARK).write_text(
-            "".join(" ".join(argv) + "\n" for argv in self.post_create), encoding="utf-8")
+        self._update_record(path.name, setup_output=made, setup_done=True,
+                            setup=[list(argv) for argv in self.post_create])
 
     def _untracked(self, path: Path) -> list[str]:
-        """Untracked entries git does not ignore, a wholly untracked folder as one, shared
-        folders aside."""
-        out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=normal")
+        """Entries git does not track, ignored ones too (a setup's .venv, node_modules), a
+        wholly untracked folder as one, shared folders aside."""
+        out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=normal",
+                        "--ignored=traditional")
         shared = {s.path.strip("/") for s in self.shares}
-        names = [item[3:].rstrip("/") for item in out.split("\0") if item.startswith("?? ")]
+        names = [item[3:].rstrip("/") for item in out.split("\0") if item[:3] in ("?? ", "!! ")]
         return [n for n in names if not any(n == s or n.startswith(s + "/") for s in shared)]
 
     def kept(self, path: Path) -> list[str]:
         """What handoff put beside the checkout and keeps there: the shared folders and the
-        untracked output of the worktree's setup (its ignored output git keeps by itself)."""
+        output of the worktree's setup."""
         names = [s.path.strip("/") for s in self.shares]
-        admin = self.admin_dir(path)
-        if admin is not None:
-            with contextlib.suppress(OSError, UnicodeDecodeError):  # none recorded (yet)
-                text = (admin / SETUP_OUTPUT).read_text(encoding="utf-8")
-                names += [name for name in text.split("\0") if name]
+        output = self.record(path.name).get("setup_output") if path.parent == self.root else []
+        if isinstance(output, list):
+            names += [name for name in output if isinstance(name, str) and name]
         return names
 
     def bytecode_env(self, role: str) -> dict[str, str]:
-        """Where Python run in a detached checkout (a tester, a reviewer, the gate) keeps its
-        bytecode: outside the checkout (see `point` for why), in one folder for every repo and
-        ticket, so the standard library and packages are compiled once, not once per worktree
-        (that cost ~1.6 s a ticket). The implementer's checkout is its own, never reset by
-        handoff: Python keeps its usual __pycache__ there."""
-        return {"PYTHONPYCACHEPREFIX": str(bytecode_root())} if role != IMPLEMENTER else {}
+        """Python run in a detached checkout (a tester, a reviewer, the gate) writes no
+        bytecode: the code under review must not leave a .pyc that a later round, or another
+        checkout, reads (a shared bytecode folder once let one ticket's peer make the next
+        ticket's gate pass). The standard library's own bytecode, installed beside it, is still
+        read. The implementer's checkout is its own, never reset by handoff: Python keeps its
+        usual __pycache__ there."""
+        return {"PYTHONDONTWRITEBYTECODE": "1"} if role != IMPLEMENTER else {}
 
     def _share(self, path: Path) -> None:
         for share in self.shares:
             source, target = self.repo.top / share.path, path / share.path
             if not source.exists() or target.exists() or target.is_symlink():
                 continue
+            if _through_link(path, target):
+                continue  # a folder on the way is a link the commit holds: never written through
             target.parent.mkdir(parents=True, exist_ok=True)
             if share.mode == "symlink":
                 target.symlink_to(source, target_is_directory=source.is_dir())
@@ -397,8 +668,9 @@ class TicketWorktrees:
 
     def _post_create(self, path: Path, more: Mapping[str, str]) -> None:
         for argv in self.post_create:
+            command = self.setup_fence(path, argv) if self.setup_fence is not None else list(argv)
             try:
-                result = proc.run(argv, cwd=path, timeout=self.setup_timeout, check=False,
+                result = proc.run(command, cwd=path, timeout=self.setup_timeout, check=False,
                                   env={**os.environ, **more} if more else None)
             except ExternalFailure as exc:  # it hung: ended with every process it started
                 raise ExternalFailure(
@@ -419,64 +691,37 @@ class TicketWorktrees:
         setup kept.
 
         What the last peer left that git tracks or sees (edits, new files) is saved to
-        scratch, tracked files are set to commit and untracked ones removed, so no round sees
-        another's work; the implementer's never reach this worktree, which only its own peer
-        (or the gate) and the setup write in. Ignored files stay: the setup's .venv or node_modules
-        (post_create runs once per worktree, not every round) and build caches. Caches that
-        trust mtimes are safe after a checkout, which gives every changed file a new one, all
-        but Python's bytecode: a .pyc is reused when its source's size and mtime second match,
-        and a hash-based one (pip's, compileall's) may not be checked at all. So the peers and
-        the gate keep bytecode outside the checkout (`bytecode_env`, not a __pycache__ here,
-        which they then never read). There the bytecode of every file the checkout changed
-        (or the reviewer had touched) is dropped: a round can come within the second of the
-        last, and `a - b` → `a + b` keeps the size. The rest stays; emptying the whole folder
-        cost a recompile of the standard library and every package, about a second a round
-        (`python -m bench floor`). A folder that is no longer a worktree is made again at
-        commit, and set up again.
+        scratch, tracked files are set to commit, and every file git does not track is
+        removed, ignored ones too, but the setup's output (its .venv or node_modules:
+        post_create runs once per worktree, not every round) and the shared folders. So no
+        round sees what another round's run of the code under review left: no planted
+        conftest.py, no .pyc (nothing writes bytecode here: `bytecode_env`), no cache. A
+        folder that is no longer a worktree is made again at commit, and set up again.
         """
         made = self.ensure(name, commit, recreate=True)
         if made.created:
-            self._drop_bytecode(made.path)  # an earlier worktree's at this path
             return made
         path = made.path
         touched = self.dirty(path)
-        before = self._git(path, "rev-parse", "HEAD")
         if self.save_scratch(path, scratch, touched):
             self._git(path, "reset", "--hard", "--quiet")
         # --force: tracked files become the commit's even where a kept file stood in the way
         self._git(path, "checkout", "--quiet", "--force", "--detach", commit)
-        keep = [arg for name in self.kept(path) for arg in ("-e", _exact_pattern(name))]
-        self._git(path, "clean", "-ffdq", *keep)  # no -x: ignored files stay
-        changed = self._git(path, "diff", "--name-only", "-z", before, commit).split("\0")
-        self._drop_bytecode(path, [*touched, *changed])
+        keep = [arg for kept in self.kept(path) for arg in ("-e", _exact_pattern(kept))]
+        self._git(path, "clean", "-ffdqx", *keep)
         return made
-
-    def _drop_bytecode(self, path: Path, names: list[str] | None = None) -> None:
-        """Remove what `bytecode_env`'s folder holds for these files of the checkout (None:
-        for all of it). Python keeps a source's bytecode there under the source's own
-        absolute folder."""
-        # the folder as Python named it: as found, or resolved
-        mirrors = {bytecode_root() / top.relative_to(top.anchor)
-                   for top in (path.absolute(), path.resolve())}
-        if names is None:
-            for mirror in mirrors:
-                shutil.rmtree(mirror, ignore_errors=True)
-            return
-        for name in names:
-            source = Path(name)
-            if not name or source.suffix != ".py":
-                continue
-            for mirror in mirrors:
-                for stale in (mirror / source.parent).glob(f"{glob.escape(source.stem)}.*.pyc"):
-                    stale.unlink(missing_ok=True)
 
     def save_scratch(self, path: Path, scratch: Path, dirty: list[str] | None = None) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean.
         dirty: its `dirty` entries, when the caller has just read them."""
         if not (self.dirty(path) if dirty is None else dirty):
             return False
+        kept = self.kept(path)
+        # an ignored path named even in an exclude makes `git add` fail: name only the others
+        ignored = set(self._git(path, "check-ignore", "--no-index", *kept, check=False)
+                      .splitlines()) if kept else set()
         self._git(path, "add", "-A", "--", ".",
-                  *[f":(exclude,literal){name}" for name in self.kept(path)])
+                  *[f":(exclude,literal){name}" for name in kept if name not in ignored])
         scratch.parent.mkdir(parents=True, exist_ok=True)
         scratch.write_text(self._git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
                            encoding="utf-8")
@@ -486,7 +731,7 @@ class TicketWorktrees:
         """Uncommitted or untracked entries (ignored files and our shared folders aside). A
         folder that is not a worktree has none: git holds nothing there, and handoff never
         removes it."""
-        if not path.is_dir() or not self.is_live(path):
+        if not self.is_live(path):
             return []
         out = self._git(path, "status", "--porcelain", "-z", "--untracked-files=all")
         shared = set(self.kept(path))
@@ -503,22 +748,6 @@ class TicketWorktrees:
     def head(self, role: str) -> str:
         return self._git(self.live(role), "rev-parse", "HEAD")
 
-    def fast_forward(self, commit: str) -> str:
-        """Move the ticket branch to commit, which builds on it (a tester's), in the
-        implementer's worktree so that its checkout follows; why not ('' when done). git
-        refuses to overwrite uncommitted changes there, and so does this."""
-        path = self.live(IMPLEMENTER)
-        load_gitpython()
-        from handoff.machinery import gitcmd
-
-        with self.lock():
-            status, out, err = gitcmd.run(path, ("merge", "--ff-only", "--quiet", commit),
-                                          env=git_env(path.parent), check=False)
-        if status == 0:
-            return ""
-        said = " ".join(line.strip() for line in (err + out).splitlines() if line.strip())
-        return clip(said, 600) or f"git merge --ff-only exited {status}"
-
     # ---- removing them --------------------------------------------------------------------
     def ensure_clean(self, roles: tuple[str, ...] = (IMPLEMENTER,)) -> None:
         """Raise WorkAtRisk naming the files when any of these worktrees holds work."""
@@ -533,46 +762,72 @@ class TicketWorktrees:
                     "--keep-worktrees closes the ticket and leaves the worktrees alone",
                 )
 
+    def keep_commits(self) -> str:
+        """Before the implementer's checkout goes (removed, or found deleted by hand and made
+        again): commits it made that handoff has not put on the ticket branch yet go onto it,
+        forward only, so no commit is lost with the checkout. Its HEAD is read from the admin
+        folder handoff recorded, as data (a full commit id), even when the folder is gone. The
+        commit the branch moved to ('' when nothing moved)."""
+        admin = self.record(IMPLEMENTER).get("admin")
+        if not isinstance(admin, str) or not admin or "/" in admin or admin in (".", ".."):
+            return ""
+        head = _read_pointer(self.repo.common_dir / "worktrees" / admin / "HEAD") or ""
+        tip = self.branch_tip()
+        if not tip or len(head) != len(tip) or head == tip or \
+                not all(c in "0123456789abcdef" for c in head) or \
+                not self.repo.commit_exists(head) or not self.repo.is_ancestor(tip, head):
+            return ""
+        git(self.repo.top, "update-ref", "--no-deref", "-m",
+            "handoff: the implementer's commits, kept at close", f"refs/heads/{self.branch()}",
+            head, tip)
+        return head
+
     def remove(self, role: str, force: bool = False) -> bool:
         """Remove one role's worktree; False when there was none.
 
-        Only a live worktree of this repo is removed, and through git. Whatever else stands at
-        its path is left as it is, whatever its name: see `left`.
+        Only a live worktree of this repo is removed: its folder (a link inside it is removed
+        as a link, never followed) and its admin folder, by handoff itself, not by `git
+        worktree remove` (which finds a worktree by what its admin folder claims, and that a
+        peer may have rewritten). Whatever else stands at its path is left as it is, whatever
+        its name: see `left`.
         """
         path = self.path(role)
         with self.lock():
+            if role == IMPLEMENTER:
+                self.keep_commits()
             if not self.is_live(path):
                 self._forget(path)
                 return False
             if not force:
                 self.ensure_clean((role,))
-            for share in self.shares:
-                link = path / share.path
-                if link.is_symlink():
-                    link.unlink()
-            self.repo.git.worktree("remove", "--force", str(path))
-        self._drop_bytecode(path)
+            admin = self.admin_dir(path)
+            shutil.rmtree(path)  # fd-based on Linux: resistant to links planted inside
+            if admin is not None and _real_dir(admin):
+                shutil.rmtree(admin)
+            self._drop_record(role)
         return True
 
     def present(self) -> list[str]:
         """The names of this ticket's live worktrees (the implementer first, the gate's last):
         what handoff made under its folder, whatever roles the ticket had."""
-        if not self.root.is_dir():
+        if not _real_dir(self.root):
             return []
         found = sorted(p.name for p in self.root.iterdir()
-                       if NAME.fullmatch(p.name) and not p.is_symlink() and self.is_live(p))
+                       if NAME.fullmatch(p.name) and self.is_live(p))
         return sorted(found, key=lambda name: (name != IMPLEMENTER, name == GATE))
 
     def remove_all(self, force: bool = False,
                    scratch: Callable[[str], Path] | None = None) -> list[str]:
         """Remove every worktree of the ticket (checking all before removing any); the branch
-        stays.
+        stays, with every commit of the implementer's checkout on it (`keep_commits`).
 
         A detached checkout only ever holds a commit already on the branch, plus what its peer
         or test runs left there: with scratch (a checkout's name → where to keep it), that is
         saved as a patch instead of blocking the removal.
         """
         names = self.present()
+        with self.lock():
+            self.keep_commits()  # also when its folder was deleted by hand
         detached = [name for name in names if name != IMPLEMENTER]
         if scratch is not None:
             for name in detached:
@@ -581,15 +836,26 @@ class TicketWorktrees:
             self.ensure_clean(tuple(names) if scratch is None else (IMPLEMENTER,))
         removed = [name for name in names if self.remove(name, force=True)]
         for folder in (self.root, self.root.parent):
-            if folder.is_dir() and not any(folder.iterdir()):
+            if _real_dir(folder) and not any(folder.iterdir()):
                 folder.rmdir()
         with self.lock():
-            self.repo.git.worktree("prune", with_exceptions=False)
+            self.repo.git.worktree("prune", with_exceptions=False, env=quiet_env())
         return removed
 
     def left(self) -> list[Path]:
         """What still stands in the ticket's worktrees folder: not handoff's to delete."""
-        return sorted(self.root.iterdir()) if self.root.is_dir() else []
+        return sorted(self.root.iterdir()) if _real_dir(self.root) else []
+
+
+def _through_link(top: Path, target: Path) -> bool:
+    """A folder between top and target is a link (or not a folder): writing target would land
+    where the link points, outside the checkout."""
+    folder = target.parent
+    while folder != top and top in folder.parents:
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            return True
+        folder = folder.parent
+    return False
 
 
 def _exact_pattern(name: str) -> str:

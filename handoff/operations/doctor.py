@@ -15,7 +15,7 @@ from handoff import config as config_mod
 from handoff import platforms
 from handoff.config import Config
 from handoff.errors import HandoffError, MissingTool
-from handoff.machinery import sandbox, tools
+from handoff.machinery import limits, sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
 from handoff.providers.base import SANDBOXED, proven_range
@@ -136,6 +136,7 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     for key, value, path in config_mod.settings(home, repo):
         found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
     found.append(sandbox_check(cfg))
+    found.append(limits_check(cfg))
     found.append(queue_check(home, cfg))
     found.append(team_check(cfg))
     for role in cfg.team.names:
@@ -241,6 +242,23 @@ def sandbox_check(cfg: Config) -> Check:
     level = "FAIL" if mode == "on" else "WARN"
     return Check(level, "sandbox", f"{'sandbox: on, but ' if mode == 'on' else 'off: '}"
                  f"{found.why}", found.fix)
+
+
+def limits_check(cfg: Config) -> Check:
+    """How each peer and gate run is bounded here (handoff.machinery.limits), and what is
+    weaker than cgroups where it is not."""
+    line = limits.said(cfg.sandbox.limits, sandboxed(cfg))
+    caps = cfg.sandbox.limits
+    if caps.processes is None and caps.memory is None:
+        return Check("WARN", "limits", f"{line}: a fork bomb or a memory hog in a peer or the "
+                     "gate can take this machine", "set sandbox.limits (docs/configuration.md)")
+    weaker = limits.mechanism().weaker()
+    if weaker:
+        return Check("WARN", "limits", f"{line}; weaker: {weaker}",
+                     "run handoff where it may divide a cgroup with the pids and memory "
+                     "controllers (cgroup v2: a delegated one, e.g. under systemd's user "
+                     "manager; cgroup v1: as root)")
+    return Check("OK", "limits", line)
 
 
 def ready_to_start(cfg: Config, repo: Path) -> None:

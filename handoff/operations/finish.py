@@ -21,7 +21,7 @@ from pathlib import Path
 from handoff.errors import UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
-from handoff.machinery.worktrees import branch_name
+from handoff.machinery.worktrees import branch_name, person_checkouts
 from handoff.operations import lifecycle
 from handoff.operations.results import Finished
 from handoff.record.ticket import State
@@ -102,7 +102,7 @@ def base_branch(repo: Repo, ticket: str, started: str, base_commit: str, branch:
     """The branch the ticket was started from (started: its --base): that branch when it named
     one, else the branch checked out in the main worktree when its history holds the ticket's
     base commit."""
-    where = repo.checkouts()
+    where = person_checkouts(repo)
     current = repo.base_of(started)
     if current and current == started.removeprefix("refs/heads/"):
         return Base(current, repo.branch_head(current), where.get(current))

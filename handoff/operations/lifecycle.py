@@ -24,7 +24,7 @@ from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name
 from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import Repo, short_sha
 from handoff.machinery.tmux import ServerGone, Tmux, socket_name
-from handoff.machinery.worktrees import WORKTREES_DIR, branch_name
+from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees, branch_name
 from handoff.operations.doctor import ready_to_start
 from handoff.operations.results import Closed, Running, Stopped
 from handoff.operations.standing import find_ticket, recovered_state
@@ -128,6 +128,7 @@ def create(home: Path, new: NewTicket) -> Created:
         raise MissingTool("; ".join(too_old), "install or upgrade it, then run the command again")
     repo = Repo.at(new.repo)
     need_folder(repo.top / WORKTREES_DIR / ticket, repo.top, "for the ticket's worktrees")
+    refuse_taken_branch(repo, ticket)
     cfg = config_mod.load(home, repo.top)
     plan = plan_mod.parse(new.plan_text, "the plan")
     ready_to_start(cfg, repo.top)
@@ -166,6 +167,19 @@ def create(home: Path, new: NewTicket) -> Created:
              f"it starts from {new.base} ({short_sha(base_commit)})"] \
         if new.notes and checkout and checkout.changes else []
     return Created(Workspace(home=home, tdir=tdir, repo=repo, config=cfg), notes)
+
+
+def refuse_taken_branch(repo: Repo, ticket: str) -> None:
+    """A new ticket makes its branch itself: one that is there already (a ticket's of an
+    earlier life of this id, a person's, or one a peer of another ticket planted with a
+    backdoor in it) is never taken over. Named, and nothing is changed."""
+    tip = TicketWorktrees(repo, ticket).branch_tip()
+    if tip:
+        branch = branch_name(ticket)
+        raise UsageError(f"branch {branch} already exists (at {short_sha(tip)}): a new ticket "
+                         "starts its branch itself and never takes one over",
+                         f"look at it ('git log {branch}'), then rename it ('git branch -m "
+                         f"{branch} {branch}-old') or delete it, or pick another ticket id")
 
 
 def refuse_stale(tdir: TicketDir) -> None:
@@ -247,8 +261,9 @@ def sandbox_line(ws: Workspace) -> str:
     found = ws.sandbox()
     if found is not None:
         return (f"sandbox: {found.why}: each peer writes only its worktree (the implementer "
-                "also its branch), its CLI's state and its drafts; it sees no credentials, no "
-                "other ticket, no other process; the network stays open")
+                "and testers also the commits they make; handoff alone moves the branch), its "
+                "CLI's state and its drafts; it sees no credentials, no other ticket, no other "
+                "process; the network stays open")
     if ws.config.sandbox.mode == "off":
         return ("sandbox: off (your config): the peers run as you, with whatever your user can "
                 "read and write; only what they commit on the branch is judged")

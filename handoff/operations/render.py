@@ -107,7 +107,9 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "weakened": lambda e: "tests weakened since the base: " + "; ".join(e.get("tests", [])[:5]),
     "branch": lambda e: f"ticket branch {e.get('branch')} moved to {short_sha(str(e.get('commit')))}"
                         f" ({e.get('by')})",
-    "death": lambda e: f"died (exit {e.get('exit_status')}); relaunch {e.get('relaunches')}",
+    "death": lambda e: f"died (exit {e.get('exit_status')})"
+                       + (f": {e['limit']}" if e.get("limit") else "")
+                       + f"; relaunch {e.get('relaunches')}",
     "final-report": lambda e: f"final report written: {e.get('outcome')}",
     "answer": lambda e: f"answered ({e.get('file')})",
     "error": lambda e: f"orchestrator stopped on an error in {e.get('phase')}: {e.get('message')}",
@@ -143,7 +145,10 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
                           if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
+    "voided": lambda e: f"report set aside as {e.get('report')}, not taken: {e.get('why')}",
+    "verdict-kept": lambda e: f"verdict {str(e.get('verdict')).upper()} stands: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
+    "intake": lambda e: f"intake connection of pid {e.get('pid') or '?'} cut: {e.get('why')}",
     "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"
     if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "
                          "notifier or notify command took it)",

@@ -19,16 +19,22 @@ this code before reporting; exit_unless: not once this file exists in the ticket
 pause_until (wait for this file in the ticket directory before acting), pause_before_report
 (the same, after committing and before filing), silent (once: the first turn ends without
 filing the report, a nudge files it; always: never files one), reviewer: {hang: once (first
-launch hangs, busy, never reporting), pause_until, silent, must_fix [{file, line, reason,
+launch hangs, busy, never reporting), pause_until, pause_after_report (after filing, wait for
+this file: its turn stays open), silent, must_fix [{file, line, reason,
 criterion}] (raised besides the test failures), ledger {F1: not-fixed} and weakened {W1:
 unjustified} (answers besides the defaults), report (raw text to submit)}; the same under a
 role's own name for any other reviewer or tester (`security: {must_fix: …}`).
+
+A line typed into its terminal with a leading "!" runs at once as a shell command of its own,
+whatever it is doing (as in Claude Code's bash mode): how a person, or a test, runs a command
+in the peer's own session.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shlex
 import subprocess
@@ -89,8 +95,31 @@ def run_command(argv: list[str], cwd: Path) -> tuple[int, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 127, str(exc)
     output = done.stdout + done.stderr
-    say(output.rstrip())
+    show(output)
     return done.returncode, output
+
+
+def show(output: str) -> None:
+    """What a command printed, each line indented as a coding CLI shows a tool's output: what
+    the code under test prints can never pass for the agent's own lines ("scripted: waiting
+    for the next message"), which say from outside whether its turn is over."""
+    for line in output.rstrip().splitlines():
+        say(f"  │ {line}")
+
+
+def bash_mode(command: str, cwd: Path) -> None:
+    """A command a person typed with a leading "!", as in Claude Code's bash mode: run at once,
+    whatever the agent is doing, in a shell of the agent's own (as a coding CLI runs its
+    commands), its output shown."""
+    say(f"scripted: running {command}")
+    try:
+        done = subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, text=True,
+                              timeout=600, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        say(f"scripted: could not run it: {exc}")
+        return
+    show(done.stdout + done.stderr)
+    say(f"scripted: ran it (exit {done.returncode})")
 
 
 def submit(brief: dict[str, Any], text: str) -> None:
@@ -102,16 +131,18 @@ def submit(brief: dict[str, Any], text: str) -> None:
     draft.write_text(text, encoding="utf-8")
     done = subprocess.run(brief["submit"], capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
-    say((done.stdout + done.stderr).rstrip())
+    show(done.stdout + done.stderr)
 
 
 def pause(brief: dict[str, Any], name: str | None) -> None:
-    """Hold still until a file appears, like an agent thinking for a long time."""
+    """Hold still until a file appears, like an agent thinking for a long time: in the ticket
+    directory, or in the role's own drafts folder (all of the ticket directory a sandboxed
+    tester or reviewer sees)."""
     if not name:
         return
-    flag = Path(brief["plan"]).parent / name
-    say(f"scripted: paused until {flag} exists")
-    while not flag.exists():
+    flags = [Path(brief["plan"]).parent / name, Path(brief["report"]).parent / name]
+    say(f"scripted: paused until {flags[0]} exists")
+    while not any(flag.exists() for flag in flags):
         time.sleep(0.05)
 
 
@@ -247,8 +278,9 @@ def review(brief: dict[str, Any]) -> None:
             failures.append(failure(list(argv), output, worktree))
     if "report" in behaviour:
         submit(brief, str(behaviour["report"]).replace("COMMIT", commit))
-        return
-    submit(brief, review_report(brief, behaviour, failures, ran))
+    else:
+        submit(brief, review_report(brief, behaviour, failures, ran))
+    pause(brief, behaviour.get("pause_after_report"))
 
 
 def failure(argv: list[str], output: str, worktree: Path) -> dict[str, Any]:
@@ -343,15 +375,28 @@ def main(argv: list[str]) -> int:
     role, first = argv
     sys.stdout.write("\x1b[?2004h")  # bracketed paste on, like a real TUI
     say(f"handoff scripted agent — {role}")
+    messages: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=listen, args=(messages,), daemon=True).start()
     handle(role, first)
-    for line in sys.stdin:
-        text = PASTE_MARKS.sub("", line).strip()
+    while (text := messages.get()) is not None:
         if text == EXIT:  # asked to leave, as a CLI's own exit command does
             say("scripted: leaving")
             return 0
-        if text:
-            handle(role, text)
+        handle(role, text)
     return 0
+
+
+def listen(messages: queue.Queue[str | None]) -> None:
+    """Read the terminal all the time, as a TUI does: a "!" line runs at once (bash mode, even
+    while a turn is at work or paused), every other message waits for its turn."""
+    for line in sys.stdin:
+        text = PASTE_MARKS.sub("", line).strip()
+        if text.startswith("!"):
+            threading.Thread(target=bash_mode, args=(text[1:].strip(), Path.cwd()),
+                             daemon=True).start()
+        elif text:
+            messages.put(text)
+    messages.put(None)
 
 
 if __name__ == "__main__":

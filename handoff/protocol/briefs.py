@@ -3,7 +3,8 @@
 Markdown with YAML frontmatter (the scripted agent reads the fields, a person or an AI the
 prose). A reviewer's brief never carries the implementer's report, a tester's or another
 reviewer's: only the plan, the commit, the diffs, the ledger of earlier must-fix findings and
-the tests the change weakened.
+the tests the change weakened (with the changes to what decides which tests run, and a gate
+that ran fewer tests than at the base: handoff.loop.weakened).
 """
 
 from __future__ import annotations
@@ -179,8 +180,12 @@ def reviewer(ctx: BriefContext, review: Review) -> str:
         listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n"
                           for ident, line in review.weakened)
         parts.append("\n## Tests this change weakened: answer every one under `weakened:`\n\n"
-                     "`justified` when the plan means the test to change, else `unjustified` "
-                     f"(a must-fix).\n\n{listing}")
+                     "Each is a test removed, emptied or skipped, a change to what decides "
+                     "which tests run (test configuration: the gate may now leave tests out, "
+                     "or pass them whatever they do), or the gate running fewer tests than at "
+                     "the base. `justified` when the plan means it (for test configuration: "
+                     "or every test that ran before still runs and can still fail), else "
+                     f"`unjustified` (a must-fix).\n\n{listing}")
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n"
                  for title, text in review.notes)
     earlier = tuple(e.id for e in review.earlier)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import socket
+import time
 from collections.abc import Callable
 from types import TracebackType
 
@@ -24,11 +26,17 @@ from handoff.phases import awaited
 from handoff.record.address import Address
 from handoff.role import Kind
 
-SOCKET = "intake.sock"
+#: in a folder of its own, which a sandboxed peer sees as a folder: a resumed orchestrator's
+#: new socket is there for a peer that outlived the old one (a socket file bound on its own
+#: would stay the old, dead one)
+SOCKET = "intake/intake.sock"
 #: a report is at most 1 MiB (handoff.inputs.REPORT_LIMIT); JSON may escape each byte to 6
 REQUEST_LIMIT = 7 * 1024 * 1024
-#: how long the orchestrator waits for a connected peer to send its request
+#: how long a connected peer has to send its whole request: one deadline from its accept, not
+#: a wait per read (a client trickling a byte every few seconds held the loop for minutes)
 READ_TIMEOUT = 5.0
+#: connections read at once; more wait in the socket's backlog for the next `serve`
+MAX_CLIENTS = 16
 
 
 def refusal(phase: str, current: int, role: str, n: int, kind: Kind) -> str:
@@ -44,16 +52,16 @@ def refusal(phase: str, current: int, role: str, n: int, kind: Kind) -> str:
 
 class Request:
     """What a peer's `handoff submit` hands over. (Plain classes here, not dataclasses: the
-    peer's process would import `dataclasses` and `typing`, most of its start-up.)"""
+    peer's process would import `dataclasses` and `typing`, most of its start-up.) It carries
+    no credential: who sent it is what the kernel says (pid), judged by the orchestrator
+    (handoff.loop.filer)."""
 
-    __slots__ = ("file", "pid", "report", "role", "round", "seal")
+    __slots__ = ("file", "pid", "report", "role", "round")
 
-    def __init__(self, role: str, round_: int | None, report: str, seal: str, file: str,
-                 pid: int) -> None:
+    def __init__(self, role: str, round_: int | None, report: str, file: str, pid: int) -> None:
         self.role = role
         self.round = round_
         self.report = report  # the report's text, read by the peer's process
-        self.seal = seal  # the submitting process's HANDOFF_SEAL
         self.file = file  # the draft it was read from, for messages
         self.pid = pid  # the submitting process, from the kernel (SO_PEERCRED); 0 unknown
 
@@ -62,12 +70,11 @@ class Request:
         if not isinstance(data, dict):
             raise ValueError("not an object")
         role, round_, report = data.get("role"), data.get("round"), data.get("report")
-        seal, file = data.get("seal", ""), data.get("file", "")
-        if not (isinstance(role, str) and isinstance(report, str) and isinstance(seal, str)
-                and isinstance(file, str)
+        file = data.get("file", "")
+        if not (isinstance(role, str) and isinstance(report, str) and isinstance(file, str)
                 and (round_ is None or (isinstance(round_, int) and not isinstance(round_, bool)))):
             raise ValueError("a field is missing or of the wrong type")
-        return cls(role, round_, report, seal, file, pid)
+        return cls(role, round_, report, file, pid)
 
 
 class Verdict:
@@ -84,19 +91,34 @@ class Verdict:
 Judge = Callable[[Request], Verdict]
 
 
+class Cut:
+    """A connection `serve` closed unjudged: its client did not send its whole request within
+    READ_TIMEOUT of being accepted."""
+
+    __slots__ = ("pid", "why")
+
+    def __init__(self, pid: int, why: str) -> None:
+        self.pid = pid  # the connected process, from the kernel (SO_PEERCRED); 0 unknown
+        self.why = why
+
+
 class Intake:
     """The orchestrator's listening socket (non-blocking): `fileno()` is readable when a peer
-    has connected; `serve(judge)` answers every peer waiting, one after the other."""
+    has connected; `serve(judge)` answers every peer waiting; `cut()` names those it closed
+    for being too slow."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self._sock: socket.socket | None = None
+        self._cut: list[Cut] = []
         self.error = ""
 
     def open(self) -> Intake:
         """Listen; a socket file left by an orchestrator that died is replaced (the ticket lock,
         held by the caller, means no other orchestrator listens here). Where it cannot listen,
-        `error` says why and peers' `handoff submit` judges reports itself."""
+        `error` says why, and no report can be filed until one listens."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.join(self.folder, os.path.dirname(SOCKET)), 0o700)
         with Address(self.folder, SOCKET) as address:
             _unlink(address.path)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -116,20 +138,92 @@ class Intake:
         return self._sock.fileno() if self._sock is not None else -1
 
     def serve(self, judge: Judge) -> list[Verdict]:
-        """Answer every peer waiting now (none: an empty list). A request that cannot be read
-        gets its problem as the verdict; a peer that hung up before the verdict gets none, and
-        nothing it sent is filed (see `_judge_if_waiting`)."""
+        """Answer every peer waiting now (none: an empty list), each as soon as its whole
+        request is in. A request that cannot be read gets its problem as the verdict; a peer
+        that hung up before the verdict gets none, and nothing it sent is filed (see
+        `_judge_if_waiting`).
+
+        It never waits on one client: those it accepted are read side by side, each with
+        READ_TIMEOUT from its accept to send its whole request; one that does not is closed and
+        kept for `cut()`. New connections are taken for READ_TIMEOUT, so one call returns
+        within twice that (and the judging) whatever the clients do; later ones wait in the
+        backlog, whose readiness wakes the orchestrator again."""
         verdicts: list[Verdict] = []
-        while self._sock is not None:
+        if self._sock is None:
+            return verdicts
+        clients: list[_Client] = []
+        taking_until = time.monotonic() + READ_TIMEOUT
+        try:
+            while True:
+                taking = time.monotonic() < taking_until and len(clients) < MAX_CLIENTS
+                if taking:
+                    self._take(clients, verdicts)
+                for client in list(clients):
+                    finished = self._progress(client, judge, verdicts)
+                    if finished:
+                        clients.remove(client)
+                        client.conn.close()
+                if not clients:
+                    return verdicts
+                _wait(clients, self._sock if taking else None)
+        finally:
+            for client in clients:
+                client.conn.close()
+
+    def cut(self) -> list[Cut]:
+        """The connections `serve` closed for being too slow since the last call."""
+        cut, self._cut = self._cut, []
+        return cut
+
+    def _take(self, clients: list[_Client], verdicts: list[Verdict]) -> None:
+        """Accept what waits, up to MAX_CLIENTS in all; a process of another user is answered
+        at once."""
+        assert self._sock is not None
+        while len(clients) < MAX_CLIENTS:
             try:
                 conn, _ = self._sock.accept()
             except (BlockingIOError, InterruptedError):
-                break
-            with conn:
-                verdict = _answer(conn, judge)
-                if verdict is not None:
-                    verdicts.append(verdict)
-        return verdicts
+                return
+            conn.setblocking(False)
+            try:
+                uid, pid = _peer(conn)
+            except OSError:
+                conn.close()
+                continue
+            if uid is not None and uid != os.getuid():
+                verdict = Verdict(None, [f"the submitting process runs as uid {uid}, not as the "
+                                         "ticket's owner"])
+                with conn:
+                    try:
+                        _send(conn, verdict)
+                    except OSError:  # it hung up: nobody to answer
+                        continue
+                verdicts.append(verdict)
+                continue
+            clients.append(_Client(conn, pid, time.monotonic() + READ_TIMEOUT))
+
+    def _progress(self, client: _Client, judge: Judge, verdicts: list[Verdict]) -> bool:
+        """Read what client sent since; answer it once its request is whole, cut it once its
+        time is up. True when it is done with."""
+        try:
+            done = _read_line(client)
+        except OSError:  # it hung up hard: nobody to answer
+            return True
+        if done:
+            verdict = _answer(client, judge)
+            if verdict is not None:
+                verdicts.append(verdict)
+            return True
+        if time.monotonic() < client.deadline:
+            return False
+        why = (f"sent {client.size} bytes but not a whole request within {READ_TIMEOUT:g} s "
+               "of connecting: closed unjudged")
+        self._cut.append(Cut(client.pid, why))
+        # best effort, never waiting: a real `handoff submit` that was merely slow says why
+        _send(client.conn, Verdict(None, [f"the request did not reach the orchestrator whole "
+                                          f"within {READ_TIMEOUT:g} s; nothing was filed"]),
+              wait=False)
+        return True
 
     def close(self) -> None:
         if self._sock is None:
@@ -147,23 +241,45 @@ class Intake:
         self.close()
 
 
-def _answer(conn: socket.socket, judge: Judge) -> Verdict | None:
-    conn.setblocking(True)
+class _Client:
+    """A connection being read: what it sent so far, and when its time is up."""
+
+    __slots__ = ("chunks", "conn", "deadline", "line", "pid", "size")
+
+    def __init__(self, conn: socket.socket, pid: int, deadline: float) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.deadline = deadline
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.line: bytes | None = None  # the whole request, once read
+
+
+def _answer(client: _Client, judge: Judge) -> Verdict | None:
+    """Judge client's request (`line`; None: cut short or too large) and send the verdict;
+    None when there is nobody to answer."""
+    verdict = _judge_if_waiting(client.conn, client.line, client.pid, judge)
+    if verdict is not None:
+        try:
+            _send(client.conn, verdict)
+        except OSError:  # it hung up meanwhile
+            return None
+    return verdict
+
+
+def _send(conn: socket.socket, verdict: Verdict, wait: bool = True) -> None:
+    """A verdict is a few hundred bytes, taken by the socket's buffer at once; a client that
+    reads nothing is still given up on after READ_TIMEOUT. wait=False: only what the buffer
+    takes now, errors ignored."""
+    if not wait:
+        with contextlib.suppress(OSError):
+            conn.send(verdict.to_json())
+        return
     conn.settimeout(READ_TIMEOUT)
     try:
-        uid, pid = _peer(conn)
-        verdict: Verdict | None
-        if uid is not None and uid != os.getuid():
-            verdict = Verdict(None, [f"the submitting process runs as uid {uid}, not as "
-                                     "the ticket's owner"])
-        else:
-            line = _read_line(conn)
-            verdict = _judge_if_waiting(conn, line, pid, judge)
-        if verdict is not None:
-            conn.sendall(verdict.to_json())
-        return verdict
-    except OSError:  # it hung up, or sent nothing in time: nobody to answer
-        return None
+        conn.sendall(verdict.to_json())
+    finally:
+        conn.setblocking(False)
 
 
 def _judge_if_waiting(conn: socket.socket, line: bytes | None, pid: int,
@@ -180,21 +296,39 @@ def _judge_if_waiting(conn: socket.socket, line: bytes | None, pid: int,
     return judge(request)
 
 
-def _read_line(conn: socket.socket) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
+def _read_line(client: _Client) -> bool:
+    """Take what client has sent since, without waiting. True once it is done: its request
+    line whole in `client.line`, or None there when it ended (hung up) before one or sent more
+    than REQUEST_LIMIT."""
     while True:
-        chunk = conn.recv(65536)
+        try:
+            chunk = client.conn.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return False
         if not chunk:
-            return None
+            return True
         newline = chunk.find(b"\n")
         if newline >= 0:
-            chunks.append(chunk[:newline])
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > REQUEST_LIMIT:
-            return None
+            client.chunks.append(chunk[:newline])
+            client.line = b"".join(client.chunks)
+            return True
+        client.chunks.append(chunk)
+        client.size += len(chunk)
+        if client.size > REQUEST_LIMIT:
+            return True
+
+
+def _wait(clients: list[_Client], listening: socket.socket | None) -> None:
+    """Until a client sends, a new one connects (when listening is given), or the first
+    client's time is up."""
+    poller = select.poll()
+    for client in clients:
+        poller.register(client.conn, select.POLLIN)
+    if listening is not None:
+        poller.register(listening, select.POLLIN)
+    due = min(client.deadline for client in clients) - time.monotonic()
+    with contextlib.suppress(InterruptedError):
+        poller.poll(max(0, int(due * 1000) + 1))
 
 
 def _unlink(path: str) -> None:

@@ -228,6 +228,16 @@ def parse(text: str, kind: str, expect: dict[str, Any] | None = None,
     return (None, problems) if problems else (report, [])
 
 
+def verdict_of(text: str) -> str:
+    """A reviewer's report's verdict as its frontmatter says it ('' when it says none)."""
+    try:
+        data, _ = split(text)
+    except FrontmatterError:
+        return ""
+    verdict = data.get("verdict")
+    return verdict if isinstance(verdict, str) else ""
+
+
 def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] = (),
              weakened: tuple[str, ...] = ()) -> str:
     """The report skeleton shown in every brief; a later review's carries a line for each

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from handoff.errors import UsageError
 from handoff.providers.base import Check, Launch, Provider, RoleSpec, first_message
 from handoff.providers.claude import Claude
@@ -29,9 +31,10 @@ def known(name: str) -> type[Provider]:
         ) from None
 
 
-def get(spec: RoleSpec) -> Provider:
-    """The provider for one role, bound to how that role is set up."""
-    return known(spec.provider)(spec)
+def get(spec: RoleSpec, state: Path | None = None) -> Provider:
+    """The provider for one role, bound to how that role is set up (state: the role's own
+    folder for its CLI's state in a ticket; None: the person's own, as doctor reads it)."""
+    return known(spec.provider)(spec, state)
 
 
 __all__ = ["PREFERENCE", "REGISTRY", "Check", "Launch", "Provider", "RoleSpec",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers.screen import Dialog, Reading, ScreenRules, holds
+from handoff.providers.state import Seed
 from handoff.record.usage import Usage
 
 
@@ -70,8 +71,6 @@ class Launch:
     session_id: str = ""
     #: the folder the CLI's hooks drop their signal files into
     signals: Path | None = None
-    #: the secret only this process holds: it proves the reports it files (handoff.record.seals)
-    seal: str = ""
     #: it runs in handoff's sandbox (handoff.machinery.sandbox)
     sandboxed: bool = False
 
@@ -130,11 +129,23 @@ class Provider:
     #: the CLI's hooks write signal files (prompt arrived, turn ended) for the orchestrator
     signals = False
     rules = ScreenRules(composer="\0")
+    #: the CLI's state, as a role's own folder holds it (handoff.providers.state): what is
+    #: seeded from the person's folder at every launch (its login, settings, instructions:
+    #: configuration and code it obeys, never carried over from the role's last launch) ...
+    seeds: tuple[Seed, ...] = ()
+    #: ... and what the CLI writes there that is data, kept across the role's launches (the
+    #: session logs handoff reads): glob patterns, one `*` per path component. Everything else
+    #: in the folder is removed before each launch
+    keeps: tuple[str, ...] = ()
 
-    def __init__(self, spec: RoleSpec | None = None) -> None:
+    def __init__(self, spec: RoleSpec | None = None, state: Path | None = None) -> None:
+        """state: the role's own folder for CLI state in its ticket (`<ticket dir>/cli/<role>`);
+        None for a provider that describes the person's own CLI (doctor, `handoff providers`)."""
         self.spec = spec or RoleSpec(provider=self.name)
         rules = self.own_rules()
         self.rules = with_markers(rules, self.spec.markers) if self.spec.markers else rules
+        #: the folder this role's CLI keeps its state in, or None: the person's own
+        self.own = state / self.name if state is not None else None
 
     def own_rules(self) -> ScreenRules:
         """How this CLI's screen reads, as set up for this role (before its own markers)."""
@@ -193,8 +204,34 @@ class Provider:
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
         """The folders the CLI itself writes outside the worktree (its settings, logins,
         session logs): writable inside the sandbox, made first when missing, as the CLI would
-        make them (env: where its configuration variables point)."""
+        make them (env: where its configuration variables point; a provider bound to a role's
+        own folder locates them there, whatever env says)."""
         return []
+
+    def state_env(self) -> dict[str, str]:
+        """The variables that point the CLI at the role's own folder ({} for the person's CLI,
+        or a CLI whose state handoff does not keep apart)."""
+        return {}
+
+    def located(self, env: Mapping[str, str]) -> Mapping[str, str]:
+        """env as the CLI of this role sees it: its state variables at its own folder."""
+        own = self.state_env()
+        return {**env, **own} if own else env
+
+    def seed_source(self, person: Mapping[str, str], path: str) -> Path:
+        """Where the person's copy of path (a seed, beneath the role's folder) is, as the
+        person's environment locates the CLI's folders."""
+        raise NotImplementedError
+
+    def made(self, person: Mapping[str, str], worktree: Path) -> dict[str, str]:
+        """Files of the role's folder the provider derives from the person's (beneath the
+        role's folder → text), written at every launch."""
+        return {}
+
+    def links(self, person: Mapping[str, str]) -> dict[str, Path]:
+        """Links in the role's folder (beneath it → a folder of the person's) to what the
+        fence shows read-only: what the CLI reads there and never needs to write."""
+        return {}
 
     def reaches(self, env: Mapping[str, str]) -> str:
         """How this role's CLI reaches its model and what passes for it, for doctor and

@@ -22,6 +22,7 @@ from handoff.providers import sessions as session_files
 from handoff.providers.base import SANDBOXED, Check, Launch, Provider, is_root
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
+from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.usage import Usage, cost_of, count_of
 
 #: handoff's own Claude Code plugin, as `claude plugin install handoff --marketplace ./` names it
@@ -89,6 +90,10 @@ RULES = ScreenRules(
 UNLISTED = ("--append-system-prompt-file",)
 
 
+#: a subscription's long-lived login, made by `claude setup-token`
+OAUTH_TOKEN = "CLAUDE_CODE_OAUTH_TOKEN"
+
+
 @dataclass(frozen=True)
 class Backend:
     """Where Claude Code sends its requests, chosen by a switch in the person's environment
@@ -109,8 +114,11 @@ class Backend:
 
 
 BACKENDS = (
-    # a gateway in front of Anthropic's API is this one with ANTHROPIC_BASE_URL
-    Backend("anthropic", "", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")),
+    # a gateway in front of Anthropic's API is this one with ANTHROPIC_BASE_URL; a
+    # subscription's long-lived token (`claude setup-token`) is never refreshed, so no peer
+    # rotates the person's stored login (handoff.providers.state)
+    Backend("anthropic", "", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+                              OAUTH_TOKEN)),
     Backend("vertex", "CLAUDE_CODE_USE_VERTEX", (
         "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_SKIP_VERTEX_AUTH", "ANTHROPIC_VERTEX_PROJECT_ID",
         "ANTHROPIC_VERTEX_BASE_URL", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
@@ -176,7 +184,7 @@ class Claude(Provider):
     package = "@anthropic-ai/claude-code"
     proven = ("2.1.197", "2.1.332")
     #: on every back-end; the back-end's own variables come from `backend()`. CLAUDE_CONFIG_DIR
-    #: is a second account's (or config's) folder: a peer must use the one the person uses
+    #: is a second account's (or config's) folder: what each peer's own folder is seeded from
     env_allow = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
                  "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "IS_SANDBOX",
                  "CLAUDE_CONFIG_DIR", "ANTHROPIC_CUSTOM_HEADERS")
@@ -187,9 +195,50 @@ class Claude(Provider):
     exit_keys = ("/exit", "Enter")
     signals = True
     keeps_usage = True
+    #: what a role's folder ($CLAUDE_CONFIG_DIR) gets of the person's at every launch:
+    #: the login (.credentials.json, 600) and settings.json (their hooks, permissions, model:
+    #: the person's own, as their claude runs); their instructions and definitions (CLAUDE.md,
+    #: agents, commands, skills, output styles), as small as a person writes them. Not their
+    #: plugins: installed code, often large, and handoff's own is none of a peer's business.
+    #: .claude.json is made (`made`): onboarding, approved keys, the account, the trust
+    seeds = (Seed(".credentials.json", LOGIN), Seed("settings.json"), Seed("CLAUDE.md"),
+             Seed("agents", TREE), Seed("commands", TREE), Seed("skills", TREE),
+             Seed("output-styles", TREE))
+    #: its session logs (usage, transcripts): projects/<folder>/<session>.jsonl. Not the rest
+    #: of projects/: its memory/ is read into every later session of the folder
+    keeps = ("projects/*/*.jsonl",)
+    #: what of the person's .claude.json a peer's is made of (the rest: their other folders,
+    #: their projects' MCP servers, counters and caches, is none of a peer's business)
+    carried = ("hasCompletedOnboarding", "lastOnboardingVersion", "lastReleaseNotesSeen",
+               "customApiKeyResponses", "oauthAccount", "userID", "primaryApiKey",
+               "mcpServers", "theme")
+
+    def state_env(self) -> dict[str, str]:
+        return {"CLAUDE_CONFIG_DIR": str(self.own)} if self.own is not None else {}
+
+    def seed_source(self, person: Mapping[str, str], path: str) -> Path:
+        return config_dir(person) / path
+
+    def made(self, person: Mapping[str, str], worktree: Path) -> dict[str, str]:
+        """.claude.json ($CLAUDE_CONFIG_DIR holds it when that is set): the person's onboarding,
+        approved keys, account and user-scope MCP servers, and the trust of the worktree's
+        folders (the repository's, which its worktrees inherit) — trust alone of each project
+        entry: the rest of an entry (its MCP servers, allowed tools) is that folder's."""
+        data = read_state(state_file(person))
+        made: dict[str, Any] = {key: data[key] for key in self.carried if key in data}
+        projects = data.get("projects")
+        trust: dict[str, Any] = {}
+        if isinstance(projects, dict):
+            for folder in dict.fromkeys((worktree, *worktree.parents, *_resolved(worktree))):
+                entry = projects.get(str(folder))
+                if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted"):
+                    trust[str(folder)] = {"hasTrustDialogAccepted": True}
+        if trust:
+            made["projects"] = trust
+        return {".claude.json": json.dumps(made, indent=2) + "\n"}
 
     def sessions(self, worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
-        return sessions_in(worktree, since, env)
+        return sessions_in(worktree, since, self.located(env))
 
     def usage(self, session: Path) -> Usage | None:
         return read_usage(session)
@@ -220,14 +269,16 @@ class Claude(Provider):
     def reaches(self, env: Mapping[str, str]) -> str:
         backend, why = self.backend(env)
         passed = [n for n in backend.passes(env) if n in env]
-        folder = f"; its state in {config_dir(env)}" if env.get("CLAUDE_CONFIG_DIR") else ""
+        folder = f"; its login and settings from {config_dir(env)}" \
+            if env.get("CLAUDE_CONFIG_DIR") else ""
         return (f"back-end {backend.name} ({why}); passes "
                 f"{', '.join(passed) or 'none of its variables (none is set)'}{folder}")
 
     def session_log(self, worktree: Path, session_id: str,
                     env: Mapping[str, str]) -> Path | None:
         """The whole conversation (the pane's history holds only part of it)."""
-        return session_folder(env, worktree) / f"{session_id}.jsonl" if session_id else None
+        return session_folder(self.located(env), worktree) / f"{session_id}.jsonl" \
+            if session_id else None
 
     def settings(self, launch: Launch) -> dict[str, Any]:
         """Passed with --settings: no bypass screen, and hooks that signal the orchestrator."""
@@ -276,11 +327,10 @@ class Claude(Provider):
         return f"its --help does not list {', '.join(unknown)}" if unknown else None
 
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
-        # not ~/.claude.json: Claude Code rewrites it through a new file beside it, renamed
-        # over it, and the home around it stays read-only. So a sandboxed peer never changes
-        # the person's trust, approved keys or settings there; what it answers (a trust
-        # screen, a key) is not remembered for the next launch (measured on 2.1.328)
-        return [config_dir(env)]
+        # a role's own folder holds .claude.json too (CLAUDE_CONFIG_DIR is set for it: measured
+        # on 2.1.328); what a peer answers there (a trust screen, a key) is seeded afresh, so
+        # not remembered for its next launch
+        return [config_dir(self.located(env))]
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         found: list[Check] = []
@@ -308,12 +358,7 @@ class Claude(Provider):
         """Onboarding, credentials and trust, read from Claude Code's state file (~/.claude.json,
         or inside $CLAUDE_CONFIG_DIR) and never written."""
         path = state_file(env)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
+        data = read_state(path)
         found: list[Check] = []
         if not data.get("hasCompletedOnboarding"):
             found.append(Check("FAIL", "claude set-up", f"{path} says Claude Code's first-run "
@@ -322,7 +367,8 @@ class Claude(Provider):
         if self.backend(env)[0].name != "anthropic":
             found += self.trust_checks(data, repo)
             return found  # the cloud's own credentials, not an Anthropic login or key
-        token, key = env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_API_KEY")
+        token = env.get("ANTHROPIC_AUTH_TOKEN") or env.get(OAUTH_TOKEN)
+        key = env.get("ANTHROPIC_API_KEY")
         logged_in = (config_dir(env) / ".credentials.json").exists() or data.get("oauthAccount")
         if not token and not key and not logged_in:
             found.append(Check("WARN", "claude login", "no ANTHROPIC_API_KEY or "
@@ -342,6 +388,24 @@ class Claude(Provider):
                                   f"{repo} is not a trusted folder for Claude Code")]
 
 
+def read_state(path: Path) -> dict[str, Any]:
+    """A .claude.json as an object ({} when it is missing or no JSON object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _resolved(folder: Path) -> tuple[Path, ...]:
+    """folder and its parents with links resolved (a person trusts the path they open)."""
+    try:
+        real = folder.resolve()
+    except (OSError, RuntimeError):
+        return ()
+    return (real, *real.parents) if real != folder else ()
+
+
 def trusted(data: dict[str, Any], repo: Path) -> bool:
     """Trust in ~/.claude.json is per folder and inherited by every folder below it."""
     projects = data.get("projects") or {}
@@ -358,14 +422,17 @@ def trusted(data: dict[str, Any], repo: Path) -> bool:
 
 def sessions_in(worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
     """Every Claude Code session started in worktree and written since then."""
-    return session_files.recent(session_folder(env, worktree), r"[^/]+\.jsonl", since)
+    return session_files.recent(session_folder(env, worktree), r"[^/]+\.jsonl", since,
+                                root=config_dir(env))
 
 
 def read_usage(path: Path) -> Usage | None:
     """A Claude Code session's usage: each assistant message counted once (the CLI writes one
     entry per content block, all with the message's usage), and the cost from its last
     `cost-state` entry unless it says a model's price is unknown."""
-    records = session_files.records(path, (b'"usage"', b'"cost-state"'))
+    # <config dir>/projects/<folder>/<session>.jsonl (sessions_in): no link below the config dir
+    records = session_files.records(path, (b'"usage"', b'"cost-state"'),
+                                    root=session_files.root_above(path, 2))
     if records is None:
         return None
     messages: dict[str, Usage] = {}

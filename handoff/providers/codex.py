@@ -24,6 +24,7 @@ from handoff.providers import sessions as session_files
 from handoff.providers.base import Check, Launch, Provider
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
+from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.usage import Usage, count_of
 
 TRUST = Dialog(
@@ -74,7 +75,8 @@ class Codex(Provider):
     binary = "codex"
     package = "@openai/codex"
     proven = ("0.169.0", "0.171.0")
-    #: CODEX_HOME points at the person's own configuration (a second account's, say)
+    #: CODEX_HOME points at the person's own configuration (a second account's, say): what
+    #: each peer's own folder is seeded from
     env_allow = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
                  "CODEX_HOME")
     modes = ("bypass", "full-auto", "default")
@@ -85,9 +87,25 @@ class Codex(Provider):
     probe_flags = True
     signals = True
     keeps_usage = True
+    #: what a role's $CODEX_HOME gets of the person's at every launch: config.toml whole (the
+    #: model provider and its key's name, the trust of the repository, their MCP servers and
+    #: notify: the person's own, as their codex runs), the login (auth.json, 600), their hooks,
+    #: exec-policy rules, instructions (AGENTS.md), prompts and skills
+    seeds = (Seed("config.toml"), Seed("auth.json", LOGIN), Seed("hooks.json"),
+             Seed("AGENTS.md"), Seed("AGENTS.override.md"), Seed("rules", TREE),
+             Seed("prompts", TREE), Seed("skills", TREE))
+    #: its session logs (usage, transcripts), in dated folders; nothing else it writes (its
+    #: logs, history, caches and state database) is kept
+    keeps = ("sessions/*/*/*/rollout-*.jsonl",)
+
+    def state_env(self) -> dict[str, str]:
+        return {"CODEX_HOME": str(self.own)} if self.own is not None else {}
+
+    def seed_source(self, person: Mapping[str, str], path: str) -> Path:
+        return codex_home(person) / path
 
     def sessions(self, worktree: Path, since: float, env: Mapping[str, str]) -> list[Path]:
-        return sessions_in(worktree, since, env)
+        return sessions_in(worktree, since, self.located(env))
 
     def usage(self, session: Path) -> Usage | None:
         return read_usage(session)
@@ -112,7 +130,7 @@ class Codex(Provider):
         return [*argv, *spec.args, launch.message]
 
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
-        return [codex_home(env)]
+        return [codex_home(self.located(env))]
 
     def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
         """The key variable a custom model provider names (env_key) passes too."""
@@ -204,8 +222,9 @@ def sessions_in(worktree: Path, since: float, env: Mapping[str, str]) -> list[Pa
     for offset in range(days):
         day = first + timedelta(days=offset)
         folder = root / f"{day.year:04d}" / f"{day.month:02d}" / f"{day.day:02d}"
-        for path in session_files.recent(folder, r"rollout-[^/]+\.jsonl", since):
-            head = session_files.head(path)
+        for path in session_files.recent(folder, r"rollout-[^/]+\.jsonl", since,
+                                         root=root.parent):
+            head = session_files.head(path, root=root.parent)
             payload = head.get("payload") if head else None
             cwd = payload.get("cwd") if isinstance(payload, dict) else None
             if isinstance(cwd, str) and (cwd in wanted or session_files.resolved(cwd) in wanted):
@@ -217,7 +236,9 @@ def read_usage(path: Path) -> Usage | None:
     """A Codex session's usage: its last `token_count` event's running total. Codex counts
     cached input inside input_tokens; here input_tokens is the uncached rest. It records no
     cost."""
-    records = session_files.records(path, (b'"token_count"',))
+    # $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl (sessions_in): no link below it
+    records = session_files.records(path, (b'"token_count"',),
+                                    root=session_files.root_above(path, 4))
     if records is None:
         return None
     last: dict[str, Any] | None = None

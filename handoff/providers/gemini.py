@@ -34,6 +34,7 @@ from typing import Any
 from handoff.providers.base import Check, Launch, Provider
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
+from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.store import atomic_write, state_home
 
 AUTH_FIX = ("choose the authentication once: write ~/.gemini/settings.json "
@@ -97,6 +98,23 @@ class Gemini(Provider):
     exit_keys = ("/quit", "Enter")
     probe_flags = True
     signals = True
+    #: what a role's .gemini (under its own GEMINI_CLI_HOME) gets of the person's at every
+    #: launch: settings.json (the chosen authentication; their hooks and MCP servers, as their
+    #: gemini runs), the Google login (600) and which account it is, the .env gemini falls back
+    #: on for keys, their instructions (GEMINI.md) and commands. Not their extensions:
+    #: installed code, as Claude Code's plugins are
+    seeds = (Seed(".gemini/settings.json"), Seed(".gemini/oauth_creds.json", LOGIN),
+             Seed(".gemini/google_accounts.json"), Seed(".gemini/.env"),
+             Seed(".gemini/GEMINI.md"), Seed(".gemini/commands", TREE))
+    #: its chats, per project (handoff reads none; kept as the person's would be). Not the
+    #: rest of tmp/ (checkpoints, shell history) nor what it writes at each start
+    keeps = (".gemini/tmp/*/chats/*.json",)
+
+    def state_env(self) -> dict[str, str]:
+        return {HOME_VARIABLE: str(self.own)} if self.own is not None else {}
+
+    def seed_source(self, person: Mapping[str, str], path: str) -> Path:
+        return gemini_dir(person).parent / path
 
     def own_rules(self) -> ScreenRules:
         return rules_for("*" if self.mode == "bypass" else ">")
@@ -114,8 +132,9 @@ class Gemini(Provider):
 
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
         """It writes into .gemini at every start (installation_id, projects.json) and keeps its
-        chats under .gemini/tmp (measured on 0.61: a read-only .gemini ends it at once)."""
-        return [gemini_dir(env)]
+        chats under .gemini/tmp (measured on 0.61: a read-only .gemini ends it at once). A
+        role's own folder is its GEMINI_CLI_HOME, which gemini takes for its home: all of it."""
+        return [self.own] if self.own is not None else [gemini_dir(env)]
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         path = gemini_dir(env) / "settings.json"

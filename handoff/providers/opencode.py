@@ -18,6 +18,7 @@ few seconds into a permission signal (--auto answers each at once).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from typing import Any
 from handoff.providers.base import Check, Launch, Provider
 from handoff.providers.screen import Blocker, ScreenRules, lines_of
 from handoff.providers.signals import script as signal_script
+from handoff.providers.state import LOGIN, TREE, Seed
 
 BAR = "┃"
 #: the right-hand sidebar of the session view, and the input line's own end
@@ -130,6 +132,42 @@ class Opencode(Provider):
     rules = RULES
     probe_flags = True
     signals = True
+    #: what a role's own XDG folders get of the person's at every launch: their opencode
+    #: configuration folder (opencode.json, agents, commands, plugins, and the manifest of its
+    #: plugin-API install; that install itself, node_modules, is linked: `links`) and their
+    #: provider logins (auth.json, 600)
+    seeds = (Seed("config/opencode", TREE, skip=("node_modules",)),
+             Seed("data/opencode/auth.json", LOGIN))
+    #: nothing it writes is kept: handoff reads none of its session store, and its snapshots
+    #: are git repositories opencode runs git in
+    keeps = ()
+
+    def state_env(self) -> dict[str, str]:
+        """XDG_CONFIG_HOME and the others at the role's own folders: opencode has no variable
+        of its own for its data or state (measured on 1.18.33)."""
+        if self.own is None:
+            return {}
+        return {name: str(self.own / base) for (name, _), base in zip(XDG, BASES, strict=True)}
+
+    def seed_source(self, person: Mapping[str, str], path: str) -> Path:
+        base, rest = path.split("/", 1)
+        return _xdg(person, BASES.index(base)) / rest
+
+    def links(self, person: Mapping[str, str]) -> dict[str, Path]:
+        """What the peer's other tools find in the XDG folders (git's config and global ignore
+        under ~/.config/git, a tool's installs under ~/.local/share, …) as they are in the
+        person's, read-only in the fence: a link to each entry beside opencode's own; and the
+        person's install of opencode's plugin API, which opencode would otherwise install
+        again from the registry at every start."""
+        found: dict[str, Path] = {}
+        for index, base in enumerate(BASES):
+            folder = _xdg(person, index)
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name != "opencode":
+                        found[f"{base}/{entry.name}"] = folder / entry.name
+        found["config/opencode/node_modules"] = _xdg(person, 0) / "opencode" / "node_modules"
+        return found
 
     def argv(self, launch: Launch) -> list[str]:
         spec = self.spec
@@ -151,8 +189,8 @@ class Opencode(Provider):
         """opencode's own folders, by the XDG variables it reads (measured on 1.18.33):
         config (it writes a .gitignore there and installs its plugin API into node_modules),
         data (its session database, logs and snapshots), state (locks, the last model), cache."""
-        home = Path(env.get("HOME") or os.path.expanduser("~"))
-        return [Path(env.get(name) or home / default) / "opencode" for name, default in XDG]
+        located = self.located(env)
+        return [_xdg(located, index) / "opencode" for index in range(len(XDG))]
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         """opencode installs its plugin API (@opencode-ai/plugin) into its config folder at
@@ -178,6 +216,16 @@ class Opencode(Provider):
 #: the XDG base folders opencode keeps its state under, and their defaults below HOME
 XDG = (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
        ("XDG_STATE_HOME", ".local/state"), ("XDG_CACHE_HOME", ".cache"))
+#: a role's own folders for them, beneath its folder
+BASES = ("config", "data", "state", "cache")
+
+
+def _xdg(env: Mapping[str, str], index: int) -> Path:
+    """The XDG base folder XDG[index] as env sets it, else its default below HOME."""
+    name, default = XDG[index]
+    return Path(env.get(name) or Path(env.get("HOME") or os.path.expanduser("~")) / default)
+
+
 #: opencode's inline configuration, merged over every configuration file it reads (last)
 CONFIG_CONTENT = "OPENCODE_CONFIG_CONTENT"
 

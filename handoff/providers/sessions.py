@@ -12,7 +12,9 @@ folder written since the role's first launch is the ticket's.
 
 A peer could write anything into these files, and the CLI may not have written them at all:
 what cannot be read (missing, too large, not a regular file, not JSON) gives no usage, never
-an error. Reads are bounded in bytes.
+an error. Reads are bounded in bytes. The CLI's state folder is the peer's to write, so every
+path is taken beneath it (`root`) through handoff.record.peerfiles: a link anywhere below it,
+a folder or the file itself, is not followed; a FIFO never holds the reader.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 from handoff.inputs import MIB
+from handoff.record import peerfiles
 
 #: a session file holds whole API requests; a long session is tens of MB
 FILE_LIMIT = 256 * MIB
@@ -41,26 +43,29 @@ SLACK = 5.0
 
 # ---- reading one session file -------------------------------------------------------------
 
-def _open_regular(path: Path) -> int | None:
-    """A descriptor on path when it is a regular file; never blocks (a FIFO planted there)."""
+def root_above(path: Path, levels: int) -> Path:
+    """The folder levels above the one path is in: the CLI's state folder of a session file
+    found at that depth in it (each CLI's layout says how deep), or / for a shorter path."""
+    parents = path.parents
+    return parents[min(levels, len(parents) - 1)]
+
+
+def _open_regular(root: Path, path: Path) -> int | None:
+    """A descriptor on path when it is a regular file beneath root, reached without following
+    a link; never blocks (a FIFO planted there)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
+        return peerfiles.open_file(root, path)
+    except peerfiles.Refused:
         return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
-def records(path: Path, markers: tuple[bytes, ...]) -> list[dict[str, Any]] | None:
-    """The JSON objects of the lines of path that hold one of markers; None when the file
-    cannot be read whole within FILE_LIMIT. Lines that are not JSON objects (a torn last line
-    while the CLI writes, junk) are passed over; so are lines longer than LINE_LIMIT."""
-    fd = _open_regular(path)
+def records(path: Path, markers: tuple[bytes, ...], *,
+            root: Path) -> list[dict[str, Any]] | None:
+    """The JSON objects of the lines of path (beneath root, the CLI's state folder) that hold
+    one of markers; None when the file cannot be read whole within FILE_LIMIT. Lines that are
+    not JSON objects (a torn last line while the CLI writes, junk) are passed over; so are
+    lines longer than LINE_LIMIT."""
+    fd = _open_regular(root, path)
     if fd is None:
         return None
     try:
@@ -107,9 +112,9 @@ def _skip_line(handle: Any, budget: int) -> int:
     return budget
 
 
-def head(path: Path) -> dict[str, Any] | None:
-    """The first line of path as a JSON object, read within HEAD_LIMIT."""
-    fd = _open_regular(path)
+def head(path: Path, *, root: Path) -> dict[str, Any] | None:
+    """The first line of path (beneath root) as a JSON object, read within HEAD_LIMIT."""
+    fd = _open_regular(root, path)
     if fd is None:
         return None
     try:
@@ -128,25 +133,16 @@ def head(path: Path) -> dict[str, Any] | None:
 
 # ---- finding a role's session files -------------------------------------------------------
 
-def recent(folder: Path, pattern: str, since: float) -> list[Path]:
-    """Files in folder matching pattern, written at or after since, oldest first (bounded)."""
-    found: list[tuple[float, Path]] = []
+def recent(folder: Path, pattern: str, since: float, *, root: Path) -> list[Path]:
+    """Files in folder (root, the CLI's state folder, or beneath it) matching pattern, written
+    at or after since, oldest first (bounded): regular files only, reached without following a
+    link."""
     try:
-        entries = os.scandir(folder)
-    except OSError:
+        entries = peerfiles.files(root, folder, MAX_FILES)
+    except peerfiles.Refused:
         return []
-    with entries:
-        for count, entry in enumerate(entries):
-            if count >= MAX_FILES:
-                break
-            if not re.fullmatch(pattern, entry.name):
-                continue
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode) and info.st_mtime >= since - SLACK:
-                found.append((info.st_mtime, Path(entry.path)))
+    found = [(entry.stat.st_mtime, entry.path) for entry in entries
+             if re.fullmatch(pattern, entry.name) and entry.stat.st_mtime >= since - SLACK]
     return [path for _, path in sorted(found)]
 
 

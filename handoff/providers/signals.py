@@ -14,9 +14,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from handoff.inputs import KIB
+from handoff.record import peerfiles
+
 #: a prompt arrived, a turn ended, the CLI says something (Claude Code's Notification), the CLI
 #: asks a permission (Codex's PermissionRequest)
 PROMPT, STOP, NOTIFICATION, PERMISSION = "prompt", "stop", "notification", "permission"
+#: one hook's input: a few hundred bytes of JSON, a Notification's message, a tool's name
+SIGNAL_LIMIT = 64 * KIB
+#: signal files read per call (a hook writes one per turn's start and end) and folder entries
+#: looked at to find them
+MAX_SIGNALS, MAX_LISTED = 256, 4096
 
 
 def script() -> Path:
@@ -56,25 +64,32 @@ class Signal:
 
 
 def read_signals(folder: Path, since_ns: int) -> list[Signal]:
-    """Signals written at or after since_ns, oldest first (half-written ones are skipped)."""
-    found = []
+    """Signals written at or after since_ns, oldest first (half-written ones are skipped).
+
+    The folder is the peer's to write: only its regular files are read (a FIFO would hold the
+    orchestrator in open() for ever, a link would carry another file's words into the event
+    log), each up to SIGNAL_LIMIT (a larger one is a signal without data), at most MAX_SIGNALS
+    per call, the oldest (what is left is read at the next call, from the last one's time)."""
     try:
-        entries = list(folder.iterdir())
-    except FileNotFoundError:
+        # the folder itself is bound into the peer's fence, so it cannot swap it for a link:
+        # it is the root below which nothing is followed
+        entries = peerfiles.files(folder, folder, MAX_LISTED)
+    except peerfiles.Refused:
         return []
-    for path in entries:
-        if path.name.startswith(".") or not path.name.endswith(".json"):
-            continue
+    fresh = sorted((entry for entry in entries
+                    if not entry.name.startswith(".") and entry.name.endswith(".json")
+                    and entry.stat.st_mtime_ns >= since_ns),
+                   key=lambda entry: (entry.stat.st_mtime_ns, entry.name))
+    found = []
+    for entry in fresh[:MAX_SIGNALS]:
         try:
-            stat = path.stat()
-        except FileNotFoundError:
+            text = peerfiles.read_bytes(folder, entry.path, SIGNAL_LIMIT).decode("utf-8",
+                                                                                   "replace")
+            data = json.loads(text or "{}")
+        except peerfiles.Gone:
             continue
-        if stat.st_mtime_ns < since_ns:
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8", errors="replace") or "{}")
-        except (OSError, ValueError):
+        except (peerfiles.Refused, ValueError, RecursionError):
             data = {}
-        found.append(Signal(path.name.split(".", 1)[0], path, stat.st_mtime_ns,
+        found.append(Signal(entry.name.split(".", 1)[0], entry.path, entry.stat.st_mtime_ns,
                             data if isinstance(data, dict) else {}))
-    return sorted(found, key=lambda s: (s.mtime_ns, s.path.name))
+    return found

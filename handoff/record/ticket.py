@@ -259,9 +259,14 @@ class TicketDir:
         return report.with_name(f"{report.stem}.rejected-{number}.md")
 
     def forged(self, report: Path) -> Path:
-        """A free name to keep a report that does not count (not filed by `handoff submit`
-        as its seal says) beside the record."""
+        """A free name to keep a report that does not count (not filed by handoff, or changed
+        since) beside the record."""
         return free(lambda n: report.with_name(f"{report.stem}.forged-{n}.md"))
+
+    def voided(self, report: Path) -> Path:
+        """A free name to keep a report that was filed but is not taken: its session ended
+        before its turn did (handoff.loop.orchestrator)."""
+        return free(lambda n: report.with_name(f"{report.stem}.void-{n}.md"))
 
     def recycling(self, role: str) -> Path:
         """Held (with its pid) by a `handoff recycle` while it restarts the role's peer: the
@@ -276,6 +281,12 @@ class TicketDir:
     def signals(self, role: str) -> Path:
         """Where the role's CLI hooks drop their signal files."""
         return self.path / "signals" / role
+
+    def cli(self, role: str = "") -> Path:
+        """The role's own CLI state folders (one per CLI: `cli/<role>/claude/`), seeded from
+        the person's at each of its launches (handoff.providers.state); without a role, the
+        folder of them all."""
+        return self.path / "cli" / role if role else self.path / "cli"
 
     def receipt(self, report: Path) -> Path:
         """What `handoff submit` checked when it filed report."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,11 @@ from tests.faults.catalog import fault
 from tests.harness import (
     ALL_TESTS,
     FIX_ADD,
-    as_peer,
     events,
     handoff,
+    in_peer,
     plan_text,
+    release,
     spawn,
     ticket_path,
     wait_event,
@@ -57,7 +59,12 @@ def forged_round(repo: Path, tmp_path: Path, home: Path, ticket: str,
 
 
 def _new_commit(repo: Path, ticket: str) -> str | None:
-    head = git(repo, "rev-parse", f"refs/heads/handoff/{ticket}")
+    """The implementer's new commit, in its own checkout (handoff puts it on the ticket branch
+    only once it accepts the report)."""
+    worktree = repo / ".worktrees" / ticket / "implementer"
+    if not worktree.is_dir():
+        return None
+    head = git(worktree, "rev-parse", "HEAD")
     return head if head != git(repo, "rev-parse", "main") else None
 
 
@@ -76,10 +83,10 @@ def test_a_hand_written_review_never_counts(receipt: str, repo: Path, tmp_path: 
             (folder / "receipts").mkdir(exist_ok=True)
             (folder / "receipts" / "review-report-1.json").write_text(json.dumps({
                 "report": "review-report-1.md", "commit": sha, "role": "reviewer",
-                "round": 1, "stamp": "0" * 64, "worktree_clean": True,
+                "round": 1, "signature": "0" * 64, "worktree_clean": True,
                 "sha256": hashlib.sha256(text.encode()).hexdigest()}))
         (folder / "review-report-1.md").write_text(text)
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         final = wait_phase(handoff_home, "F-1", "passed", "escalated", timeout=90)
         assert runner.wait(timeout=30) == EXIT_ESCALATED
     finally:
@@ -90,36 +97,39 @@ def test_a_hand_written_review_never_counts(receipt: str, repo: Path, tmp_path: 
     forgeries = [e for e in events(handoff_home, "F-1") if e["kind"] == "forgery"]
     assert [(e["role"], e["report"]) for e in forgeries] == \
         [("reviewer", "review-report-1.forged-1.md")]
-    assert ("no receipt" if receipt == "none" else "not the one handoff gave") in \
+    assert ("no receipt" if receipt == "none" else "signature does not check out") in \
         forgeries[0]["why"]
     assert (folder / "review-report-1.forged-1.md").read_text() == text
     assert "verdict: fail" in (folder / "review-report-1.md").read_text()
-    assert git(repo, "rev-parse", "refs/heads/handoff/F-1") == sha
+    assert git(repo, "rev-parse", "refs/heads/handoff/F-1") == sha, \
+        "the implementer's report was taken and its commit put on the branch"
 
 
 @fault("1", "the implementer runs `handoff submit --role reviewer` from its own session while "
             "the reviewer works",
-       "submit refuses it (its stamp is not the reviewer's for that round); nothing is filed; "
-       "a `forgery` event logs each refused submit",
+       "submit refuses it (the process that filed it is not the reviewer's, as the kernel "
+       "names it); nothing is filed; a `forgery` event logs each refused submit with its "
+       "lineage",
        "the reviewer's own report, filed later; the events")
 def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
                                            handoff_home: Path) -> None:
     runner, folder, sha = forged_round(repo, tmp_path, handoff_home, "F-2",
                                        reviewer={"pause_until": "review"})
     try:
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         wait_event(handoff_home, "F-2", "launch", role="reviewer")
-        draft = tmp_path / "forged.md"
+        draft = folder / "drafts" / "implementer" / "forged.md"  # where the peer may write
         draft.write_text(FORGED_PASS.format(sha=sha))
-        refused = handoff("submit", str(draft), "--dir", str(folder), "--role", "reviewer",
-                          "--round", "1", env=as_peer(handoff_home, "F-2", "implementer"))
+        refused = in_peer(handoff_home, "F-2", "implementer", [
+            sys.executable, "-m", "handoff", "submit", str(draft), "--dir", str(folder),
+            "--role", "reviewer", "--round", "1"])
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "did not run in the reviewer's own session" in refused.stderr
         assert not (folder / "review-report-1.md").exists()
         outside = handoff("submit", str(draft), "--dir", str(folder), "--role", "reviewer",
                           "--round", "1")  # a process of the same user outside any pane
-        assert outside.returncode == 1 and "no stamp" in outside.stderr
-        (folder / "review").write_text("go\n")
+        assert outside.returncode == 1 and "own session" in outside.stderr
+        release(folder, "review")
         final = wait_phase(handoff_home, "F-2", "passed", "escalated", timeout=90)
         runner.wait(timeout=30)
     finally:
@@ -128,7 +138,8 @@ def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
     assert final["phase"] == "escalated" and final["verdicts"] == {"1": "fail"}
     forged = [e for e in events(handoff_home, "F-2") if e["kind"] == "forgery"]
     assert len(forged) == 2 and all(e["report"] == "" and e["role"] == "reviewer" for e in forged)
-    assert "no stamp" in forged[1]["why"], "each refused submit is logged with why"
+    assert "own session" in forged[1]["why"], "each refused submit is logged with why"
+    assert "handoff submit" in forged[0]["evidence"], "and with the lineage that filed it"
 
 
 def planted_reviewer_brief(folder: Path, repo: Path, ticket: str, sha: str) -> str:
@@ -158,7 +169,7 @@ def test_a_planted_reviewer_brief_and_diff_are_never_handed_on(
         (folder / "inbox" / "reviewer" / "brief-1.md").write_text(
             planted_reviewer_brief(folder, repo, "F-7", sha))
         (folder / "diff-1.patch").write_text("(nothing changed)\n")
-        (folder / "go").write_text("")
+        release(folder, "go")
         assert runner.wait(timeout=120) == EXIT_ESCALATED
     finally:
         runner.kill()
@@ -184,7 +195,7 @@ def test_a_changed_approved_plan_waits_for_a_person(repo: Path, tmp_path: Path,
         plan = folder / "plan.md"
         plan.write_text(plan.read_text().replace("tests.test_calc", "tests.nothing") +
                         "\n---\ntest: true\n")
-        (folder / "go").write_text("")
+        release(folder, "go")
         stopped = wait_phase(handoff_home, "F-8", "needs-human")
     finally:
         runner.kill()
@@ -255,10 +266,10 @@ def test_a_pass_from_a_changed_reviewer_checkout_is_refused(
     runner, folder, _ = forged_round(repo, tmp_path, handoff_home, "F-10",
                                      reviewer={"pause_until": "review"})
     try:
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         wait_event(handoff_home, "F-10", "launch", role="reviewer")
         (repo / ".worktrees" / "F-10" / "reviewer" / "calc.py").write_text(FIXED_CALC)
-        (folder / "review").write_text("go\n")
+        release(folder, "review")
         assert runner.wait(timeout=120) == EXIT_ESCALATED
     finally:
         runner.kill()

@@ -3,6 +3,7 @@ a worktree deleted mid-round, a setup that failed and was fixed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -72,17 +73,17 @@ def screen(folder: Path, role: str) -> str:
                           timeout=15).stdout
 
 
-@fault("15", "a post-checkout hook hangs, with a background child, while handoff makes the "
-             "implementer's worktree",
+@fault("15", "a reference-transaction hook hangs, with a background child, while handoff "
+             "makes the ticket's branch",
        "the git call ends at its bound (HANDOFF_GIT_TIMEOUT) together with every process the "
        "hook started; the orchestrator stops with a clear error pointing at hooks; once the hook "
-       "is mended, resume sets the worktree up and the ticket passes",
-       "the worktree git made before the hook ran; the branch and its commit; the record")
+       "is mended, resume makes the branch and the worktree and the ticket passes",
+       "the record; the branch and its commit once resumed")
 def test_a_hanging_git_hook_is_ended_and_the_ticket_resumes(
         repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pids = tmp_path / "pids"
     pids.mkdir()
-    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook = repo / ".git" / "hooks" / "reference-transaction"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text(HANGING_HOOK.format(pids=pids), encoding="utf-8")
     hook.chmod(0o755)
@@ -100,8 +101,7 @@ def test_a_hanging_git_hook_is_ended_and_the_ticket_resumes(
         pid = int((pids / name).read_text())
         wait_until(partial(gone, pid), timeout=10, what=f"the hook's {name} process to end")
     assert any("did not finish within 3s" in m for m in errors(handoff_home, "H-1"))
-    assert (repo / ".worktrees" / "H-1" / "implementer" / "calc.py").exists(), \
-        "git had made the worktree before its hook ran"
+    assert git(repo, "branch", "--list", "handoff/H-1") == "", "its transaction was cut off"
 
     hook.unlink()
     resumed = handoff("resume", "H-1", "--foreground", cwd=repo, timeout=120)
@@ -204,9 +204,24 @@ def test_a_failed_post_create_runs_again_once_fixed(repo: Path, tmp_path: Path,
     assert "return a + b" in git(repo, "show", "handoff/S-1:calc.py")
 
 
+#: a setup that starts a child (`sleep` of a length no other process uses: the fenced setup's
+#: pids are its sandbox's own, so the child is found by its command line), says so, and hangs
 HANGING_SETUP = ("import pathlib, subprocess, sys, time; "
-                 "pathlib.Path(sys.argv[1]).write_text(str(subprocess.Popen(['sleep', '300']).pid)); "
-                 "time.sleep(300)")
+                 "subprocess.Popen(['sleep', sys.argv[2]]); "
+                 "pathlib.Path(sys.argv[1]).write_text('started'); time.sleep(300)")
+
+
+def sleeping(seconds: str) -> list[int]:
+    """The processes running `sleep seconds`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", seconds.encode()]:
+            found.append(int(entry.name))
+    return found
 
 
 @fault("15", "a post_create command hangs (and has started a child of its own)",
@@ -217,9 +232,12 @@ def test_a_hanging_post_create_is_ended_with_its_children(repo: Path, tmp_path: 
                                                            handoff_home: Path) -> None:
     handoff_home.mkdir(parents=True, exist_ok=True)
     config = handoff_home / "config.yaml"
-    child = tmp_path / "child.pid"
-    config.write_text(f"setup_timeout: 2\npost_create:\n  - [{PYTHON}, -c, \"{HANGING_SETUP}\", "
-                      f"{child}]\n")
+    told = tmp_path / "told"  # the fenced setup writes its checkout and sandbox.write alone
+    told.mkdir()
+    child, seconds = told / "child", f"{3000 + os.getpid() % 1000}"
+    config.write_text(f"setup_timeout: 2\nsandbox: {{mode: on, write: [{told}]}}\n"
+                      f"post_create:\n  - [{PYTHON}, -c, \"{HANGING_SETUP}\", {child}, "
+                      f"'{seconds}']\n")
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY,
                                           review=[ADD_ONLY]))
     started = time.monotonic()
@@ -229,13 +247,12 @@ def test_a_hanging_post_create_is_ended_with_its_children(repo: Path, tmp_path: 
     assert time.monotonic() - started < 30, "the setup was not ended at its bound"
     assert "post_create" in hung.stderr and "did not finish within 2s" in hung.stderr
     assert "Traceback" not in hung.stderr
-    pid = int(child.read_text())
-    assert wait_until(lambda: not Path(f"/proc/{pid}").exists()
-                      or Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z",
-                      10, "the setup's child to be gone")
+    assert child.read_text() == "started"
+    wait_until(lambda: not [pid for pid in sleeping(seconds) if not gone(pid)], 10,
+               "the setup's child to be gone")
     assert (repo / ".worktrees" / "H-1" / "implementer" / "calc.py").exists()
 
-    config.write_text("setup_timeout: 2\n")
+    config.write_text(f"setup_timeout: 2\nsandbox: {{mode: on, write: [{told}]}}\n")
     resumed = handoff("resume", "H-1", "--foreground", cwd=repo, timeout=120)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert state(handoff_home, "H-1")["phase"] == "passed"

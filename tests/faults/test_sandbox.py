@@ -75,11 +75,13 @@ CASES = [
     ("other-worktree", "implementer", "writes into the reviewer's worktree"),
     ("forged-report", "implementer", "writes review-report-1.md into the ticket directory"),
     ("tmux-panes", "implementer", "lists the panes of handoff's tmux server"),
-    ("peer-environ", "reviewer", "reads the implementer's /proc/<pid>/environ (its seal)"),
+    ("peer-environ", "reviewer", "reads the implementer's /proc/<pid>/environ (its keys)"),
     ("move-main", "implementer", "moves refs/heads/main"),
     ("git-hook", "implementer", "writes the repository's .git/hooks/"),
     ("push", "implementer", "runs git push to a local bare remote (file://)"),
     ("rm-home", "implementer", "runs rm -rf ~/important"),
+    ("read-impl-report", "reviewer", "reads the implementer's report, the event log and the "
+     "ticket's state (a reviewer is blind to how the code was written)"),
 ]
 
 
@@ -192,11 +194,17 @@ def test_the_layout_a_sandboxed_peer_gets(repo: Path, tmp_path: Path, handoff_ho
         assert str(worktrees) in hidden, "every other checkout is hidden"
         assert str(folder / "drafts" / "implementer") in writable
         assert str(folder / "drafts" / "reviewer") not in writable
-        assert str(folder) in readable and str(folder / "seals") in hidden
+        assert str(folder) in readable and str(folder / "grants") in hidden
         assert str(handoff_home) in hidden and "/tmp" in hidden
         assert str(common / "objects") in writable
-        assert str(common / "refs" / "heads" / "handoff") in writable
-        assert str(common / "refs" / "heads" / "handoff" / "OTHER") in readable
+        admin = common / "worktrees" / "implementer"
+        assert str(admin) in writable, "its HEAD, index and logs: it commits"
+        # what tells git where its configuration lives stays read-only in what it writes
+        for pinned in (admin / "commondir", admin / "gitdir", admin / "config.worktree",
+                       worktrees / "LAY-1" / "implementer" / ".git"):
+            assert str(pinned) in readable, pinned
+        # no ref at all: handoff moves the ticket branch
+        assert not [path for path in writable if "/refs/" in path or path.endswith("/refs")]
         assert str(common / "refs" / "heads" / "main") not in writable
         assert str(common) in readable and str(common / "config") not in writable
         assert str(Path(isolated["HOME"]) / ".ssh") not in writable

@@ -21,6 +21,7 @@ from tests.harness import (
     as_peer,
     handoff,
     plan_text,
+    release,
     state,
     ticket_path,
     wait_event,
@@ -94,7 +95,7 @@ def test_no_seal_or_key_is_on_any_command_line_or_in_the_debug_log(
     for env in (as_peer(handoff_home, "SEC-1", "reviewer"), orchestrator):
         assert not set(KEYS) & set(env), sorted(env)
     folder = ticket_path(handoff_home, "SEC-1")
-    (folder / "go").write_text("")
+    release(folder, "go")
     wait_event(handoff_home, "SEC-1", "verdict", timeout=60)
     logged = (folder / "handoff.log").read_text()
     assert "run " in logged, "the debug log was written"

@@ -24,6 +24,7 @@ nothing of a live ticket is ever touched. What gc looks at:
   gc names the locks whose orchestrator died mid-run (the ticket not finished) and says how to
   carry the ticket on; a finished ticket's lock file naming a dead pid is its normal state.
 * on a host, the mirrors no ticket uses and that hold no ticket's refs (gc/mirrors.py).
+* the cgroups of closed or vanished tickets' peers and gates, once empty (gc/cgroups.py).
 
 Run on a machine with hosts, `handoff gc` also runs there (handoff.operations.hosts.gc_on), and
 forgets the placements whose host no longer has their ticket.
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from handoff.operations.gc.cgroups import cgroup_leftovers
 from handoff.operations.gc.found import Leftover, Options, read_records
 from handoff.operations.gc.mirrors import mirror_leftovers
 from handoff.operations.gc.records import lock_leftovers, record_leftovers
@@ -55,4 +57,5 @@ def collect(home: Path, options: Options | None = None) -> list[Leftover]:
     found += record_leftovers(known, options)
     found += lock_leftovers(known)
     found += mirror_leftovers(home, known, options)
+    found += cgroup_leftovers(home, known, options)
     return found

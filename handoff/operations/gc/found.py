@@ -16,7 +16,7 @@ from handoff.record.store import validate_ticket_id
 from handoff.record.ticket import State, TicketDir
 
 #: what a leftover is
-Kind = Literal["session", "worktree", "folder", "socket", "record", "lock", "mirror"]
+Kind = Literal["session", "worktree", "folder", "socket", "record", "lock", "mirror", "cgroup"]
 #: the files that make a folder under HANDOFF_HOME/<repo-key>/ a ticket's record
 RECORD_FILES = ("state.json", "state.json.bak", "events.jsonl")
 #: where the work of a dirty worktree whose ticket record is gone is saved (under HANDOFF_HOME)

@@ -1,0 +1,112 @@
+"""Who filed a report: the process that handed it over, traced to the peer's own CLI.
+
+A reviewer runs the code under review (its tests), so whatever lets it file its verdict must
+not be within reach of what that code runs. Nothing is handed to a peer for it (no seal in its
+environment, no file): the kernel says which process is at the other end of the intake
+socket (SO_PEERCRED), and handoff, outside the sandbox, reads that process's lineage. A report
+counts only when the process filing it is
+
+* started directly by the peer's own CLI (the scripted agent runs `handoff submit` itself), or
+* started by a shell that the CLI started directly (a coding CLI runs each of its commands,
+  `handoff submit` among them, in a shell of its own),
+
+where the CLI is the program handoff started in the role's pane (below bubblewrap when the peer
+is sandboxed) for that round (handoff.record.grants). A test of the commit under review that
+runs `handoff submit` is at least one program deeper (pytest, then python, then submit), a
+process it left running is an orphan of the sandbox, and a process of another peer or of
+another ticket descends from another pane: all refused, and logged as forgeries with the
+lineage as evidence.
+
+What this cannot tell apart: code under review that replaces a command's own shell by
+`handoff submit` (exec, where a CLI runs a command in a shell that execs its last command),
+since that process then is the CLI's command. So a reviewer's or tester's report is taken
+only once its turn is over (handoff.loop.orchestrator), and a fail a reviewer filed in a round
+stands whatever it files after: a report filed by the code while the reviewer worked is
+replaced by the reviewer's own, and cannot undo it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from handoff import processes
+from handoff.processes import Seen
+
+#: programs a coding CLI runs its commands in
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "fish", "busybox"})
+#: the sandbox's own programs between a pane and the CLI it runs
+WRAPPERS = frozenset({"bwrap"})
+
+
+def identity(pid: int) -> str:
+    """A process named for good: pid, start and boot ('' when it is gone)."""
+    start = processes.start_time(pid)
+    return f"{pid}:{start}:{processes.boot_id()}" if start else ""
+
+
+def cli_of(pane_pid: int) -> int:
+    """The CLI a pane runs: its program itself, or (sandboxed) the first process below
+    bubblewrap's own (the pane's program is bubblewrap, its child bubblewrap's init in the
+    sandbox, whose first child is the CLI). 0 when there is none."""
+    pid = pane_pid
+    for _ in range(4):
+        one = processes.seen(pid)
+        if one is None:
+            return 0
+        if one.program not in WRAPPERS:
+            return pid
+        kids = processes.children(pid)
+        if not kids:
+            return 0
+        pid = kids[0]
+    return 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a submitting process may file the role's report: '' when it may, else why
+    not; evidence: its lineage, as a person reads it."""
+
+    why: str
+    evidence: str
+
+
+def judge(pid: int, role: str, pane_pid: int | None, granted: set[str]) -> Verdict:
+    """Whether process pid may file role's report, the role's pane running pane_pid (None:
+    no pane), the processes granted this round being granted."""
+    chain = processes.lineage(pid, 4) if pid > 0 else []
+    evidence = " ← ".join(one.shown() for one in chain) or f"pid {pid} (gone)"
+    if not chain:
+        return Verdict("the kernel did not name the submitting process (or it is gone)",
+                       evidence)
+    if pane_pid is None:
+        return Verdict(f"the {role} has no live process to file it", evidence)
+    cli = cli_of(pane_pid)
+    if not cli or identity(pane_pid) not in granted:
+        return Verdict(f"the {role}'s process is not the one handoff started for this round",
+                       evidence)
+    if _from_cli(chain, cli):
+        return Verdict("", evidence)
+    if any(one.pid == cli for one in chain) or _inside(chain, pane_pid):
+        return Verdict(f"it ran under another program of the {role}'s session ({evidence}), "
+                       "not as a command of the CLI itself: what the CLI runs (tests, "
+                       "scripts, the code under review) cannot file its report", evidence)
+    return Verdict(f"it did not run in the {role}'s own session ({evidence})", evidence)
+
+
+def _from_cli(chain: list[Seen], cli: int) -> bool:
+    parent = chain[1] if len(chain) > 1 else None
+    if parent is None:
+        return False
+    if parent.pid == cli:
+        return True
+    grandparent = chain[2] if len(chain) > 2 else None
+    return parent.program in SHELLS and grandparent is not None and grandparent.pid == cli
+
+
+def _inside(chain: list[Seen], pane_pid: int) -> bool:
+    """The process descends from the role's pane (within the few ancestors read), or is an
+    orphan of its sandbox: read further up."""
+    if any(one.pid == pane_pid for one in chain):
+        return True
+    return any(one.pid == pane_pid for one in processes.lineage(chain[-1].pid, 32))

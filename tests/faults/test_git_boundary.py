@@ -1,0 +1,157 @@
+"""Nothing handoff runs outside a fence is steered by what a peer wrote into git's files.
+
+A worktree's admin folder (`<common>/worktrees/<name>/`) says where git's configuration and
+hooks live (`commondir`), and a peer may write its own; the commit under review may hold code
+that rewrites the gate's and the reviewer's. handoff's own git in a checkout pins the git dirs it
+recorded and runs no hook or fsmonitor, and the fences keep those files read-only. Each case is
+a whole ticket with a hostile peer (tests/faults/attacker.py), sandbox on and off.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import git
+from tests.faults.catalog import fault
+from tests.faults.test_sandbox import SCRIPTED_SCREEN
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    events,
+    handoff,
+    plan_text,
+    state,
+    ticket_path,
+    wait_phase,
+    write_plan,
+)
+
+ATTACKER = Path(__file__).with_name("attacker.py")
+
+
+def hostile(repo: Path, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch,
+            attack: str, mode: str, marker: Path,
+            plan: str | None = None) -> tuple[str, dict[str, object]]:
+    """A ticket whose implementer is the attacker; the ticket's id and its final state."""
+    home.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, str(ATTACKER), attack, "{role}", "{message}"]
+    (home / "config.yaml").write_text(yaml.safe_dump({
+        "roles": {"implementer": {"provider": "command", "markers": SCRIPTED_SCREEN,
+                                  "command": command}},
+        "sandbox": mode, "env_allow": ["ATTACK_MARKER"]}), encoding="utf-8")
+    monkeypatch.setenv("ATTACK_MARKER", str(marker))
+    ticket = f"GB-{attack}-{mode}"
+    text = plan or plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    done = handoff("start", ticket, "--plan", str(write_plan(tmp_path, text)), "--yes",
+                   cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return ticket, wait_phase(home, ticket, "passed", "escalated", "needs-human", timeout=90)
+
+
+def attack_result(home: Path, ticket: str, attack: str) -> dict[str, object]:
+    found = ticket_path(home, ticket) / "drafts" / "implementer" / f"attack-{attack}.json"
+    assert found.is_file(), "the attacker never ran"
+    result: dict[str, object] = json.loads(found.read_text())
+    return result
+
+
+@fault("32", "the implementer points its worktree's admin folder (`commondir`) at a common dir "
+             "of its own whose config sets core.fsmonitor and core.hooksPath to its program, "
+             "and commits code that does the same to the gate's and the reviewer's admin "
+             "folders when they run the tests",
+       "sandbox on: every one of those files is read-only in its fence, the writes fail. "
+       "sandbox off: they are written, and still nothing runs: handoff's git in a checkout "
+       "uses the git dirs it recorded (GIT_DIR, GIT_COMMON_DIR) and no hook or fsmonitor",
+       "the person's machine (the program never ran as handoff); the ticket, which passes")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_redirected_commondir_runs_nothing_of_the_peers(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    marker = tmp_path / "ran-outside"
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "redirect-commondir",
+                            mode, marker)
+    result = attack_result(handoff_home, ticket, "redirect-commondir")
+    evil = ticket_path(handoff_home, ticket) / "drafts" / "implementer" / "evil-common"
+    escaped = sorted(p.name for p in evil.glob("escaped-*")) if evil.is_dir() else []
+    assert not marker.exists(), marker.read_text()
+    assert final["phase"] == "passed", final.get("reason")
+    if mode == "on":
+        assert result["got_through"] is False, result
+        assert escaped == [], "the gate and the reviewer could not rewrite theirs either"
+    else:  # written; never followed by handoff
+        assert result["got_through"] is True, result
+        assert escaped == ["escaped-gate", "escaped-reviewer"], escaped
+    handoff("close", ticket, cwd=repo)
+    assert not marker.exists(), "close ran none of it either"
+
+
+@fault("32", "the person's own post-checkout hook runs what the checkout holds (as pre-commit "
+             "or husky hooks do), and handoff checks out the commit under review",
+       "handoff's git on a ticket's checkouts runs no hook (`worktree add` and every checkout "
+       "of the gate's and the reviewers' included): the commit's files never run as the person",
+       "the person's hook, untouched and still run by their own git")
+def test_the_persons_hooks_never_run_on_a_peers_commit(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    marker = tmp_path / "hook-ran"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\necho \"$(pwd)\" >> {marker}\n")
+    hook.chmod(0o755)
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    done = handoff("start", "GB-hook", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert state(handoff_home, "GB-hook")["phase"] == "passed"
+    assert handoff("close", "GB-hook", cwd=repo).returncode == 0
+    ran = marker.read_text().splitlines() if marker.exists() else []
+    assert [line for line in ran if "/.worktrees/" in line] == [], ran
+    git(repo, "checkout", "-q", "-b", "mine")
+    assert marker.read_text().splitlines()[-1] == str(repo), "the person's git still runs it"
+
+
+@fault("32", "with the sandbox off, the implementer turns its ticket branch into a symbolic "
+             "ref to main, then the round's commit is put on the branch",
+       "handoff never moves a branch through a symbolic ref: it says so and waits for a "
+       "person; main does not move (with the sandbox on no peer writes a ref at all)",
+       "main; the implementer's commit; the ticket at needs-human")
+def test_a_symbolic_ticket_branch_never_moves_main(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    main = git(repo, "rev-parse", "main")
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "symref-main", "off",
+                            tmp_path / "unused")
+    assert attack_result(handoff_home, ticket, "symref-main")["got_through"] is True
+    assert git(repo, "rev-parse", "main") == main, "main moved"
+    assert final["phase"] == "needs-human", final
+    assert "symbolic ref to refs/heads/main" in str(final["reason"])
+
+
+@fault("32", "a peer of one ticket plants branch handoff/NEXT (with a backdoor) for a ticket "
+             "not yet started (with the sandbox off; on, it cannot write a ref)",
+       "`handoff start NEXT` refuses: a new ticket starts its branch itself and never takes "
+       "one over; it names the branch and its commit",
+       "the planted branch, untouched, for the person to look at")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_planted_branch_is_never_taken_over(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "plant-branch", mode,
+                            tmp_path / "unused")
+    result = attack_result(handoff_home, ticket, "plant-branch")
+    assert result["got_through"] is (mode == "off"), result
+    assert final["phase"] == "passed", final.get("reason")
+    planted = git(repo, "branch", "--list", "handoff/NEXT")
+    assert bool(planted) is (mode == "off")
+    if mode == "off":
+        tip = git(repo, "rev-parse", "handoff/NEXT")
+        plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}), "next.md")
+        refused = handoff("start", "NEXT", "--plan", str(plan), "--yes", cwd=repo)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "handoff/NEXT already exists" in refused.stderr and tip[:10] in refused.stderr
+        assert git(repo, "rev-parse", "handoff/NEXT") == tip
+        assert not (repo / ".worktrees" / "NEXT").exists()
+    assert [e for e in events(handoff_home, ticket) if e["kind"] == "error"] == []
