@@ -152,7 +152,7 @@ class Sandbox:
     write: tuple[str, ...] = ()
     #: more paths a peer never sees
     hide: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = Limits()  # frozen: one default is safe to share
 
     def paths(self, which: str) -> list[Path]:
         return [Path(p).expanduser() for p in (self.write if which == "write" else self.hide)]
@@ -184,6 +184,9 @@ class Config:
     max_gate_bounces: int = MAX_GATE_BOUNCES
     max_relaunches: int = MAX_RELAUNCHES
     gate_timeout: float = 900.0
+    #: run the plan's test command once at the base commit, beside round 1, to count the tests
+    #: it runs: a round whose gate runs fewer is shown to the reviewers (handoff.loop.baseline)
+    base_tests: bool = True
     #: seconds a freshly launched peer may take to show its input line or start working
     start_timeout: float = 120.0
     #: seconds a peer may show no progress at all (screen, hooks, reports) before a person
@@ -316,6 +319,10 @@ def _apply(base: dict[str, Any], data: Any, source: str, personal: bool = True) 
                     _niceness(source, value)
         elif key == "max_relaunches":
             base[key] = _int(source, key, value, minimum=0)
+        elif key == "base_tests":
+            if not isinstance(value, bool):
+                raise UsageError(f"{source}: 'base_tests' is true or false, not {value!r:.40}")
+            base[key] = value
         elif key == "gate_timeout" or key in SECONDS:
             base[key] = _seconds(source, key, value)
         elif key == "roles":
@@ -820,6 +827,7 @@ TEMPLATE = """\
 # max_gate_bounces: 3    # failed verification gates before escalating
 # max_relaunches: 2      # restarts of a dying peer per round before asking a person
 # gate_timeout: 900      # seconds the verification command may take
+# base_tests: true       # count the tests the plan's command runs at the base, beside round 1
 # start_timeout: 120     # seconds a new peer may take to show its input line or start work
 # stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
 # turn_grace: 5          # seconds after a turn ended without a report before a nudge

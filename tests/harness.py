@@ -197,6 +197,30 @@ def release(folder: Path, name: str) -> None:
         (drafts / name).write_text("go\n")
 
 
+def type_into(home: Path, ticket: str, role: str, text: str) -> None:
+    """text typed into the role's pane, then Enter, as a person at its terminal would."""
+    st = state(home, ticket)
+    target = f"={st['session']}:{role}"
+    for keys in (["-l", text], ["Enter"]):
+        subprocess.run(["tmux", "-L", st["socket"], "send-keys", "-t", target, *keys],
+                       check=True, timeout=15)
+
+
+def running(*argv: str) -> int | None:
+    """The pid of a live process whose command line starts with argv (a `sleep` of a length
+    nothing else uses: a sandboxed process's own pids are its namespace's, its command line is
+    how it is found from outside)."""
+    wanted = [part.encode() for part in argv]
+    for entry in Path("/proc").iterdir():
+        try:
+            found = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if found[:len(wanted)] == wanted:
+            return int(entry.name)
+    return None
+
+
 def in_peer(home: Path, ticket: str, role: str, argv: list[str],
             timeout: float = 90) -> subprocess.CompletedProcess[str]:
     """argv run in the role's own session, as a person types `!command` into its terminal
@@ -206,17 +230,13 @@ def in_peer(home: Path, ticket: str, role: str, argv: list[str],
     import shlex
     import uuid
 
-    st = state(home, ticket)
     drafts = ticket_path(home, ticket) / "drafts" / role
     drafts.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex[:8]
     out, err, status = (drafts / f"run-{token}.{name}" for name in ("out", "err", "status"))
     command = (f"{shlex.join(argv)} > {shlex.quote(str(out))} 2> {shlex.quote(str(err))}; "
                f"echo $? > {shlex.quote(str(status))}")
-    target = f"={st['session']}:{role}"
-    for keys in (["-l", f"!{command}"], ["Enter"]):
-        subprocess.run(["tmux", "-L", st["socket"], "send-keys", "-t", target, *keys],
-                       check=True, timeout=15)
+    type_into(home, ticket, role, f"!{command}")
 
     def done() -> str | None:
         text = status.read_text().strip() if status.exists() else ""

@@ -18,9 +18,9 @@ from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
-    as_peer,
     events,
     handoff,
+    in_peer,
     plan_text,
     release,
     spawn,
@@ -131,18 +131,17 @@ def test_submit_lists_every_problem_and_files_nothing(repo: Path, tmp_path: Path
     try:
         wait_event(handoff_home, "T-4", "launch", role="reviewer")
         folder = ticket_path(handoff_home, "T-4")
-        bad = tmp_path / "bad.md"
+        bad = folder / "drafts" / "reviewer" / "bad.md"  # where the peer may write
         bad.write_text("---\nverdict: maybe\ncommit: xyz\nmust_fix: [{file: a.py}]\n---\n")
-        reviewer = as_peer(handoff_home, "T-4", "reviewer")
-        done = handoff("submit", str(bad), "--dir", str(folder), "--role", "reviewer",
-                       "--round", "1", env=reviewer)
+        submit = [sys.executable, "-m", "handoff", "submit", str(bad), "--dir", str(folder),
+                  "--role", "reviewer", "--round"]
+        done = in_peer(handoff_home, "T-4", "reviewer", [*submit, "1"])
         assert done.returncode == 1 and "NOT accepted" in done.stderr
         for needle in ("'verdict' must be pass or fail", "'commit' must be a commit hash",
                        "must_fix[0].line", "must_fix[0].reason"):
             assert needle in done.stderr, needle
         assert not (folder / "review-report-1.md").exists()
-        stale = handoff("submit", str(bad), "--dir", str(folder), "--role", "reviewer",
-                        "--round", "7", env=reviewer)
+        stale = in_peer(handoff_home, "T-4", "reviewer", [*submit, "7"])
         assert stale.returncode == 1 and "ticket is in round 1" in stale.stderr
         release(folder, "go")
         assert runner.wait(timeout=30) == 0
@@ -286,7 +285,9 @@ def _crash_at_the_gate(repo: Path, tmp_path: Path, home: Path, ticket: str) -> N
     try:
         wait_event(home, ticket, "launch", role="implementer")
         # the implementer read the plan before it committed; it now waits for go
-        wait_until(lambda: git(repo, "rev-list", f"main..handoff/{ticket}"),
+        worktree = repo / ".worktrees" / ticket / "implementer"
+        wait_until(lambda: worktree.is_dir() and git(repo, "rev-list",
+                                                     f"main..{git(worktree, 'rev-parse', 'HEAD')}"),
                    what="the implementer to commit")
         (ticket_path(home, ticket) / "plan.md").write_text("---\ntest: [unclosed\n---\n# plan\n")
         release(ticket_path(home, ticket), "go")

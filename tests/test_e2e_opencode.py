@@ -50,11 +50,14 @@ MODEL = "anthropic/claude-sonnet-4-6"
 #: what the test's environment sets for the peers, each passed by the role's `env:` list
 OFFLINE = {"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}
 #: a plugin of the person's own: it notes each folder opencode loaded it for (in opencode's
-#: data folder, which the sandbox lets opencode write)
+#: data folder, the role's own, which the sandbox lets opencode write)
 PERSON_PLUGIN = """\
-import { appendFileSync } from "node:fs"
+import { appendFileSync, existsSync } from "node:fs"
 export default async ({ directory }) => {
-  appendFileSync(`${process.env.HOME}/.local/share/opencode/person-plugin.log`, directory + "\\n")
+  const data = process.env.XDG_DATA_HOME || `${process.env.HOME}/.local/share`
+  const config = process.env.XDG_CONFIG_HOME || `${process.env.HOME}/.config`
+  const seen = existsSync(`${config}/person-tool/settings`) ? "sees-person-tool" : "blind"
+  appendFileSync(`${data}/opencode/person-plugin.log`, `${directory} ${seen}\\n`)
   return {}
 }
 """
@@ -81,6 +84,9 @@ def opencode_home(home: Path) -> Path:
     opencode.json."""
     folder = home / ".config" / "opencode"
     (folder / "node_modules").mkdir(parents=True)
+    # another tool's settings beside opencode's: what a peer's other tools read
+    (home / ".config" / "person-tool").mkdir()
+    (home / ".config" / "person-tool" / "settings").write_text("mine\n", encoding="utf-8")
     mine = home / "person-plugin.js"
     mine.write_text(PERSON_PLUGIN, encoding="utf-8")
     person = {"$schema": "https://opencode.ai/config.json", "username": "person",
@@ -154,11 +160,14 @@ def test_opencode_as_both_peers_fails_then_passes_and_leaves_the_persons_config_
         assert "permission" not in signals, "--auto answered every permission by itself"
 
     # the person's configuration reached both peers (handoff's was merged over it, not in its
-    # place) and is as it was; opencode's own plugin install was not redone (no registry); no
-    # worktree got an .opencode/ or anything else uncommitted
-    loaded = (Path(isolated["HOME"]) / ".local" / "share" / "opencode" / "person-plugin.log")
-    assert {Path(line).name for line in loaded.read_text().split()} == {"implementer",
-                                                                          "reviewer"}
+    # place), each in its own folders, and is as it was; opencode's own plugin install was not
+    # redone (no registry); no worktree got an .opencode/ or anything else uncommitted
+    # (and its XDG folders show the person's other tools' settings, read-only)
+    for who in ("implementer", "reviewer"):
+        loaded = folder / "cli" / who / "opencode" / "data" / "opencode" / "person-plugin.log"
+        lines = [line.rsplit(" ", 1) for line in loaded.read_text().splitlines()]
+        assert {(Path(where).name, seen) for where, seen in lines} == {(who, "sees-person-tool")}
+    assert not (Path(isolated["HOME"]) / ".local" / "share" / "opencode").exists()
     assert person.read_bytes() == before
     assert list((person.parent / "node_modules").iterdir()) == []
     worktrees = [Path(line.split(" ", 1)[1]) for line in

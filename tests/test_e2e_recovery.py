@@ -17,7 +17,6 @@ from tests.harness import (
     FIX_ADD,
     FIX_MUL,
     FIX_NEG,
-    as_peer,
     events,
     handoff,
     plan_text,
@@ -75,9 +74,19 @@ def test_orchestrator_killed_mid_round_resumes_without_redoing(
     assert commits == "2", "each implementer round committed exactly once"
 
 
-def new_seal(home: Path, ticket: str, old: str) -> bool | None:
-    """The reviewer's pane runs another process than the one holding seal old."""
-    return as_peer(home, ticket, "reviewer").get("HANDOFF_SEAL", old) != old or None
+def reviewer_pid(home: Path, ticket: str) -> int:
+    """The process the reviewer's pane runs (its launcher becomes its CLI: one pid)."""
+    st = state(home, ticket)
+    panes = subprocess.run(["tmux", "-L", st["socket"], "list-panes", "-s", "-t",
+                            f"={st['session']}", "-F", "#{window_name} #{pane_pid}"],
+                           capture_output=True, text=True, timeout=15, check=True).stdout
+    return int(next(line.split()[1] for line in panes.splitlines()
+                    if line.startswith("reviewer ")))
+
+
+def new_process(home: Path, ticket: str, old: int) -> bool | None:
+    """The reviewer's pane runs another process than old."""
+    return reviewer_pid(home, ticket) != old or None
 
 
 def _screen(folder: Path, role: str) -> str:
@@ -276,10 +285,10 @@ def test_recycles_by_hand_are_no_deaths_and_start_the_peer_once_each(
         for n in range(1, 4):
             wait_until(lambda: "paused until" in _screen(folder, "reviewer"),
                        what="the reviewer to wait")
-            before = as_peer(handoff_home, "T-11", "reviewer")["HANDOFF_SEAL"]
+            before = reviewer_pid(handoff_home, "T-11")
             recycled = handoff("recycle", "T-11", "reviewer", cwd=repo)
             assert recycled.returncode == 0, recycled.stderr
-            wait_until(functools.partial(new_seal, handoff_home, "T-11", before),
+            wait_until(functools.partial(new_process, handoff_home, "T-11", before),
                        what=f"recycle {n} done")
             wait_event(handoff_home, "T-11", "peer", role="reviewer", state="recycled",
                        timeout=30)

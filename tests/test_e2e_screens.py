@@ -79,19 +79,15 @@ def test_claude_trust_screen_answered_when_the_config_allows(
         assert final["phase"] == "passed", final["reason"]
         answered = [e for e in events(handoff_home, "TR-1") if e["kind"] == "dialog"]
         assert "trust this folder" in answered[0]["evidence"]
-        if sandbox == "on":
-            # a sandboxed peer cannot rewrite ~/.claude.json: the trust it was given is not
-            # remembered, each launch is asked and answered, the person's file stays as it was
-            assert {(e["role"], tuple(e["keys"])) for e in answered} == {
-                ("implementer", ("Down", "Enter")), ("reviewer", ("Down", "Enter"))}
-            assert (Path(isolated["HOME"]) / ".claude.json").read_bytes() == before
-            return
-        # Claude Code saves the trust for the main checkout: the reviewer's worktree, in the
-        # same repository, is trusted from then on
-        assert [(e["role"], e["keys"]) for e in answered] == [("implementer", ["Down", "Enter"])]
-        projects = claude_json(isolated)["projects"]
-        assert isinstance(projects, dict)
-        assert projects[str(repo)]["hasTrustDialogAccepted"] is True
+        # sandboxed or not, each peer's Claude Code saves the trust in its own folder, seeded
+        # afresh from the person's at every launch: each launch is asked and answered, and
+        # the person's ~/.claude.json stays as it was
+        assert {(e["role"], tuple(e["keys"])) for e in answered} == {
+            ("implementer", ("Down", "Enter")), ("reviewer", ("Down", "Enter"))}
+        assert (Path(isolated["HOME"]) / ".claude.json").read_bytes() == before
+        saved = json.loads((ticket_path(handoff_home, "TR-1") / "cli" / "implementer" /
+                            "claude" / ".claude.json").read_text())
+        assert saved["projects"][str(repo)]["hasTrustDialogAccepted"] is True
     finally:
         close_leaves_nothing(repo, handoff_home, "TR-1", runner)
 
@@ -122,9 +118,10 @@ def test_claude_api_key_screen_answered_or_escalated(
         repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
         claude: Path, anthropic: AnthropicStandIn, monkeypatch: pytest.MonkeyPatch,
         allowed: bool) -> None:
-    """With the sandbox off, as Claude Code remembers an approval only where it may write
-    ~/.claude.json (the sandboxed case is the trust screen's above)."""
+    """With the sandbox off: Claude Code remembers an approval in the peer's own folder, never
+    in the person's ~/.claude.json."""
     claude_home(Path(isolated["HOME"]), [repo])
+    before = (Path(isolated["HOME"]) / ".claude.json").read_bytes()
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-standin-0123456789abcdefghijklmnop")
     answer = ["api-key"] if allowed else []
@@ -135,10 +132,14 @@ def test_claude_api_key_screen_answered_or_escalated(
         answered = [e for e in events(handoff_home, "AK-1") if e["kind"] == "dialog"]
         if allowed:
             assert final["phase"] == "passed", final["reason"]
-            # the approval is saved for every folder: only the first peer is asked
-            assert [(e["role"], e["keys"]) for e in answered] == [("implementer", ["Up", "Enter"])]
-            approved = claude_json(isolated)["customApiKeyResponses"]
+            # the approval is saved in each peer's own folder: each peer is asked once
+            assert {(e["role"], tuple(e["keys"])) for e in answered} == {
+                ("implementer", ("Up", "Enter")), ("reviewer", ("Up", "Enter"))}
+            saved = json.loads((ticket_path(handoff_home, "AK-1") / "cli" / "implementer" /
+                                "claude" / ".claude.json").read_text())
+            approved = saved["customApiKeyResponses"]
             assert isinstance(approved, dict) and approved["approved"] == ["0123456789abcdefghijklmnop"[-20:]]
+            assert (Path(isolated["HOME"]) / ".claude.json").read_bytes() == before
         else:
             assert final["phase"] == "needs-human" and answered == []
             shown = escalation(handoff_home, "AK-1")
@@ -296,8 +297,10 @@ def test_codex_trust_screen_answered_when_allowed_and_escalated_when_not(
         assert final["phase"] == "passed", final["reason"]
         answered = [e for e in events(handoff_home, "CT-2") if e["kind"] == "dialog"]
         assert [(e["role"], e["keys"]) for e in answered] == [("implementer", ["Enter"])]
-        config = (Path(os.environ["CODEX_HOME"]) / "config.toml").read_text()
-        assert "trusted" in config, "codex itself saved the answer"
+        # codex itself saved the answer, in the implementer's own CODEX_HOME alone
+        own = ticket_path(handoff_home, "CT-2") / "cli" / "implementer" / "codex"
+        assert "trusted" in (own / "config.toml").read_text()
+        assert "trusted" not in (Path(os.environ["CODEX_HOME"]) / "config.toml").read_text()
     finally:
         close_leaves_nothing(repo, handoff_home, "CT-2", runner)
 

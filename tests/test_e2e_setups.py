@@ -64,6 +64,7 @@ def test_claude_on_vertex_with_a_second_accounts_config_dir_passes_as_both_peers
     assert refused.returncode != 0 and f"{account / '.claude.json'}" in refused.stderr, \
         refused.stderr
     claude_home(account, [repo])  # the second account: onboarded, the repository trusted
+    seeded = (account / ".claude.json").read_bytes()
     doctor = handoff("doctor", cwd=repo)
     assert doctor.returncode == 0, doctor.stdout
     assert "back-end vertex (CLAUDE_CODE_USE_VERTEX=1 in the environment)" in doctor.stdout
@@ -83,14 +84,18 @@ def test_claude_on_vertex_with_a_second_accounts_config_dir_passes_as_both_peers
     paths = [e.path for e in anthropic.main_loop()]
     assert len(paths) >= 8 and all(VERTEX.fullmatch(p.split("?")[0]) for p in paths), paths
     assert all("/projects/proj-7/locations/us-east5/" in p for p in paths)
-    # usage and the transcript copy came from the second account's folder
+    # usage and the transcript copy came from each role's own folder, seeded from the second
+    # account's, which was only read
     folder = ticket_path(handoff_home, "VX-1")
     used = [e for e in events(handoff_home, "VX-1") if e["kind"] == "usage"]
     assert {e["role"] for e in used} == {"implementer", "reviewer"}
-    assert all(e["source"].startswith(f"{account}/projects/") for e in used), used
+    assert all(e["source"].startswith(f"{folder}/cli/{e['role']}/claude/projects/")
+               for e in used), used
     session = (folder / "transcripts" / "reviewer-1.session.jsonl").read_text()
     assert f"Read and follow {folder / 'inbox' / 'reviewer' / 'brief-1.md'}" in session
     assert not (home / ".claude").exists() and not (home / ".claude.json").exists()
+    assert sorted(p.name for p in account.iterdir()) == [".claude.json"]
+    assert (account / ".claude.json").read_bytes() == seeded
     assert handoff("close", "VX-1", cwd=repo).returncode == 0
 
 

@@ -20,10 +20,12 @@ from tests.harness import (
     paused_ticket,
     plan_text,
     release,
+    running,
     spawn,
     state,
     stop_runner,
     ticket_path,
+    type_into,
     wait_event,
     write_plan,
 )
@@ -139,24 +141,10 @@ def test_a_running_orchestrator_judges_the_handed_over_report_once(
 
 def a_command_of(home: Path, ticket: str, role: str, seconds: str) -> int:
     """The pid of a command (`sleep seconds`) running in the role's own session, as its CLI
-    runs its commands: found by its command line (a sandboxed peer's own pids are its
-    namespace's)."""
-    st = state(home, ticket)
-    target = f"={st['session']}:{role}"
-    for keys in (["-l", f"!sleep {seconds}"], ["Enter"]):
-        subprocess.run(["tmux", "-L", st["socket"], "send-keys", "-t", target, *keys],
-                       check=True, timeout=15)
-
-    def found() -> int | None:
-        for entry in Path("/proc").iterdir():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[:2] == [b"sleep", seconds.encode()]:
-                return int(entry.name)
-        return None
-    return wait_until(found, 30, f"`sleep {seconds}` to run in the {role}'s session")
+    runs its commands."""
+    type_into(home, ticket, role, f"!sleep {seconds}")
+    return wait_until(lambda: running("sleep", seconds), 30,
+                      f"`sleep {seconds}` to run in the {role}'s session")
 
 
 def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
@@ -187,3 +175,40 @@ def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
     finally:
         os.environ["PATH"] = saved
     assert taken is not None and taken.commit == sha
+
+
+def test_a_fail_a_reviewer_filed_stands_whatever_it_files_after_in_the_same_turn(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Filed from the reviewer's own session: a fail, then a pass. Taken at the end of its
+    turn, the fail is the verdict, and what replaced it is kept beside the record."""
+    from handoff.loop.orchestrator import Orchestrator
+    from handoff.loop.workspace import Workspace
+    from handoff.protocol.intake import Request
+
+    plan = plan_text({1: {"edits": [FIX_ADD], "reviewer": {"pause_until": "never"}}},
+                     test=ADD_ONLY, review=[ADD_ONLY])
+    runner = spawn("start", "S-5", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "S-5.log")
+    try:
+        wait_event(handoff_home, "S-5", "launch", role="reviewer", timeout=60)
+    finally:
+        stop_runner(runner)  # this test's own orchestrator takes over the ticket
+    folder = ticket_path(handoff_home, "S-5")
+    command = a_command_of(handoff_home, "S-5", "reviewer", "92.7")
+    sha = state(handoff_home, "S-5")["commits"]["1"]
+    orchestrator = Orchestrator(Workspace.open(handoff_home, TicketDir(folder)))
+    fail = ("---\nverdict: fail\ncommit: '{sha}'\nmust_fix:\n  - file: calc.py\n    line: 2\n"
+            "    reason: the sum is wrong\nshould_fix: []\n---\n## Summary\nBroken.\n")
+    passed = "---\nverdict: pass\ncommit: '{sha}'\nmust_fix: []\nshould_fix: []\n---\nFine.\n"
+    for text in (fail, passed):
+        verdict = orchestrator.judge_handed(Request("reviewer", 1, text.format(sha=sha),
+                                                    "r.md", command))
+        assert verdict.problems == [], verdict.problems
+    report = folder / "review-report-1.md"
+    assert "verdict: pass" in report.read_text(), "the later one is filed"
+    taken = orchestrator.take_report("reviewer", 1, report)
+    assert taken is not None and taken.verdict == "fail"
+    assert "verdict: fail" in report.read_text()
+    kept = [e for e in events(handoff_home, "S-5") if e["kind"] == "verdict-kept"]
+    assert len(kept) == 1 and kept[0]["verdict"] == "fail"
+    assert "verdict: pass" in (folder / "review-report-1.filed-2.md").read_text()

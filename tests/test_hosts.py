@@ -37,6 +37,7 @@ from tests.harness import (
     pane_screen,
     plan_text,
     processes_of,
+    release,
     state,
     wait_phase,
     write_plan,
@@ -272,7 +273,7 @@ def test_a_host_that_freezes_goes_dark_and_its_ticket_carries_on_through_a_crash
         if follower.poll() is None:
             follower.kill()
         follower.wait(timeout=10)
-    (folder / "go").write_text("", encoding="utf-8")
+    release(folder, "go")
     wait_phase(build1.home, "R-2", "passed", timeout=60)
     passed = rows(repo)["R-2"]
     assert passed["phase"] == "passed"

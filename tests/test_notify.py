@@ -26,6 +26,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     ticket_path,
@@ -120,7 +121,7 @@ def test_a_person_is_told_when_needed_and_when_it_passed(
                         "attach-session", "-t", f"={session}:"], check=True, timeout=15)
         wait_until(lambda: tmux(socket, "list-clients", "-t", f"={session}:").strip(),
                    what="the person's client on the ticket's session")
-        (ticket_path(handoff_home, "T-1") / "go").write_text("", encoding="utf-8")
+        release(ticket_path(handoff_home, "T-1"), "go")
 
         wait_phase(handoff_home, "T-1", "needs-human")
         wait_event(handoff_home, "T-1", "notified", notice="needs-human")

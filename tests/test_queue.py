@@ -16,6 +16,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -66,12 +67,12 @@ def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
             table = handoff("status", "Q-3", cwd=repo).stdout
             assert "queue: 2nd of 3 waiting; 2 of 2 tickets at work" in table, table
             # one holder lets go: with the other still holding, the waiters go one at a time
-            (ticket_path(handoff_home, "Q-0") / "go").write_text("")
+            release(ticket_path(handoff_home, "Q-0"), "go")
             for ticket in waiters:
                 final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
                 assert final["phase"] == "passed", final["reason"]
             assert state(handoff_home, "Q-1")["phase"] == "implementing"
-            (ticket_path(handoff_home, "Q-1") / "go").write_text("")
+            release(ticket_path(handoff_home, "Q-1"), "go")
             for ticket in (*holders, *waiters):
                 final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
                 assert final["phase"] == "passed", final["reason"]
@@ -132,7 +133,7 @@ def test_a_killed_orchestrator_frees_its_slot_and_resume_all_brings_every_ticket
         wait_until(lambda: state(handoff_home, "K-2")["phase"] == "queued" and any(
             e["kind"] == "orchestrator" for e in events(handoff_home, "K-2")[-3:]), 60,
             "K-2's new orchestrator to queue")
-        (ticket_path(handoff_home, "K-1") / "go").write_text("")
+        release(ticket_path(handoff_home, "K-1"), "go")
         for ticket in ("K-1", "K-2"):
             final = wait_phase(handoff_home, ticket, *DONE, timeout=120)
             assert final["phase"] == "passed", final["reason"]
@@ -169,7 +170,7 @@ def test_now_starts_at_once_over_the_limit(repo: Path, tmp_path: Path,
                        for e in events(handoff_home, "N-2"))
         assert state(handoff_home, "N-2")["jumps_queue"] is True
     finally:
-        (ticket_path(handoff_home, "N-1") / "go").write_text("")
+        release(ticket_path(handoff_home, "N-1"), "go")
         stop_runner(first)
 
 

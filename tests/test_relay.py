@@ -29,6 +29,7 @@ from tests.harness import (
     handoff,
     pane_screen,
     plan_text,
+    release,
     spawn,
     state,
     stop_runner,
@@ -146,7 +147,7 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
         assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
     assert _nice(peer) == PEER_NICE
     assert Path(f"/proc/{peer}/autogroup").read_text().split()[-1] == str(PEER_NICE)
-    (folder / "go").write_text("", encoding="utf-8")
+    release(folder, "go")
     wait_event(handoff_home, "W-1", "gate", result="pass", timeout=90)
     gate_log = (folder / "gate-1.log").read_text()
     assert f"niceness {PEER_NICE}" in gate_log, f"the gate runs as nice as the peers: {gate_log}"
@@ -201,7 +202,7 @@ def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
             wait_until(dead_status, 30, "the window's program to end with the status 130")
     resumed = handoff("resume", "S-1", "--yes", cwd=repo)
     assert resumed.returncode == 0, resumed.stderr
-    (ticket_path(handoff_home, "S-1") / "go").write_text("", encoding="utf-8")
+    release(ticket_path(handoff_home, "S-1"), "go")
     wait_phase(handoff_home, "S-1", "reviewing", "passed", timeout=90)
 
 
@@ -306,7 +307,7 @@ def test_killing_the_warm_process_ends_no_ticket(repo: Path, tmp_path: Path,
     os.kill(server, signal.SIGKILL)
     wait_until(lambda: not alive(server), 10, "the warm process to die")
     assert alive(orchestrator), "its orchestrator runs on"
-    (ticket_path(handoff_home, "K-1") / "go").write_text("", encoding="utf-8")
+    release(ticket_path(handoff_home, "K-1"), "go")
     wait_phase(handoff_home, "K-1", "passed", timeout=90)
     # the next command finds the dead one's socket, starts a new warm process and is served
     again = handoff("resume", "NOPE", cwd=repo)

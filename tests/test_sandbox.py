@@ -203,3 +203,16 @@ def test_a_bubblewrap_without_size_still_fences_uncapped(monkeypatch: pytest.Mon
     assert found.available and not found.sized
     args = wrap(found.bwrap, Fence(tmp_path), ["true"], tmp=5 << 20)
     assert args[args.index("--tmpfs") - 2:args.index("--tmpfs")] == ["--size", str(5 << 20)]
+
+
+def test_a_fenced_process_cannot_leave_its_cgroups(tmp_path: Path) -> None:
+    """The limits hold a peer only while it stays in its cgroups: as root it owns their files,
+    so the read-only mount of /sys/fs/cgroup is what keeps it there (the cap drop does not:
+    the files are its own)."""
+    fence, _, _, _ = layout(tmp_path)
+    mine = Path("/proc/self/cgroup").read_text()
+    leave = ("for f in /sys/fs/cgroup/*/cgroup.procs /sys/fs/cgroup/cgroup.procs; do "
+             "[ -e $f ] && echo 0 2>/dev/null > $f && echo moved $f; done; cat /proc/self/cgroup")
+    done = run_fenced(fence, leave)
+    assert "moved" not in done.stdout, done.stdout
+    assert done.stdout.strip().splitlines() == mine.strip().splitlines(), done.stdout

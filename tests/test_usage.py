@@ -194,7 +194,10 @@ def test_claude_usage_is_recorded_shown_and_its_budget_stops_the_ticket_once(
         first = spent[0]
         assert first["tokens"] > 1 and first["output_tokens"] > 0 and first["input_tokens"] > 0
         assert first["provider"] == "claude" and first["source"].endswith(".jsonl")
-        assert "/.claude/projects/" in first["source"] and Path(first["source"]).is_file()
+        # read from the implementer's own CLI folder, not the person's ~/.claude
+        own = ticket_path(handoff_home, "CU-1") / "cli" / "implementer" / "claude" / "projects"
+        assert Path(first["source"]).is_relative_to(own) and Path(first["source"]).is_file()
+        assert not (Path(isolated["HOME"]) / ".claude" / "projects").exists()
         assert f"over budget: the peers used {first['tokens']:,} tokens" in waiting["reason"]
         assert waiting["after_answer"] == "gating"
 
@@ -244,8 +247,10 @@ def test_codex_usage_is_read_from_its_rollout_in_the_implementers_worktree(
     assert set(spent) == {"implementer", "reviewer"}
     codex_usage = spent["implementer"]
     assert codex_usage["provider"] == "codex" and "cost_usd" not in codex_usage
-    sessions = Path(os.environ["CODEX_HOME"]) / "sessions"
+    # the implementer's own $CODEX_HOME, seeded from the person's (which gets no rollout)
+    sessions = ticket_path(handoff_home, "CXU-1") / "cli" / "implementer" / "codex" / "sessions"
     assert Path(codex_usage["source"]).is_relative_to(sessions)
+    assert not (Path(os.environ["CODEX_HOME"]) / "sessions").exists()
     assert Path(codex_usage["source"]).name.startswith("rollout-")
     assert codex_usage["input_tokens"] > 0 and codex_usage["output_tokens"] > 0
     assert spent["reviewer"]["provider"] == "claude"

@@ -40,6 +40,8 @@ def peer(role: str, kind: Kind, provider: Provider, env: Mapping[str, str], *, h
     worktree = worktrees.path(role)
     fence = _base(worktree, env, home, repo, config, provider)
     fence = fence.with_rules(READ, ticket_view(tdir, role, kind))
+    # every role's CLI folder (logins, sessions) hidden; the role's own is bound again below
+    fence = fence.with_rules(HIDE, [tdir.path / "cli"])
     # made now: a folder that is not there is not hidden, and would be seen once made
     fence = fence.with_rules(HIDE, [private_dir(Grants(tdir.path).folder)])
     # made now: a folder that is not there has no mount point in the read-only ticket folder
@@ -110,6 +112,10 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
     # neither another ticket's checkout nor its partner's uncommitted work
     fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home), _tmux_dir(),
                                     *scratch, repo.top / WORKTREES_DIR])
+    # what a CLI reads of the person's own folder through a link of its (opencode's plugin API)
+    fence = fence.with_rules(READ, [target for target in (provider.links(os.environ).values()
+                                                          if provider is not None else ())
+                                    if target.is_relative_to(user_home / ".config/opencode")])
     fence = fence.with_rules(WRITE, [worktree])
     return fence
 

@@ -7,8 +7,8 @@ socket (SO_PEERCRED), and handoff, outside the sandbox, reads that process's lin
 counts only when the process filing it is
 
 * started directly by the peer's own CLI (the scripted agent runs `handoff submit` itself), or
-* started by a shell that the CLI started directly (a coding CLI runs each of its commands,
-  `handoff submit` among them, in a shell of its own),
+* started by a shell (or shells, a subshell in a shell) that the CLI started directly (a
+  coding CLI runs each of its commands, `handoff submit` among them, in a shell of its own),
 
 where the CLI is the program handoff started in the role's pane (below bubblewrap when the peer
 is sandboxed) for that round (handoff.record.grants). A test of the commit under review that
@@ -44,18 +44,24 @@ def identity(pid: int) -> str:
     return f"{pid}:{start}:{processes.boot_id()}" if start else ""
 
 
-def cli_of(pane_pid: int) -> int:
+def cli_of(pane_pid: int, core: tuple[str, ...] = (), relaunches: bool = False) -> int:
     """The CLI a pane runs: its program itself, or (sandboxed) the first process below
     bubblewrap's own (the pane's program is bubblewrap, its child bubblewrap's init in the
-    sandbox, whose first child is the CLI). 0 when there is none."""
+    sandbox, whose first child is the CLI); then, where the provider names the program of the
+    CLI's own process under a launcher of its (core: Codex's npm launcher, a node process,
+    runs the native `codex`), down to it; and where the CLI starts itself again as its one
+    child (relaunches: Gemini CLI's node, with more memory), that child. 0 when none."""
     pid = pane_pid
-    for _ in range(4):
+    for _ in range(8):
         one = processes.seen(pid)
         if one is None:
             return 0
-        if one.program not in WRAPPERS:
-            return pid
         kids = processes.children(pid)
+        if one.program not in WRAPPERS and (not core or one.program in core):
+            again = processes.seen(kids[0]) if relaunches and len(kids) == 1 else None
+            return again.pid if again is not None and again.program == one.program else pid
+        if len(kids) != 1 and one.program not in WRAPPERS:
+            return 0  # a launcher that did not start exactly its CLI
         if not kids:
             return 0
         pid = kids[0]
@@ -71,17 +77,18 @@ class Verdict:
     evidence: str
 
 
-def judge(pid: int, role: str, pane_pid: int | None, granted: set[str]) -> Verdict:
+def judge(pid: int, role: str, pane_pid: int | None, granted: set[str],
+          core: tuple[str, ...] = (), relaunches: bool = False) -> Verdict:
     """Whether process pid may file role's report, the role's pane running pane_pid (None:
-    no pane), the processes granted this round being granted."""
-    chain = processes.lineage(pid, 4) if pid > 0 else []
+    no pane), the processes granted this round being granted; core: `cli_of`'s."""
+    chain = processes.lineage(pid, 6) if pid > 0 else []
     evidence = " ← ".join(one.shown() for one in chain) or f"pid {pid} (gone)"
     if not chain:
         return Verdict("the kernel did not name the submitting process (or it is gone)",
                        evidence)
     if pane_pid is None:
         return Verdict(f"the {role} has no live process to file it", evidence)
-    cli = cli_of(pane_pid)
+    cli = cli_of(pane_pid, core, relaunches)
     if not cli or identity(pane_pid) not in granted:
         return Verdict(f"the {role}'s process is not the one handoff started for this round",
                        evidence)
@@ -95,13 +102,14 @@ def judge(pid: int, role: str, pane_pid: int | None, granted: set[str]) -> Verdi
 
 
 def _from_cli(chain: list[Seen], cli: int) -> bool:
-    parent = chain[1] if len(chain) > 1 else None
-    if parent is None:
-        return False
-    if parent.pid == cli:
-        return True
-    grandparent = chain[2] if len(chain) > 2 else None
-    return parent.program in SHELLS and grandparent is not None and grandparent.pid == cli
+    """chain[0] was started by the CLI, directly or through shells alone (Gemini CLI runs a
+    command in a shell that runs it in a subshell)."""
+    for one in chain[1:]:
+        if one.pid == cli:
+            return True
+        if one.program not in SHELLS:
+            return False
+    return False
 
 
 def _inside(chain: list[Seen], pane_pid: int) -> bool:

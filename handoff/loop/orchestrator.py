@@ -24,13 +24,26 @@ from types import FrameType
 from typing import Any
 
 from handoff import trace
-from handoff.errors import UsageError
+from handoff.errors import HandoffError, UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import filer, metering, notify, rules, scanners, submission, summary, weakened
+from handoff.loop import (
+    filer,
+    metering,
+    notify,
+    rules,
+    scanners,
+    submission,
+    summary,
+    testcount,
+    weakened,
+)
+from handoff.loop.baseline import BASE_ROUND as BASELINE_ROUND
+from handoff.loop.baseline import Baseline
 from handoff.loop.gate import GateResult, end_left_gate, excerpt, run_gate
 from handoff.loop.monitor import Decision, PeerMonitor
 from handoff.loop.rules import Move
 from handoff.loop.submission import provenance, set_aside
+from handoff.loop.testcount import Count
 from handoff.loop.workspace import Workspace
 from handoff.machinery import limits, reaper
 from handoff.machinery.peers import Peers, self_argv
@@ -45,8 +58,8 @@ from handoff.protocol.intake import Intake, Request, Verdict
 from handoff.protocol.ledger import Entry, Ledger
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
-from handoff.providers.screen import READY
-from handoff.providers.signals import read_signals
+from handoff.providers.screen import READY, STARTING
+from handoff.providers.signals import STOP, read_signals
 from handoff.record import durable, overlaps, slots, starts
 from handoff.record.events import EventKind
 from handoff.record.grants import Grants
@@ -65,6 +78,8 @@ RECYCLE_GRACE = 60.0
 SETTLE = 1.0
 #: seconds between looks at a tester or reviewer that filed its report but is still in its turn
 TURN_LOOK = 0.2
+#: the key of the base's count among a ticket's test counts (State.tests_ran)
+BASE = "base"
 #: seconds between looks at the queue when nothing in its folder changed (every slot given
 #: back and every waiter gone changes something there: this is only the fallback)
 QUEUE_LOOK = 5.0
@@ -138,6 +153,10 @@ class Orchestrator:
         self.judged: dict[str, submission.Filed] = {}
         #: what wakes the waits of a run (`run` keeps it open): reports, signals, the intake
         self.watcher: Watcher | None = None
+        #: when each role last filed a report through this orchestrator (time.time_ns())
+        self.filed_ns: dict[str, int] = {}
+        #: the plan's tests run at the base, beside round 1 (handoff.loop.baseline)
+        self.baseline: Baseline | None = None
         #: one of the machine's max_parallel slots, held while the ticket is at work
         self.slot = Slot(ws.home, self.tdir.path, self.state.created, ws.config.parallel,
                          now=self.state.jumps_queue)
@@ -346,6 +365,7 @@ class Orchestrator:
             return
         self.setup()
         n = self.state.round
+        self.start_baseline()
         brief = self.tdir.brief(IMPLEMENTER, n)
         self.hand(brief, lambda: self.render_implementer_brief(n))
         self.ensure_briefed(IMPLEMENTER, brief, fresh=False)
@@ -353,6 +373,34 @@ class Orchestrator:
         got = self.wait_for_reports({IMPLEMENTER: brief})
         if got:
             self.accept_work(IMPLEMENTER, n, got[IMPLEMENTER])
+
+    def start_baseline(self) -> None:
+        """The plan's tests at the base, counted once per ticket, while the implementer works
+        (handoff.loop.baseline): the gates of its rounds are compared with it."""
+        test = self.ws.plan().test
+        if test and self.ws.config.base_tests and BASE not in self.state.tests_ran and \
+                self.baseline is None:
+            self.baseline = Baseline(self.ws, self.state.base_commit, test)
+            self.baseline.start()
+
+    def settle_baseline(self) -> None:
+        """The base's count in the record before a round's gate runs: waited for (bounded by
+        the gate's own timeout), or run now when no base run was started (a resume)."""
+        if BASE in self.state.tests_ran or not self.ws.plan().test or \
+                not self.ws.config.base_tests:
+            return
+        self.start_baseline()
+        assert self.baseline is not None
+        self.baseline.wait()
+        count = self.baseline.count()
+        self.state.tests_ran[BASE] = count.fields() if count is not None else {}
+        self.save()
+        result = self.baseline.result
+        self.event("gate", result="base", commit=self.state.base_commit,
+                   summary=result.summary() if result is not None else self.baseline.error,
+                   log=self.tdir.gate_log(BASELINE_ROUND).name if result else "",
+                   tests=count.fields() if count is not None else {})
+        self.baseline = None
 
     def render_implementer_brief(self, n: int) -> str:
         feedback = self.state.feedback if self.state.feedback.get("round") == n else {}
@@ -464,6 +512,7 @@ class Orchestrator:
     def gating(self) -> None:
         if not self.plan_unchanged() or not self.control_files_allowed():
             return
+        self.settle_baseline()
         left = end_left_gate(self.tdir.gate_running)
         if left is not None:  # a killed orchestrator's gate: ended first, never two at once
             self.event("gate", result="ended", reason="left running by an earlier orchestrator",
@@ -488,6 +537,9 @@ class Orchestrator:
             self.transition(Phase.REVIEWING)
             return
         result = self.run_test(plan.test, commit, cwd, env) if plan.test else None
+        if result is not None:
+            count = testcount.read(result.output)
+            self.state.tests_ran[str(n)] = count.fields() if count is not None else {}
         scans = self.run_scanners(n, commit, cwd, env)
         passed = rules.gate_passes(result.passed if result is not None else None,
                                    any(s.blocks for s in scans))
@@ -609,8 +661,11 @@ class Orchestrator:
             self.hand(increment, lambda: self.ws.repo.diff(last, commit) + "\n")
         if str(n) not in self.state.weakened:
             plan = self.ws.plan()
-            found = weakened.weakened(self.ws.repo, self.state.base_commit, commit,
-                                      [*(c for c in (plan.test,) if c), *plan.review])
+            found = weakened.with_fewer_tests(
+                weakened.weakened(self.ws.repo, self.state.base_commit, commit,
+                                  [*(c for c in (plan.test,) if c), *plan.review]),
+                Count.from_fields(self.state.tests_ran.get(BASE)),
+                Count.from_fields(self.state.tests_ran.get(str(n))))
             self.state.weakened[str(n)] = [w.fields() for w in found]
             self.save()
             if found:
@@ -897,7 +952,16 @@ class Orchestrator:
         screen = peers.screen_of(pane)
         if screen is None:
             return False
-        return self.ws.provider(role).read(screen).state == READY
+        state = self.ws.provider(role).read(screen).state
+        if state == READY:
+            return True
+        # a screen none of its rules read (a CLI release handoff does not know yet, or a
+        # role's own markers that miss): its hooks are all there is, and a Stop after the
+        # filing is taken, as the rest of the loop takes them then (a weaker word: the peer
+        # can write its signals folder; said in docs/reliability.md)
+        filed = self.filed_ns.get(role, 0)
+        return state == STARTING and filed > 0 and any(
+            signal.event == STOP for signal in read_signals(self.tdir.signals(role), filed))
 
     def void_unfinished(self, role: str, n: int, report: Path) -> None:
         """A tester's or reviewer's reports of this round, filed by a session that ended before
@@ -1047,11 +1111,15 @@ class Orchestrator:
         """The verdict on a report `handoff submit` handed over: judged here, once."""
         if not self.team.has(request.role):
             return Verdict(None, [f"unknown role {request.role!r}"])
-        filed, problems = submission.judge(self.ws, self.state, request.role, request.round,
-                                           request.report, request.pid)
+        try:
+            filed, problems = submission.judge(self.ws, self.state, request.role,
+                                               request.round, request.report, request.pid)
+        except HandoffError as exc:  # tmux or git did not answer: nothing filed, said
+            return Verdict(None, [f"{exc.message}; nothing was filed: submit again"])
         if filed is None:
             return Verdict(None, problems)
         self.judged[filed.path.name] = filed
+        self.filed_ns[request.role] = time.time_ns()
         self.event("submitted", request.role, report=filed.path.name, pid=request.pid)
         return Verdict(str(filed.path), [])
 
@@ -1120,7 +1188,8 @@ class Orchestrator:
                 old = read_text(kept, REPORT_LIMIT, "an earlier report")
             except UsageError:
                 continue
-            if reports.verdict_of(old) != "fail" or provenance(self.tdir, kept, old, role, n):
+            if reports.verdict_of(old) != "fail" or \
+                    provenance(self.tdir, kept, old, role, n, filed_as=path.name):
                 continue
             submission.supersede(self.tdir, path)
             kept.replace(path)
@@ -1212,8 +1281,10 @@ class Orchestrator:
         verified = []
         last = max((int(r) for r in state.commits), default=0)
         if plan.test and str(last) in state.gates:
+            base, now = (Count.from_fields(state.tests_ran.get(key)) for key in (BASE, str(last)))
+            ran = testcount.compared(base, now) if base is not None and now is not None else ""
             verified.append(f"gate `{' '.join(plan.test)}` {state.gates[str(last)]} "
-                            f"(orchestrator)")
+                            f"(orchestrator{f'; {ran}' if ran else ''})")
         for name, result in state.scans.get(str(last), {}).items():
             verified.append(f"scanner {name} {result}")
         for role, verdict in state.reviewed.get(str(last), {}).items():

@@ -57,7 +57,8 @@ def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
         return None, [refused]
     pane = ws.peers(state).pane(role)
     who = filer.judge(pid, role, pane.pid if pane is not None and not pane.dead else None,
-                      Grants(tdir.path).granted(role, n))
+                      Grants(tdir.path).granted(role, n), ws.provider(role).core,
+                      ws.provider(role).relaunches)
     if who.why:
         # a submit from another session (another role's peer, a test the peer ran, a shell)
         # is a forgery attempt: logged with the lineage, as the README says, though nothing
@@ -147,9 +148,11 @@ def _signed(fields: dict[str, Any]) -> str:
                                                   "round")}, sort_keys=True)
 
 
-def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int) -> str:
+def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int,
+               filed_as: str = "") -> str:
     """'' when report is exactly what handoff filed for role's round_ (its receipt, signed with
-    the ticket's key, says so); else why it does not count."""
+    the ticket's key, says so); else why it does not count. filed_as: the name it was filed
+    under, when it was kept beside the record since (`supersede`)."""
     try:
         data = json.loads(tdir.receipt(report).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -162,7 +165,7 @@ def provenance(tdir: TicketDir, report: Path, text: str, role: str, round_: int)
         return "it was changed after `handoff submit` filed it"
     if data.get("role") != role or data.get("round") != round_:
         return f"its receipt is for the {data.get('role')}'s round {data.get('round')}"
-    if data.get("report") != report.name or \
+    if data.get("report") != (filed_as or report.name) or \
             not Grants(tdir.path).signed(_signed(data), str(data.get("signature") or "")):
         return "its receipt was not written by handoff (its signature does not check out)"
     return ""

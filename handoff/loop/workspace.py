@@ -6,9 +6,10 @@ close, attach) use the same pieces, so both act on a ticket in exactly the same 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,8 @@ from handoff.machinery.worktrees import GATE, SetupFence, TicketWorktrees, branc
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
-from handoff.providers import Launch, Provider, RoleSpec, get
+from handoff.providers import REGISTRY, Launch, Provider, RoleSpec, clistate, get
 from handoff.providers import sessions as session_files
-from handoff.providers import state as clistate
 from handoff.record import peerfiles
 from handoff.record.grants import Grants
 from handoff.record.store import keep_private, private_dir
@@ -89,22 +89,35 @@ class Workspace:
                                self.port_env, self.setup_fence())
 
     def setup_fence(self) -> SetupFence | None:
-        """What runs a checkout's post_create in the sandbox, when the peers run in one: the
-        commands run code of the commit the checkout is at (a package's install scripts), so
-        never as the person. Its caches go to its private /tmp (no cache is shared between
-        checkouts or with the person's own tools)."""
+        """What runs a checkout's post_create in the sandbox when the peers run in one, and
+        within the limits the gate has: the commands run code of the commit the checkout is
+        at (a package's install scripts), so never as the person, and never unbounded. Its
+        caches go to its private /tmp (no cache is shared between checkouts or with the
+        person's own tools)."""
         if not self.config.post_create:
             return None
         found = self.sandbox()
-        if found is None:
+        caps = limits.bounds(self.config.sandbox.limits)
+        if found is None and caps is None:
             return None
 
-        def fence(worktree: Path, argv: Sequence[str]) -> list[str]:
-            walls = fences.setup(home=self.home, repo=self.repo, worktrees=TicketWorktrees(
-                self.repo, self.tdir.ticket, self.config.share), config=self.config,
-                env=os.environ, worktree=worktree)
-            return sandbox.wrap(found.bwrap, walls, ["env", *(f"{k}={v}" for k, v in
-                                                            SETUP_CACHES.items()), *argv])
+        @contextlib.contextmanager
+        def fence(worktree: Path, argv: Sequence[str]) -> Iterator[list[str]]:
+            command = ["env", *(f"{k}={v}" for k, v in SETUP_CACHES.items()), *argv] \
+                if found is not None else list(argv)
+            if found is not None:
+                walls = fences.setup(home=self.home, repo=self.repo, worktrees=TicketWorktrees(
+                    self.repo, self.tdir.ticket, self.config.share), config=self.config,
+                    env=os.environ, worktree=worktree)
+                command = sandbox.wrap(found.bwrap, walls, command, tmp=self.tmp_cap(found))
+            bounded = caps.make(self.home, reaper.marker(self.tdir.path, worktree.name),
+                                f"{self.tdir.ticket}.{worktree.name}.setup") \
+                if caps is not None else None
+            try:
+                yield [*(bounded.argv() if bounded is not None else []), *command]
+            finally:
+                if bounded is not None:
+                    bounded.end()
         return fence
 
     def ports(self, name: str) -> list[int]:
@@ -242,7 +255,7 @@ class Workspace:
 
     def seed_cli(self, state: State, role: str) -> clistate.Seeded | None:
         """The role's CLI state folder made ready for its launch: pruned to its session logs,
-        seeded afresh from the person's configuration and login (handoff.providers.state).
+        seeded afresh from the person's configuration and login (handoff.providers.clistate).
         Whatever ran of its last launch is ended first: nothing of it may write the folder
         again once it is seeded (peers.launch would end it only after)."""
         provider = self.provider(role)
@@ -250,6 +263,17 @@ class Workspace:
             return None
         self.peers(state).reap(role)
         return clistate.seed(provider, os.environ, self.worktrees.path(role))
+
+    def forget_logins(self) -> list[Path]:
+        """Remove the copies of the person's logins from every role's CLI folder: a closed
+        ticket keeps its record, not a second copy of their credentials."""
+        try:
+            roles = [p.name for p in self.tdir.path.joinpath("cli").iterdir()
+                     if p.is_dir() and not p.is_symlink()]
+        except OSError:
+            return []
+        return [gone for role in roles for cls in REGISTRY.values()
+                for gone in clistate.forget_logins(cls(state=self.tdir.cli(role)))]
 
     def sandbox(self) -> sandbox.Support | None:
         """bubblewrap, when this ticket's peers and gate run fenced in; None when they run as

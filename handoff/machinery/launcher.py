@@ -3,7 +3,7 @@
 tmux keeps a window's command line (`#{pane_start_command}`) for any client on the socket to
 read, and the server forked from the client that created it keeps that client's argv for its
 whole life, readable by every local user in /proc. So nothing travels on a command line: the
-environment (keys, seals) and the program's argv go into a 0600 file that this script reads
+environment (keys) and the program's argv go into a 0600 file that this script reads
 and deletes before it replaces itself with the program (same pid: the pane's pidfd and the
 reaper follow it). The argv is there too because tmux refuses a long command line ("command
 too long"), which a sandboxed CLI's bubblewrap arguments and a role contract passed as a flag

@@ -8,7 +8,8 @@ the sandbox is visible). The policy (which paths a role needs) is `handoff.loop.
 
 Mounts are laid out shallow to deep, so a deeper rule wins inside a shallower one: the
 repository's git directory read-only, its objects writable; the handoff home hidden, the
-ticket's folder visible again, its drafts writable and its seals hidden.
+ticket's folder (or what the role reads of it) visible again, its drafts writable and its
+grants hidden.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".co
                   ".gnupg", ".password-store", ".pypirc", ".npmrc", ".gem/credentials",
                   ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d",
                   ".config/op", ".vault-token", ".local/share/keyrings")
+#: the person's own coding-CLI folders (logins, sessions, settings): every peer's CLI runs on a
+#: copy of its own (handoff.providers.clistate), so none sees the person's, whichever CLI it runs
+CLI_HOMES = (".claude", ".claude.json", ".codex", ".gemini", ".config/opencode",
+             ".local/share/opencode")
 #: sockets outside the home that hand out power over the machine
 HIDDEN_ELSEWHERE = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman")
 
@@ -82,7 +87,7 @@ def wrap(bwrap: str, fence: Fence, argv: Sequence[str], tmp: int | None = None) 
             out += [*sized, "--tmpfs", where]
         else:
             out += ["--ro-bind", "/dev/null", where]
-    # its own processes only (no other peer's environment or seal); ended with its pane;
+    # its own processes only (no other peer's environment); ended with its pane;
     # as root, no capability to remount what it was given read-only
     out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -94,8 +99,10 @@ def credentials(home: Path) -> list[Path]:
     """The credential folders and files a peer never sees (whether they exist or not)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR") or (f"/run/user/{os.getuid()}"
                                                      if hasattr(os, "getuid") else "")
-    return [*(home / name for name in HIDDEN_IN_HOME), *(Path(p) for p in HIDDEN_ELSEWHERE),
-            *([Path(runtime)] if runtime else [])]
+    moved = [Path(os.environ[name]) for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")
+             if os.path.isabs(os.environ.get(name) or "")]
+    return [*(home / name for name in (*HIDDEN_IN_HOME, *CLI_HOMES)), *moved,
+            *(Path(p) for p in HIDDEN_ELSEWHERE), *([Path(runtime)] if runtime else [])]
 
 
 @dataclass(frozen=True)

@@ -306,8 +306,9 @@ class Made:
                 "displaced": str(self.displaced) if self.displaced else None}
 
 
-#: a worktree's setup command line, fenced: (the worktree's folder, argv) → what runs instead
-SetupFence = Callable[[Path, Sequence[str]], list[str]]
+#: a worktree's setup command line, fenced: (the worktree's folder, argv) → what runs instead,
+#: for as long as the context lasts (its limits end with it)
+SetupFence = Callable[[Path, Sequence[str]], contextlib.AbstractContextManager[list[str]]]
 
 
 @dataclass(frozen=True)
@@ -668,10 +669,12 @@ class TicketWorktrees:
 
     def _post_create(self, path: Path, more: Mapping[str, str]) -> None:
         for argv in self.post_create:
-            command = self.setup_fence(path, argv) if self.setup_fence is not None else list(argv)
+            fenced = self.setup_fence(path, argv) if self.setup_fence is not None \
+                else contextlib.nullcontext(list(argv))
             try:
-                result = proc.run(command, cwd=path, timeout=self.setup_timeout, check=False,
-                                  env={**os.environ, **more} if more else None)
+                with fenced as command:
+                    result = proc.run(command, cwd=path, timeout=self.setup_timeout,
+                                      check=False, env={**os.environ, **more} if more else None)
             except ExternalFailure as exc:  # it hung: ended with every process it started
                 raise ExternalFailure(
                     f"post_create command {' '.join(argv)} in {path}: {exc.message}",

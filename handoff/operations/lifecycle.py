@@ -128,7 +128,6 @@ def create(home: Path, new: NewTicket) -> Created:
         raise MissingTool("; ".join(too_old), "install or upgrade it, then run the command again")
     repo = Repo.at(new.repo)
     need_folder(repo.top / WORKTREES_DIR / ticket, repo.top, "for the ticket's worktrees")
-    refuse_taken_branch(repo, ticket)
     cfg = config_mod.load(home, repo.top)
     plan = plan_mod.parse(new.plan_text, "the plan")
     ready_to_start(cfg, repo.top)
@@ -148,6 +147,7 @@ def create(home: Path, new: NewTicket) -> Created:
     if elsewhere is not None:  # ids are unique across this machine and its hosts
         raise UsageError(f"ticket {ticket} already runs on host {elsewhere.host}",
                          f"pick another id, or close it there: handoff close {ticket}")
+    refuse_taken_branch(repo, ticket)
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
@@ -678,6 +678,7 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> C
     if not keep_worktrees and not force:
         wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
     stopped = stop(ws) if state.phase != "closed" else None
+    ws.forget_logins()  # no CLI runs any more: the copies of the person's logins go
     kept: Path | None = None
     if force and not keep_worktrees:
         # --force consents to removing the work, yet a patch of it costs nothing to keep

@@ -98,7 +98,8 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Entry] = (),
     parts = [
         f"# {ctx.ticket} — implementer brief, round {ctx.round}\n\n",
         _contract(ctx),
-        f"\n## Where\n\n- worktree: `{ctx.worktree}`\n- branch: `{branch}`\n- round: {ctx.round}\n",
+        f"\n## Where\n\n- worktree: `{ctx.worktree}` (detached: commit there; handoff puts "
+        f"your commits on the branch)\n- branch: `{branch}`\n- round: {ctx.round}\n",
         f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
         f"\n## Plan\n\n(also at `{ctx.plan_path}`)\n\n{ctx.plan.text.strip()}\n",
         f"\n## Verification command\n\n{_commands(test)}",

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from handoff.providers.clistate import Seed
 from handoff.providers.screen import Dialog, Reading, ScreenRules, holds
-from handoff.providers.state import Seed
 from handoff.record.usage import Usage
 
 
@@ -128,8 +128,13 @@ class Provider:
     exit_keys: tuple[str, ...] = ()
     #: the CLI's hooks write signal files (prompt arrived, turn ended) for the orchestrator
     signals = False
+    #: the program name of the CLI's own process, where a launcher of its runs it as its one
+    #: child (handoff.loop.filer: its commands, `handoff submit` among them, are its children)
+    core: tuple[str, ...] = ()
+    #: the CLI starts itself again as its one child, which then runs its commands (Gemini CLI)
+    relaunches = False
     rules = ScreenRules(composer="\0")
-    #: the CLI's state, as a role's own folder holds it (handoff.providers.state): what is
+    #: the CLI's state, as a role's own folder holds it (handoff.providers.clistate): what is
     #: seeded from the person's folder at every launch (its login, settings, instructions:
     #: configuration and code it obeys, never carried over from the role's last launch) ...
     seeds: tuple[Seed, ...] = ()

@@ -20,9 +20,9 @@ from typing import Any
 
 from handoff.providers import sessions as session_files
 from handoff.providers.base import SANDBOXED, Check, Launch, Provider, is_root
+from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
-from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.usage import Usage, cost_of, count_of
 
 #: handoff's own Claude Code plugin, as `claude plugin install handoff --marketplace ./` names it
@@ -116,7 +116,7 @@ class Backend:
 BACKENDS = (
     # a gateway in front of Anthropic's API is this one with ANTHROPIC_BASE_URL; a
     # subscription's long-lived token (`claude setup-token`) is never refreshed, so no peer
-    # rotates the person's stored login (handoff.providers.state)
+    # rotates the person's stored login (handoff.providers.clistate)
     Backend("anthropic", "", ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
                               OAUTH_TOKEN)),
     Backend("vertex", "CLAUDE_CODE_USE_VERTEX", (
@@ -197,13 +197,15 @@ class Claude(Provider):
     keeps_usage = True
     #: what a role's folder ($CLAUDE_CONFIG_DIR) gets of the person's at every launch:
     #: the login (.credentials.json, 600) and settings.json (their hooks, permissions, model:
-    #: the person's own, as their claude runs); their instructions and definitions (CLAUDE.md,
-    #: agents, commands, skills, output styles), as small as a person writes them. Not their
-    #: plugins: installed code, often large, and handoff's own is none of a peer's business.
-    #: .claude.json is made (`made`): onboarding, approved keys, the account, the trust
-    seeds = (Seed(".credentials.json", LOGIN), Seed("settings.json"), Seed("CLAUDE.md"),
-             Seed("agents", TREE), Seed("commands", TREE), Seed("skills", TREE),
-             Seed("output-styles", TREE))
+    #: the person's own, as their claude runs) with the hooks/ folder their scripts are kept
+    #: in by custom; their instructions and definitions (CLAUDE.md, agents, commands, skills,
+    #: output styles), as small as a person writes them. Not their plugins: installed code,
+    #: often large (a settings.json naming one that is not there starts fine: measured on
+    #: 2.1.328), and handoff's own is none of a peer's business. .claude.json is made
+    #: (`made`): onboarding, approved keys, the account, the trust
+    seeds = (Seed(".credentials.json", LOGIN), Seed("settings.json"), Seed("hooks", TREE),
+             Seed("CLAUDE.md"), Seed("agents", TREE), Seed("commands", TREE),
+             Seed("skills", TREE), Seed("output-styles", TREE))
     #: its session logs (usage, transcripts): projects/<folder>/<session>.jsonl. Not the rest
     #: of projects/: its memory/ is read into every later session of the folder
     keeps = ("projects/*/*.jsonl",)

@@ -22,9 +22,9 @@ from typing import Any
 
 from handoff.providers import sessions as session_files
 from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
-from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.usage import Usage, count_of
 
 TRUST = Dialog(
@@ -86,6 +86,8 @@ class Codex(Provider):
     rules = RULES
     probe_flags = True
     signals = True
+    #: npm's `codex` is a node launcher that runs the native binary, which runs the commands
+    core = ("codex",)
     keeps_usage = True
     #: what a role's $CODEX_HOME gets of the person's at every launch: config.toml whole (the
     #: model provider and its key's name, the trust of the repository, their MCP servers and

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
-from handoff.providers.state import LOGIN, TREE, Seed
 from handoff.record.store import atomic_write, state_home
 
 AUTH_FIX = ("choose the authentication once: write ~/.gemini/settings.json "
@@ -98,6 +98,8 @@ class Gemini(Provider):
     exit_keys = ("/quit", "Enter")
     probe_flags = True
     signals = True
+    #: `gemini` runs node again as its child, with more memory: that child runs the commands
+    relaunches = True
     #: what a role's .gemini (under its own GEMINI_CLI_HOME) gets of the person's at every
     #: launch: settings.json (the chosen authentication; their hooks and MCP servers, as their
     #: gemini runs), the Google login (600) and which account it is, the .env gemini falls back

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, ScreenRules, lines_of
 from handoff.providers.signals import script as signal_script
-from handoff.providers.state import LOGIN, TREE, Seed
 
 BAR = "┃"
 #: the right-hand sidebar of the session view, and the input line's own end
@@ -189,8 +189,11 @@ class Opencode(Provider):
         """opencode's own folders, by the XDG variables it reads (measured on 1.18.33):
         config (it writes a .gitignore there and installs its plugin API into node_modules),
         data (its session database, logs and snapshots), state (locks, the last model), cache."""
-        located = self.located(env)
-        return [_xdg(located, index) / "opencode" for index in range(len(XDG))]
+        if self.own is not None:
+            # all of a role's own folders: what its other tools read beside opencode's folders
+            # are links there (`links`), which the peer must see
+            return [self.own]
+        return [_xdg(env, index) / "opencode" for index in range(len(XDG))]
 
     def checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         """opencode installs its plugin API (@opencode-ai/plugin) into its config folder at

@@ -85,6 +85,9 @@ class State:
     ledger: list[dict[str, Any]] = field(default_factory=list)
     #: round → each scanner's state (passed, failed, skipped, missing)
     scans: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: "base" or round → how many tests the plan's test command ran there (passed, failed,
+    #: skipped, errors; handoff.loop.testcount), {} where its output did not say
+    tests_ran: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: round → the tests its commit weakened since the base (handoff.loop.weakened), as its
     #: reviewers were shown them
     weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -282,11 +285,10 @@ class TicketDir:
         """Where the role's CLI hooks drop their signal files."""
         return self.path / "signals" / role
 
-    def cli(self, role: str = "") -> Path:
+    def cli(self, role: str) -> Path:
         """The role's own CLI state folders (one per CLI: `cli/<role>/claude/`), seeded from
-        the person's at each of its launches (handoff.providers.state); without a role, the
-        folder of them all."""
-        return self.path / "cli" / role if role else self.path / "cli"
+        the person's at each of its launches (handoff.providers.clistate)."""
+        return self.path / "cli" / role
 
     def receipt(self, report: Path) -> Path:
         """What `handoff submit` checked when it filed report."""

@@ -37,6 +37,11 @@ def read_ssh_key() -> tuple[bool, str]:
     return "PRIVATE KEY" in text, text[:40]
 
 
+def read_cli_login() -> tuple[bool, str]:
+    text = (HOME / ".claude" / ".credentials.json").read_text()
+    return "accessToken" in text, text[:30]
+
+
 def write_other_worktree() -> tuple[bool, str]:
     other = Path.cwd().parent / "reviewer" / "planted.py"
     other.write_text("raise SystemExit('planted by the implementer')\n")
@@ -315,6 +320,7 @@ ATTACKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "peer-environ": read_peer_environ, "move-main": move_main, "git-hook": write_git_hook,
     "push": push, "rm-home": remove_important, "read-impl-report": read_how_it_was_written,
     "redirect-commondir": redirect_commondir, "symref-main": symref_main,
+    "cli-login": read_cli_login,
     "plant-branch": plant_branch,
     "signal-traps": signal_traps, "intake-trickle": intake_trickle,
 }

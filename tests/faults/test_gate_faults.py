@@ -3,6 +3,7 @@ its orchestrator is stopped, closed or killed with SIGKILL — driven through th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     ticket_path,
@@ -79,6 +81,12 @@ def gate_plan(tmp_path: Path, mode: str, rounds: dict[int, dict[str, object]] | 
               review: list[list[str]] | None = None) -> Path:
     script = tmp_path / "gate.py"
     script.write_text(GATE, encoding="utf-8")
+    # these cases are about the round's gate process: the plan's command is not run at the
+    # base as well (handoff.loop.baseline), so every run of it is the one under test
+    home = Path(os.environ["HANDOFF_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "config.yaml").open("a", encoding="utf-8") as config:
+        config.write("base_tests: false\n")
     plan = plan_text(rounds or {1: {"edits": [FIX_ADD]}},
                      test=[PYTHON, str(script), str(tmp_path), mode], review=review or [ADD_ONLY])
     return write_plan(tmp_path, plan)
@@ -163,7 +171,7 @@ def test_a_flooding_gate_keeps_every_file_and_the_orchestrator_small(
             for e in events(handoff_home, "G-2")), timeout=60, what="round 2's brief")
         rss = peak_rss_mib(runner.pid)  # alive: round 2's implementer waits for "go"
         folder = ticket_path(handoff_home, "G-2")
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         assert runner.wait(timeout=120) == EXIT_ESCALATED, (tmp_path / "orchestrator.log").read_text()[-3000:]
     finally:
         runner.kill()

@@ -155,3 +155,63 @@ def test_a_planted_branch_is_never_taken_over(
         assert git(repo, "rev-parse", "handoff/NEXT") == tip
         assert not (repo / ".worktrees" / "NEXT").exists()
     assert [e for e in events(handoff_home, ticket) if e["kind"] == "error"] == []
+
+
+SETUP_HOOK = '''import pathlib, sys
+# the repository's set-up step, run by post_create in every new checkout
+pathlib.Path("set-up").write_text("done\\n")
+'''
+#: the implementer's version of it: what a committed `postinstall` script would do
+HOSTILE_HOOK = '''import os, pathlib
+pathlib.Path("set-up").write_text("done\\n")
+try:
+    key = (pathlib.Path.home() / ".ssh" / "id_ed25519").read_text()
+except OSError:
+    key = ""
+try:
+    with open(os.environ["SETUP_MARKER"], "a") as out:
+        out.write(f"ran as the person in {os.getcwd()}; key: {bool(key)}\\n")
+except (OSError, KeyError):
+    pass
+'''
+
+
+@fault("32", "post_create (`[[python, setup.py]]`, as `npm ci` runs a package's install "
+             "scripts) sets up the gate's and the reviewer's checkouts at the implementer's "
+             "commit, whose setup.py reads ~/.ssh and writes outside the checkout",
+       "sandbox on: it runs in the gate's fence (with its limits): no key, nothing written "
+       "outside its checkout; the set-up still succeeds. sandbox off: it runs as you",
+       "the person's home; the set-up's output in each checkout")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_post_create_of_a_peers_commit_runs_fenced(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    (repo / "setup.py").write_text(SETUP_HOOK)
+    (repo / ".gitignore").write_text("__pycache__/\nset-up\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a set-up step")
+    ssh = Path(isolated["HOME"]) / ".ssh"
+    ssh.mkdir(mode=0o700)
+    (ssh / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
+    marker = tmp_path / "setup-ran-outside"
+    monkeypatch.setenv("SETUP_MARKER", str(marker))
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    # the gate's checkout is then made (and set up) at the implementer's commit, not beside
+    # round 1 at the base
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump({
+        "sandbox": mode, "post_create": [[sys.executable, "setup.py"]], "base_tests": False}),
+        encoding="utf-8")
+    edits = [FIX_ADD, {"file": "setup.py", "content": HOSTILE_HOOK}]
+    plan = write_plan(tmp_path, plan_text({1: {"edits": edits}}, test=ADD_ONLY,
+                                          review=[ADD_ONLY]))
+    done = handoff("start", f"GB-setup-{mode}", "--plan", str(plan), "--yes", "--foreground",
+                   cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("gate", "reviewer"):
+        assert (repo / ".worktrees" / f"GB-setup-{mode}" / name / "set-up").is_file()
+    gate = repo / ".worktrees" / f"GB-setup-{mode}" / "gate"
+    assert "SETUP_MARKER" in (gate / "setup.py").read_text(), "set up at the peer's commit"
+    if mode == "on":
+        assert not marker.exists(), marker.read_text()
+    else:  # the same commit's set-up, unfenced: it ran as the person, and read the key
+        assert "key: True" in marker.read_text()

@@ -23,6 +23,8 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
+    running,
     spawn,
     state,
     ticket_path,
@@ -159,7 +161,7 @@ def test_a_worktree_deleted_mid_round_is_made_again_from_the_branch(
         shutil.rmtree(worktree)
         worktree.mkdir()
         (worktree / "notes.txt").write_text("written after the delete\n")
-        (folder / "go").write_text("go\n")
+        release(folder, "go")
         final = wait_phase(handoff_home, "D-1", "passed", "escalated", "needs-human", timeout=90)
         assert final["phase"] == "passed", final["reason"]
         assert runner.wait(timeout=30) == 0, (tmp_path / "run.log").read_text()
@@ -211,19 +213,6 @@ HANGING_SETUP = ("import pathlib, subprocess, sys, time; "
                  "pathlib.Path(sys.argv[1]).write_text('started'); time.sleep(300)")
 
 
-def sleeping(seconds: str) -> list[int]:
-    """The processes running `sleep seconds`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[:2] == [b"sleep", seconds.encode()]:
-            found.append(int(entry.name))
-    return found
-
-
 @fault("15", "a post_create command hangs (and has started a child of its own)",
        "it is ended at setup_timeout together with every process it started; start exits 1 "
        "naming the command and the bound; after the config is mended, resume sets up and passes",
@@ -248,7 +237,7 @@ def test_a_hanging_post_create_is_ended_with_its_children(repo: Path, tmp_path: 
     assert "post_create" in hung.stderr and "did not finish within 2s" in hung.stderr
     assert "Traceback" not in hung.stderr
     assert child.read_text() == "started"
-    wait_until(lambda: not [pid for pid in sleeping(seconds) if not gone(pid)], 10,
+    wait_until(lambda: (pid := running("sleep", seconds)) is None or gone(pid), 10,
                "the setup's child to be gone")
     assert (repo / ".worktrees" / "H-1" / "implementer" / "calc.py").exists()
 

@@ -23,6 +23,7 @@ from tests.harness import (
     paused_ticket,
     plan_text,
     processes_of,
+    release,
     state,
     stop_runner,
     ticket_path,
@@ -35,7 +36,11 @@ GARBAGE = '{"ticket": "R-1", "phase": "implem'
 
 
 def branch_commits(repo: Path, ticket: str) -> list[str]:
-    return git(repo, "rev-list", f"main..handoff/{ticket}").split()
+    """The ticket's commits: its implementer's checkout's, while there is one (handoff puts them
+    on the branch as it accepts them, and at close), else its branch's."""
+    worktree = repo / ".worktrees" / ticket / "implementer"
+    tip = git(worktree, "rev-parse", "HEAD") if worktree.is_dir() else f"handoff/{ticket}"
+    return git(repo, "rev-list", f"main..{tip}").split()
 
 
 @fault("10", "state.json is overwritten with garbage while the ticket runs",
@@ -119,7 +124,7 @@ def test_a_torn_event_log_is_read_around_and_reported(
     assert logged.returncode == 0 and "skipped 1 unreadable line" in logged.stderr
     status = handoff("status", "R-3", cwd=repo)
     assert status.returncode == 0 and "1 unreadable line(s) skipped" in status.stdout
-    (folder / "go").write_text("go\n", encoding="utf-8")
+    release(folder, "go")
     resumed = handoff("resume", "R-3", "--foreground", cwd=repo)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "note: events.jsonl has 1 unreadable line(s)" in resumed.stderr

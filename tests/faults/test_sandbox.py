@@ -48,6 +48,9 @@ def attacked(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, str],
     (user / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n")
     (user / "important").mkdir()
     (user / "important" / "thesis.tex").write_text("years of work\n")
+    (user / ".claude").mkdir()  # the person's own Claude Code login
+    (user / ".claude" / ".credentials.json").write_text('{"claudeAiOauth": {"accessToken": '
+                                                        '"sk-ant-oat01-fake"}}')
     remote = user / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     home.mkdir(parents=True, exist_ok=True)
@@ -80,6 +83,8 @@ CASES = [
     ("git-hook", "implementer", "writes the repository's .git/hooks/"),
     ("push", "implementer", "runs git push to a local bare remote (file://)"),
     ("rm-home", "implementer", "runs rm -rf ~/important"),
+    ("cli-login", "implementer", "reads the person's own Claude Code login "
+     "(~/.claude/.credentials.json), whatever CLI it runs"),
     ("read-impl-report", "reviewer", "reads the implementer's report, the event log and the "
      "ticket's state (a reviewer is blind to how the code was written)"),
 ]
@@ -113,7 +118,7 @@ def attacked_again(repo: Path, tmp_path: Path, home: Path, isolated: dict[str, s
                    monkeypatch: pytest.MonkeyPatch, attack: str,
                    role: str) -> dict[str, object]:
     user = Path(isolated["HOME"])
-    for made in (".ssh", "important", "remote.git"):
+    for made in (".ssh", "important", "remote.git", ".claude"):
         shutil.rmtree(user / made, ignore_errors=True)
     return attacked(repo, tmp_path / "off", home, isolated, monkeypatch, attack, "off", role)
 

@@ -35,6 +35,7 @@ from tests.harness import (
     events,
     handoff,
     plan_text,
+    release,
     spawn,
     state,
     ticket_path,
@@ -120,7 +121,7 @@ class Ticket:
                    timeout=90, what=f"the {self.role} to pause")
 
     def go(self) -> None:
-        (self.folder / "go").write_text("go\n", encoding="utf-8")
+        release(self.folder, "go")
 
     def finished(self, code: int = 0) -> dict[str, Any]:
         final = wait_phase(self.home, self.ticket, "passed", "escalated", timeout=180)
@@ -410,7 +411,7 @@ def test_a_background_ticket_keeps_to_the_socket_under_tmux_tmpdir(
         session = str(state(handoff_home, "T-B")["session"])
         windows = tmux(socket, "list-windows", "-t", f"={session}:", "-F", "#{window_name}")
         assert set(windows.stdout.split()) == {"orchestrator", "implementer"}, windows.stderr
-        (ticket_path(handoff_home, "T-B") / "go").write_text("go\n", encoding="utf-8")
+        release(ticket_path(handoff_home, "T-B"), "go")
         final = wait_phase(handoff_home, "T-B", "passed", "escalated", timeout=120)
     finally:
         if stray.exists():  # the server the fault would start: reachable only without our folder

@@ -150,3 +150,65 @@ def test_a_pass_filed_from_a_command_the_reviewer_ran_is_replaced_by_its_own_fai
     taken = [e for e in events(handoff_home, "V-2") if e["kind"] == "submission"
              and e["role"] == "reviewer" and e.get("accepted")]
     assert [e["verdict"] for e in taken] == ["fail"], "only the reviewer's own was taken"
+
+
+def realcli_forged(repo: Path, tmp_path: Path, home: Path, ticket: str,
+                   reviewer: dict[str, object]) -> dict[str, Any]:
+    """A ticket whose scripted implementer commits the payload and whose reviewer is a real
+    coding CLI that runs the tests; its final state."""
+    from tests.realcli import configure
+
+    configure(home, {"implementer": {"provider": "scripted"}, "reviewer": reviewer})
+    edits = [FIX_ADD, {"file": "tests/__init__.py", "content": payload(False)}]
+    plan = write_plan(tmp_path, plan_text({1: {"edits": edits}}, review=[ALL_TESTS]))
+    done = handoff("start", ticket, "--plan", str(plan), "--yes", "--foreground",
+                   "--max-rounds", "1", cwd=repo, timeout=240)
+    assert done.returncode != 0, "a forged verdict passed the ticket\n" + done.stdout
+    return state(home, ticket)
+
+
+def refused_everywhere(home: Path, ticket: str) -> None:
+    tried = noted(home, ticket, "forge-child.jsonl")
+    assert [t["role"] for t in tried] == ["reviewer", "security"], "the payload ran"
+    assert all(t["exit"] == 1 and "NOT accepted" in t["said"] for t in tried), tried
+    daemon = noted(home, ticket, "forge-daemon.jsonl")
+    assert daemon and not [d for d in daemon if d["exit"] == 0], daemon
+    taken = [e for e in events(home, ticket) if e["kind"] == "submission"
+             and e["role"] == "reviewer" and e.get("accepted")]
+    assert [e["verdict"] for e in taken] == ["fail"], taken
+
+
+@fault("32", "with the real Claude Code as reviewer, the code under review (imported by the "
+             "tests Claude runs with its Bash tool) files a pass in its name, from a child and "
+             "from a daemon",
+       "refused, each a `forgery` event: neither is a command of Claude Code itself; "
+       "Claude's own fail is the verdict",
+       "Claude's report; the events")
+def test_claude_as_reviewer_keeps_its_own_verdict(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: Any) -> None:
+    from tests.realcli import role, stand_in_errors
+    from tests.standins.homes import claude_home
+
+    claude_home(Path(isolated["HOME"]), [repo])
+    final = realcli_forged(repo, tmp_path, handoff_home, "V-CC", role("claude", claude))
+    assert final["phase"] == "escalated", str(final.get("reason")) + stand_in_errors(anthropic)
+    assert final["verdicts"] == {"1": "fail"}
+    refused_everywhere(handoff_home, "V-CC")
+
+
+@fault("32", "with the real Codex as reviewer, the code under review (imported by the tests "
+             "Codex runs) files a pass in its name, from a child and from a daemon",
+       "refused, each a `forgery` event: neither is a command of Codex itself; Codex's own "
+       "fail is the verdict",
+       "Codex's report; the events")
+def test_codex_as_reviewer_keeps_its_own_verdict(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        codex: Path, openai: Any) -> None:
+    from tests.realcli import role, trust_codex
+
+    trust_codex(openai, repo)
+    final = realcli_forged(repo, tmp_path, handoff_home, "V-CX", role("codex", codex))
+    assert final["phase"] == "escalated", final.get("reason")
+    assert final["verdicts"] == {"1": "fail"}
+    refused_everywhere(handoff_home, "V-CX")

@@ -108,6 +108,7 @@ def seed(provider: Provider, person: Mapping[str, str], worktree: Path) -> Seede
     if own is None or not provider.state_env():
         return None
     began = time.monotonic()
+    _no_link(own)
     private_dir(own)
     record_path = own.with_name(own.name + RECORD)
     record = _read_record(record_path)
@@ -148,7 +149,7 @@ def forget_logins(provider: Provider) -> list[Path]:
     """Remove the copies of the person's logins from the provider's own folder (a closed
     ticket keeps its record, not a second copy of a person's credentials); the files removed."""
     own = provider.own
-    if own is None or not own.is_dir():
+    if own is None or own.is_symlink() or not own.is_dir():
         return []
     gone = []
     for item in provider.seeds:
@@ -158,6 +159,18 @@ def forget_logins(provider: Provider) -> list[Path]:
                 if peerfiles.remove_tree(own, path):
                     gone.append(path)
     return gone
+
+
+def _no_link(own: Path) -> None:
+    """own and the role's folder above it as handoff made them: a link put in their place (a
+    peer outside the sandbox may write anything) is removed, never followed, so that pruning
+    never reaches into a folder it points at (the person's own)."""
+    for folder in (own.parent, own):
+        if folder.is_symlink():
+            try:
+                folder.unlink()
+            except OSError as exc:
+                raise write_failed(folder, exc) from None
 
 
 # ---- pruning: the role's folder down to its data --------------------------------------------
