@@ -19,9 +19,9 @@ from tests.harness import (
     FIX_NEG,
     LOGGED,
     MEND,
-    as_peer,
     events,
     handoff,
+    in_peer,
     pane_screen,
     plan_text,
     release,
@@ -126,10 +126,11 @@ def test_a_tester_adds_its_commit_to_the_branch_before_the_gate_and_the_review(
     assert final["tested"] == {"1": {"tester": tip}} and final["commits"]["1"] == tip
     assert git(repo, "show", "handoff/TT-1:tests/test_more.py").startswith("import unittest")
     log = events(handoff_home, "TT-1")
-    order = [(e["kind"], e.get("role")) for e in log
-             if e["kind"] in ("launch", "gate", "branch") and e.get("result") != "running"]
-    assert order == [("launch", "implementer"), ("launch", "tester"), ("branch", "tester"),
-                     ("gate", ""), ("launch", "reviewer")]
+    order = [(e["kind"], e.get("role")) for e in log if e["kind"] in ("launch", "gate", "branch")
+             and e.get("result") not in ("running", "base")]
+    # handoff moves the branch to each accepted commit: the implementer's, then the tester's
+    assert order == [("launch", "implementer"), ("branch", "implementer"), ("launch", "tester"),
+                     ("branch", "tester"), ("gate", ""), ("launch", "reviewer")]
     assert [e["commit"] for e in kinds(log, "gate") if e["result"] == "pass"] == [tip]
     folder = ticket_path(handoff_home, "TT-1")
     brief = (folder / "inbox" / "tester" / "brief-1.md").read_text()
@@ -170,13 +171,12 @@ def test_a_later_review_that_leaves_a_finding_unanswered_is_refused_by_submit(
                              state(handoff_home, "TL-1")["round"] == 2 else None,
                              timeout=90, what="round 2's security reviewer to pause")
         commit = current["commits"]["2"]
-        env = as_peer(handoff_home, "TL-1", "security")
-        draft = tmp_path / "security-2.md"
+        draft = folder / "drafts" / "security" / "security-2.md"  # where the peer may write
         front = {"verdict": "pass", "commit": commit, "must_fix": [], "should_fix": []}
         draft.write_text(f"---\n{yaml.safe_dump(front)}---\n## Summary\nFine.\n")
         submit = [sys.executable, "-m", "handoff", "submit", str(draft), "--dir", str(folder),
                   "--role", "security", "--round", "2"]
-        refused = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=90)
+        refused = in_peer(handoff_home, "TL-1", "security", submit)
         assert refused.returncode == 1, refused.stdout + refused.stderr
         said = " ".join(refused.stderr.split())
         assert "earlier must-fix F1 calc.py:2: the sum is written to a world-readable log" in said
@@ -186,11 +186,11 @@ def test_a_later_review_that_leaves_a_finding_unanswered_is_refused_by_submit(
         front["must_fix"] = [{"file": "tests/test_calc.py", "line": 1, "reason": "style"}]
         front["ledger"] = [{"id": "F1", "status": "fixed", "evidence": "calc.py:2 logs nothing"}]
         draft.write_text(f"---\n{yaml.safe_dump(front)}---\n## Summary\nFine.\n")
-        refused = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=90)
+        refused = in_peer(handoff_home, "TL-1", "security", submit)
         assert refused.returncode == 1 and "on no line the fix rounds changed" in refused.stderr
         front["verdict"], front["must_fix"] = "pass", []
         draft.write_text(f"---\n{yaml.safe_dump(front)}---\n## Summary\nFine.\n")
-        taken = subprocess.run(submit, env=env, capture_output=True, text=True, timeout=90)
+        taken = in_peer(handoff_home, "TL-1", "security", submit)
         assert taken.returncode == 0, taken.stdout + taken.stderr
         release(folder, "go")
         wait_phase(handoff_home, "TL-1", "passed", timeout=90)

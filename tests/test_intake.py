@@ -124,18 +124,19 @@ def test_a_long_ticket_path_is_reached_through_its_folders_descriptor(tmp_path: 
         assert (folder / intake.SOCKET).is_socket(), "bound at its real place"
         answer: list[tuple[str | None, list[str]] | None] = []
         client = threading.Thread(target=lambda: answer.append(filing.hand_over(folder, {
-            "role": "implementer", "round": 1, "report": "r", "seal": "", "file": "f"})))
+            "role": "implementer", "round": 1, "report": "r", "file": "f"})))
         client.start()
         wait_until(lambda: gate.serve(judge), timeout=30, what="the client to connect")
         client.join(timeout=30)
     assert answer == [("filed.md", [])]
 
 
-def test_no_listener_or_a_dead_ones_socket_means_judging_alone(tmp_path: Path) -> None:
+def test_no_listener_or_a_dead_ones_socket_means_no_orchestrator(tmp_path: Path) -> None:
     folder = ticket_folder(tmp_path)
-    request = {"role": "implementer", "round": 1, "report": "r", "seal": "", "file": "f"}
+    request = {"role": "implementer", "round": 1, "report": "r", "file": "f"}
     assert filing.hand_over(folder, request) is None, "no socket file at all"
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    (folder / intake.SOCKET).parent.mkdir(exist_ok=True)
     dead.bind(str(folder / intake.SOCKET))
     dead.close()  # what a kill -9 leaves: the file, nobody listening
     assert filing.hand_over(folder, request) is None
@@ -148,7 +149,7 @@ def test_an_orchestrator_that_does_not_answer_in_time_is_a_clear_error(
     folder = ticket_folder(tmp_path)
     monkeypatch.setattr(filing, "VERDICT_WAIT", 0.3)
     with Intake(str(folder)), pytest.raises(HandoffError) as raised:  # listening, never serving
-        filing.hand_over(folder, {"role": "implementer", "round": 1, "report": "r", "seal": "",
+        filing.hand_over(folder, {"role": "implementer", "round": 1, "report": "r",
                                   "file": "f"})
     assert "did not answer within" in raised.value.message
     assert "nothing was filed" in raised.value.message
@@ -161,7 +162,7 @@ def test_a_peer_that_hung_up_before_its_verdict_has_nothing_judged(tmp_path: Pat
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
             peer.connect(str(folder / intake.SOCKET))
             peer.sendall(json.dumps({"role": "implementer", "round": 1, "report": "r",
-                                     "seal": "", "file": "f"}).encode() + b"\n")
+                                     "file": "f"}).encode() + b"\n")
         assert gate.serve(judge) == []
     assert judge.requests == [], "it said nothing was filed: so it is"
 
@@ -223,7 +224,7 @@ def test_a_trickling_client_is_cut_at_its_deadline_while_an_honest_one_is_answer
                        what="the trickling client to connect")
             honest.connect(str(folder / intake.SOCKET))
             honest.sendall(json.dumps({"role": "implementer", "round": 1, "report": "r",
-                                       "seal": "", "file": "f"}).encode() + b"\n")
+                                       "file": "f"}).encode() + b"\n")
             reader = threading.Thread(target=lambda: answered.append(
                 (time.monotonic(), honest.recv(65536))))
             reader.start()

@@ -176,8 +176,9 @@ def test_the_fence_s_own_folders_hold_at_most_tmp_bytes(as_user: bool,
     try:
         root.chmod(0o755)
         fence, work, home, _ = layout(root)
-        if user is not None:
-            os.chown(work, user, user)
+        if user is not None:  # its own, whatever the umask of this process (0077 after a
+            for path in (work, home, home / ".ssh"):  # ticket was opened in it)
+                os.chown(path, user, user)
         hidden = home / ".ssh"
         found = support()
         assert found.sized, "bubblewrap 0.8 takes --size"

@@ -522,3 +522,18 @@ def test_test_configuration_is_compared_from_where_the_ticket_branched(repo: Pat
     moved = commit(repo, {"pyproject.toml": PYPROJECT.replace('"-q"', '"-q -x"')})
     assert moved != start
     assert [w.render() for w in weakened(Repo.at(repo), "main", "ticket", [])] == []
+
+
+def test_a_drop_the_removed_or_skipped_tests_account_for_is_not_listed_again() -> None:
+    from handoff.loop.testcount import Count
+    from handoff.loop.weakened import DELETED_FILE, FEWER_TESTS, REMOVED_TEST, Weakening, with_fewer_tests
+
+    removed = [Weakening("W1", "tests/test_a.py", 4, REMOVED_TEST, "test_one")]
+    base, one, two = (Count.from_fields({"ran": n, "failed": 0, "skipped": 0})
+                      for n in (3, 2, 1))
+    assert with_fewer_tests(removed, base, one) == removed, "test_one is the one fewer"
+    more = with_fewer_tests(removed, base, two)
+    assert [w.kind for w in more] == [REMOVED_TEST, FEWER_TESTS] and more[1].id == "W2"
+    assert "(2 fewer)" in more[1].text
+    deleted = [Weakening("W1", "tests/test_b.py", 0, DELETED_FILE, "tests/test_b.py")]
+    assert with_fewer_tests(deleted, base, two) == deleted, "a whole file: any number"

@@ -389,9 +389,13 @@ def _reader(repo: Repo, base: str, commit: str) -> testconfig.Reader:
 
 def with_fewer_tests(found: Sequence[Weakening], base: testcount.Count | None,
                      now: testcount.Count | None) -> list[Weakening]:
-    """found, and when the gate ran fewer tests at the commit than at the base, one more
-    entry saying so (numbered after them), which every reviewer answers as the others."""
-    if not testcount.fewer(base, now):
+    """found, and when the gate ran fewer tests at the commit than at the base, and the tests
+    found removed or skipped do not account for it, one more entry saying so (numbered after
+    them), which every reviewer answers as the others. (A deleted test file may have held any
+    number of tests: it accounts for any drop.)"""
+    drop = testcount.fewer(base, now)
+    shown = sum(1 for w in found if w.kind in (REMOVED_TEST, NEW_SKIP))
+    if not drop or drop <= shown or any(w.kind == DELETED_FILE for w in found):
         return list(found)
     return [*found, Weakening(f"W{len(found) + 1}", "", 0, FEWER_TESTS,
                               _clip(testcount.compared(base, now)))]

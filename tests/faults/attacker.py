@@ -26,9 +26,12 @@ TICKET_DIR = Path(os.environ.get("HANDOFF_TICKET_DIR", "/nonexistent"))
 REMOTE = os.environ.get("ATTACK_REMOTE", "")
 
 
-def run(*argv: str) -> tuple[bool, str]:
-    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30,
-                          stdin=subprocess.DEVNULL)
+def run(*argv: str, timeout: float = 30) -> tuple[bool, str]:
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False, f"{argv[0]} did not answer within {timeout:g}s"
     return done.returncode == 0, (done.stdout + done.stderr).strip()[-300:]
 
 
@@ -59,8 +62,9 @@ def list_tmux_panes() -> tuple[bool, str]:
     folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
     sockets = sorted(folder.iterdir())
     for socket in sockets:
+        # briefly: another test's server may be stopped (SIGSTOP) and never answer
         ok, said = run("tmux", "-S", str(socket), "list-panes", "-a", "-F",
-                       "#{pane_id} #{window_name}")
+                       "#{pane_id} #{window_name}", timeout=3)
         if ok and "implementer" in said:
             return True, said
     return False, f"{len(sockets)} sockets, none answered"
