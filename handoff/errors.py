@@ -70,3 +70,9 @@ class MissingTool(HandoffError):
 class ExternalFailure(HandoffError):
     """git or tmux failed in a way we did not expect; the message carries its stderr (exit
     code EXIT_FAILED, as every HandoffError without a code of its own)."""
+
+
+class Tampered(ExternalFailure):
+    """A file a peer can write, which git would read as configuration or as where its
+    configuration lives, is not what handoff made: handoff runs nothing that reads it, and a
+    person must look (a peer cannot be told to mend what would steer handoff)."""

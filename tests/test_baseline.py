@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.faults.catalog import fault
 from tests.harness import (
     ALL_TESTS,
     FIX_ADD,
@@ -19,6 +20,11 @@ from tests.harness import (
 )
 
 
+@fault("32", "the implementer's commit makes the gate run fewer tests without deleting or "
+       "skipping one (the failing test classes are dropped from their module)",
+       "the plan's tests also run at the base, beside round 1: the round's gate ran 1 of the "
+       "base's 3, shown to every reviewer as a weakened test a pass must answer",
+       "the base's count and each round's, in state.json; the gate-0.log of the base run")
 def test_a_round_that_runs_fewer_tests_than_the_base_is_shown_to_the_reviewer(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     # fewer tests without deleting or skipping one: the failing classes are dropped from the

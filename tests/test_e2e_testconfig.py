@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import git
+from tests.faults.catalog import fault
 from tests.harness import (
     ALL_TESTS,
     FIX_ADD,
@@ -27,6 +28,12 @@ from tests.harness import (
 DESELECT = {"file": "pytest.ini", "content": '[pytest]\naddopts = -k "not test_neg"\n'}
 
 
+@fault("32", "the implementer commits a pytest-style run filter (unittest's load_tests "
+       "equivalent here: a pytest.ini with `-k \"not test_neg\"`) that narrows which tests "
+       "run, and no test is deleted or skipped",
+       "the change is listed to every reviewer as a weakened test (a test-config entry) that a "
+       "pass must answer; answered unjustified, the round fails",
+       "the commit; the reviewers' answers")
 def test_a_test_configuration_change_is_shown_to_every_reviewer_and_must_be_answered(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     (repo / ".handoff.yaml").write_text(yaml.safe_dump(

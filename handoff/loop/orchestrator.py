@@ -24,7 +24,7 @@ from types import FrameType
 from typing import Any
 
 from handoff import trace
-from handoff.errors import HandoffError, UsageError
+from handoff.errors import HandoffError, Tampered, UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.loop import (
     filer,
@@ -842,6 +842,8 @@ class Orchestrator:
                 self.intake.serve(self.judge_handed)
                 for cut in self.intake.cut():  # a client too slow to send its request
                     self.event("intake", pid=cut.pid, why=cut.why)
+                if self.state.phase != phase or self.state.round != n:
+                    return None  # a filing a person must look at (`judge_handed`)
                 # a held peer's report counts too: a person may have mended it meanwhile
                 for wait in (w for w in waits if w.role not in got):
                     # one this orchestrator filed is whole: it was renamed into place
@@ -1114,6 +1116,11 @@ class Orchestrator:
         try:
             filed, problems = submission.judge(self.ws, self.state, request.role,
                                                request.round, request.report, request.pid)
+        except Tampered as exc:  # not the peer's to mend: what it wrote would steer handoff
+            self.event("tampered", request.role, evidence=exc.message)
+            self.apply(rules.ask(f"{exc.message}. Fix: {exc.hint}; then 'handoff answer "
+                                 f"{self.state.ticket} go'", after_answer=self.state.phase))
+            return Verdict(None, [f"{exc.message}; nothing was filed, and a person was asked"])
         except HandoffError as exc:  # tmux or git did not answer: nothing filed, said
             return Verdict(None, [f"{exc.message}; nothing was filed: submit again"])
         if filed is None:

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.config import Share
-from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
+from handoff.errors import Busy, ExternalFailure, NotFound, Tampered, UsageError, WorkAtRisk
 from handoff.inputs import clip
 from handoff.machinery import proc
 from handoff.machinery.proc import git_timeout
@@ -414,7 +414,7 @@ class TicketWorktrees:
             if path.parent == self.root else ""
         found = _digest_of(admin / "config.worktree")
         if found != made:
-            raise ExternalFailure(
+            raise Tampered(
                 f"{admin / 'config.worktree'} is not what git made with the worktree {path}: "
                 "a peer may have written settings there, so handoff runs no git in it",
                 f"look at the file; remove it (or mend it) and run the command again; "
@@ -518,8 +518,16 @@ class TicketWorktrees:
                                     if line.strip())
                     return clip(said, 600) or f"git checkout exited {status}"
             if tip != new:
-                git(self.repo.top, "update-ref", "--no-deref", "-m", "handoff: accepted",
-                    f"refs/heads/{self.branch()}", new, old)
+                from handoff.machinery import gitcmd
+
+                status, out, err = gitcmd.run(
+                    self.repo.top, ("update-ref", "--no-deref", "-m", "handoff: accepted",
+                                    f"refs/heads/{self.branch()}", new, old), check=False)
+                if status != 0:  # e.g. a `.lock` beside the ref, left by a crash or a peer
+                    said = " ".join(line.strip() for line in (err + out).splitlines()
+                                    if line.strip())
+                    return f"git did not move {self.branch()}: " + \
+                        (clip(said, 600) or f"update-ref exited {status}")
         return ""
 
     # ---- making them ----------------------------------------------------------------------

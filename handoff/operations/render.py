@@ -146,6 +146,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
                           if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
     "voided": lambda e: f"report set aside as {e.get('report')}, not taken: {e.get('why')}",
+    "tampered": lambda e: f"refused to act on a peer's file: {e.get('evidence')}",
     "verdict-kept": lambda e: f"verdict {str(e.get('verdict')).upper()} stands: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
     "intake": lambda e: f"intake connection of pid {e.get('pid') or '?'} cut: {e.get('why')}",

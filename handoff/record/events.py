@@ -21,7 +21,8 @@ EventKind = Literal[
     "intake", "launch", "left", "more-rounds", "notified", "notify-failed", "nudge", "orchestrator", "peer",
     "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "recycle",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "state-restored",
-    "stopped", "submission", "submitted", "tmux", "usage", "verdict", "verdict-kept", "voided",
+    "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",
+    "voided",
     "watch", "weakened",
     "worktree", "worktrees",
 ]

@@ -167,6 +167,30 @@ def plant_branch() -> tuple[bool, str]:
     return run("git", "update-ref", "refs/heads/handoff/NEXT", "HEAD")
 
 
+def lock_branch() -> tuple[bool, str]:
+    """Leave a `.lock` beside its ticket branch (as a crashed git would): handoff's move of the
+    branch to the round's commit then fails."""
+    common = Path(run("git", "rev-parse", "--path-format=absolute", "--git-common-dir")[1])
+    lock = common / "refs" / "heads" / "handoff" / (os.environ.get("HANDOFF_TICKET", "") + ".lock")
+    lock.write_text("0" * 40 + "\n")
+    return True, f"wrote {lock}"
+
+
+def worktree_config() -> tuple[bool, str]:
+    """With extensions.worktreeConfig, git reads the admin folder's `config.worktree` as
+    configuration: name a program of its own as the fsmonitor of its checkout, for the next
+    git handoff runs there."""
+    admin = Path(run("git", "rev-parse", "--absolute-git-dir")[1])
+    payload = TICKET_DIR / "drafts" / os.environ.get("HANDOFF_ROLE", "implementer") / "fsmon.sh"
+    payload.parent.mkdir(parents=True, exist_ok=True)
+    # who ran it: the peer's own git (its env has HANDOFF_ROLE) may; handoff's never
+    payload.write_text(f"#!/bin/sh\necho \"ran as ${{HANDOFF_ROLE:-handoff}} in $(pwd)\" "
+                       f">> {MARKER}\n")
+    payload.chmod(0o755)
+    (admin / "config.worktree").write_text(f"[core]\n\tfsmonitor = {payload}\n")
+    return True, f"{admin / 'config.worktree'} names {payload}"
+
+
 def read_how_it_was_written() -> tuple[bool, str]:
     """A reviewer reads what it must not: the implementer's report, the event log, the state
     (other reviewers' verdicts among them)."""
@@ -325,7 +349,8 @@ ATTACKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "push": push, "rm-home": remove_important, "read-impl-report": read_how_it_was_written,
     "redirect-commondir": redirect_commondir, "symref-main": symref_main,
     "cli-login": read_cli_login,
-    "plant-branch": plant_branch,
+    "plant-branch": plant_branch, "lock-branch": lock_branch,
+    "worktree-config": worktree_config,
     "signal-traps": signal_traps, "intake-trickle": intake_trickle,
 }
 

@@ -21,7 +21,10 @@ from tests.faults.catalog import fault
 from tests.faults.test_sandbox import SCRIPTED_SCREEN
 from tests.harness import (
     ADD_ONLY,
+    ALL_TESTS,
     FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
     events,
     handoff,
     plan_text,
@@ -215,3 +218,108 @@ def test_post_create_of_a_peers_commit_runs_fenced(
         assert not marker.exists(), marker.read_text()
     else:  # the same commit's set-up, unfenced: it ran as the person, and read the key
         assert "key: True" in marker.read_text()
+
+
+@fault("32", "the implementer leaves a `.lock` beside its ticket branch (as a crashed git "
+             "would), so handoff's move of the branch to the round's commit fails",
+       "sandbox on: it cannot write under refs/. sandbox off: the ticket waits for a person "
+       "with git's own words naming the lock file; nothing crashes, main does not move",
+       "the implementer's commit (in its checkout), the branch at the base, main")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_locked_ticket_branch_is_said_not_crashed_on(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    main = git(repo, "rev-parse", "main")
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "lock-branch", mode,
+                            tmp_path / "unused")
+    assert attack_result(handoff_home, ticket, "lock-branch")["got_through"] is (mode == "off")
+    assert git(repo, "rev-parse", "main") == main
+    if mode == "on":
+        assert final["phase"] == "passed", final.get("reason")
+        return
+    assert final["phase"] == "needs-human", final
+    assert f"handoff/{ticket}.lock" in str(final["reason"]), final["reason"]
+    assert git(repo, "rev-parse", f"handoff/{ticket}") == main, "the branch stayed at the base"
+    made = git(repo / ".worktrees" / ticket / "implementer", "rev-parse", "HEAD")
+    assert made != main and git(repo, "cat-file", "-t", made) == "commit", "the work is kept"
+    assert [e for e in events(handoff_home, ticket) if e["kind"] == "error"] == []
+
+
+@fault("32", "the repository has extensions.worktreeConfig; the implementer writes its admin "
+             "folder's `config.worktree` (which git then reads as configuration) naming a "
+             "program of its own as core.fsmonitor",
+       "sandbox on: the file is read-only in its fence. sandbox off: written, and handoff "
+       "refuses to run git in that checkout: the ticket waits for a person, naming the file; "
+       "the program never runs as handoff",
+       "the person's machine; the implementer's checkout and commit")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_peers_worktree_config_is_refused_not_read(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    marker = tmp_path / "fsmonitor-ran"
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "worktree-config", mode,
+                            marker)
+    assert attack_result(handoff_home, ticket, "worktree-config")["got_through"] is \
+        (mode == "off")
+    ran = marker.read_text().splitlines() if marker.exists() else []
+    assert [line for line in ran if "as handoff" in line] == [], ran
+    if mode == "on":
+        assert final["phase"] == "passed", final.get("reason")
+        return
+    assert final["phase"] == "needs-human", final
+    assert "config.worktree" in str(final["reason"]), final["reason"]
+    assert [e for e in events(handoff_home, ticket) if e["kind"] == "error"] == []
+    handoff("close", ticket, "--force", cwd=repo)
+    ran = marker.read_text().splitlines() if marker.exists() else []
+    assert [line for line in ran if "as handoff" in line] == [], "close ran none of it either"
+
+
+#: round 1's test command, committed by the implementer: run by the gate, it leaves a
+#: compiled calc.py of its own making (an unchecked-hash .pyc: Python loads it whatever the
+#: source says) and a stray file in the gate's checkout, ignored by .gitignore
+PLANT = '''import importlib.util, os, pathlib, py_compile, sys, tempfile
+if os.environ.get("HANDOFF_GATE_TOKEN"):
+    evil = pathlib.Path(tempfile.mkdtemp()) / "calc.py"
+    evil.write_text("PLANTED = True\\n" + pathlib.Path("calc.py").read_text())
+    cache = pathlib.Path(importlib.util.cache_from_source("calc.py"))
+    cache.parent.mkdir(exist_ok=True)
+    py_compile.compile(str(evil), cfile=str(cache),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    pathlib.Path("planted-by-round-1").write_text("x")
+print("planted")
+'''
+#: round 2's: what the gate imports must be what the commit holds
+PROBE = '''import pathlib, sys
+sys.path.insert(0, ".")
+import calc
+stray = pathlib.Path("planted-by-round-1").exists()
+print(f"calc planted: {getattr(calc, 'PLANTED', False)}; stray file: {stray}")
+sys.exit(1 if getattr(calc, "PLANTED", False) or stray else 0)
+'''
+
+
+@fault("32", "round 1's code, run by the gate, leaves an unchecked-hash calc.pyc of its own "
+             "(and a stray file) in the gate's checkout, ignored by .gitignore, so that round "
+             "2's gate would import code the commit does not hold",
+       "each round's checkout is exactly its commit: every file git does not track (ignored "
+       "ones included, but the post_create output) is removed before the gate runs again",
+       "the ticket, which passes on what its commit holds")
+def test_a_rounds_leftovers_never_reach_the_next_gate(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    (repo / ".gitignore").write_text("__pycache__/\nplanted-*\n")
+    git(repo, "commit", "-qam", "ignore strays")
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump({"base_tests": False}))
+    probe = [sys.executable, "probe.py"]
+    plan = plan_text({1: {"edits": [FIX_ADD, {"file": "probe.py", "content": PLANT}]},
+                      2: {"edits": [FIX_MUL, FIX_NEG, {"file": "probe.py", "content": PROBE}]}},
+                     test=probe, review=[ALL_TESTS])
+    done = handoff("start", "GB-strays", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    final = state(handoff_home, "GB-strays")
+    assert final["phase"] == "passed" and final["round"] == 2, final.get("reason")
+    tdir = ticket_path(handoff_home, "GB-strays")
+    assert "planted" in (tdir / "gate-1.log").read_text(), "round 1 planted them"
+    assert "calc planted: False; stray file: False" in (tdir / "gate-2.log").read_text()
