@@ -38,7 +38,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from handoff.errors import UsageError
 from handoff.record import peerfiles
-from handoff.record.store import private_dir, write_failed
+from handoff.record.store import atomic_write_bytes, private_dir, write_failed
 
 if TYPE_CHECKING:
     from handoff.providers.base import Provider
@@ -360,22 +359,7 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     No fsync: the folder is made again at the next launch, and a copy torn by a power cut is
     replaced then."""
     private_dir(path.parent)
-    try:
-        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise write_failed(path, exc) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:  # mkstemp: 600
-            if mode != 0o600:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-        os.replace(staged, path)
-    except OSError as exc:
-        Path(staged).unlink(missing_ok=True)
-        raise write_failed(path, exc) from None
-    except BaseException:
-        Path(staged).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data, mode, durable=False)
 
 
 def _read_record(path: Path) -> dict[str, str]:

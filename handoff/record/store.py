@@ -129,6 +129,13 @@ def atomic_write(path: Path, text: str, durable: bool = True) -> None:
     leaves the old file as it was. durable: on disk before it replaces the old file (fsync),
     so a power cut leaves one or the other; without it a power cut may leave an empty file
     (a second copy of a durable one, state.json.bak, needs no more)."""
+    atomic_write_bytes(path, text.encode("utf-8"), PRIVATE_FILE, durable)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE,
+                       durable: bool = True) -> None:
+    """`atomic_write` of bytes, the file with mode. A link at path is replaced, never
+    followed: the new file is renamed over it."""
     if not path.parent.is_dir():
         private_dir(path.parent)
     try:
@@ -136,9 +143,9 @@ def atomic_write(path: Path, text: str, durable: bool = True) -> None:
     except OSError as exc:
         raise write_failed(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), PRIVATE_FILE)
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
