@@ -191,6 +191,52 @@ def worktree_config() -> tuple[bool, str]:
     return True, f"{admin / 'config.worktree'} names {payload}"
 
 
+#: file systems of the kernel's own, not where one peer leaves bytes for another
+KERNEL_FS = {"proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2", "devtmpfs"}
+
+
+def writable_census() -> tuple[bool, str]:
+    """Every mount it may write (the mount table of its own view, as the kernel gives it)
+    that is not its own: a tmpfs is private to its fence; its checkout, its own drafts,
+    signals and CLI state are its own, and an implementer's admin folder and the object store
+    (git names an object by its content). Anything else writable is shared with another
+    peer, ticket or the person."""
+    role = os.environ.get("HANDOFF_ROLE", "implementer")
+    common = Path(run("git", "rev-parse", "--path-format=absolute", "--git-common-dir")[1])
+    admin = Path(run("git", "rev-parse", "--absolute-git-dir")[1])
+    own = [Path.cwd(), TICKET_DIR / "drafts" / role, TICKET_DIR / "signals" / role,
+           TICKET_DIR / "cli" / role]
+    if role == "implementer":  # it commits; a reviewer writes nothing of git's
+        own += [admin, common / "objects"]
+    shared = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point = Path(fields[4].replace("\\040", " "))
+        options = fields[5].split(",")
+        fstype = fields[fields.index("-") + 1]
+        if "rw" not in options or fstype in KERNEL_FS | {"tmpfs"}:
+            continue
+        if not any(point == mine or point.is_relative_to(mine) for mine in own):
+            shared.append(f"{point} ({fstype})")
+    return bool(shared), "writable and not its own: " + (", ".join(shared[:8]) or "none")
+
+
+def link_out() -> tuple[bool, str]:
+    """Links to a folder of the person's (the test's ATTACK_MARKER) in every place it may
+    write that handoff later copies or removes: its checkout, its admin folder, its drafts,
+    signals and CLI state. Planting a link needs no sight of its target: it works fenced too."""
+    role = os.environ.get("HANDOFF_ROLE", "implementer")
+    admin = Path(run("git", "rev-parse", "--absolute-git-dir")[1])
+    planted = []
+    for folder in (Path.cwd(), admin, TICKET_DIR / "drafts" / role,
+                   TICKET_DIR / "signals" / role, TICKET_DIR / "cli" / role):
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "precious").symlink_to(MARKER, target_is_directory=True)
+            planted.append(str(folder))
+    return bool(planted), f"links planted in {', '.join(planted)}"
+
+
 def read_how_it_was_written() -> tuple[bool, str]:
     """A reviewer reads what it must not: the implementer's report, the event log, the state
     (other reviewers' verdicts among them)."""
@@ -350,7 +396,8 @@ ATTACKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "redirect-commondir": redirect_commondir, "symref-main": symref_main,
     "cli-login": read_cli_login,
     "plant-branch": plant_branch, "lock-branch": lock_branch,
-    "worktree-config": worktree_config,
+    "worktree-config": worktree_config, "writable-census": writable_census,
+    "link-out": link_out,
     "signal-traps": signal_traps, "intake-trickle": intake_trickle,
 }
 

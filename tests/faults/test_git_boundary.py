@@ -323,3 +323,27 @@ def test_a_rounds_leftovers_never_reach_the_next_gate(
     tdir = ticket_path(handoff_home, "GB-strays")
     assert "planted" in (tdir / "gate-1.log").read_text(), "round 1 planted them"
     assert "calc planted: False; stray file: False" in (tdir / "gate-2.log").read_text()
+
+
+@fault("32", "the implementer plants links to a folder of the person's in every place it may "
+             "write that handoff later copies or removes (its checkout, its admin folder, its "
+             "drafts, signals and CLI state); then `handoff close --force`",
+       "close removes the ticket's checkouts and its peers' state without following a link: "
+       "the link goes, what it names stays (sandbox on and off)",
+       "the person's folder and every file in it")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_close_never_removes_through_a_peers_link(
+        repo: Path, tmp_path: Path, handoff_home: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work\n")
+    ticket, final = hostile(repo, tmp_path, handoff_home, monkeypatch, "link-out", mode,
+                            precious)
+    result = attack_result(handoff_home, ticket, "link-out")
+    assert result["got_through"] is True and "/implementer" in str(result["detail"]), result
+    assert final["phase"] == "passed", final.get("reason")
+    closed = handoff("close", ticket, "--force", cwd=repo)
+    assert closed.returncode == 0, closed.stdout + closed.stderr
+    assert not (repo / ".worktrees" / ticket).exists()
+    assert (precious / "thesis.tex").read_text() == "years of work\n"

@@ -85,6 +85,10 @@ CASES = [
     ("rm-home", "implementer", "runs rm -rf ~/important"),
     ("cli-login", "implementer", "reads the person's own Claude Code login "
      "(~/.claude/.credentials.json), whatever CLI it runs"),
+    ("writable-census", "implementer", "lists every mount of its view it may write that is "
+     "not its own (checkout, admin folder, objects, drafts, signals, CLI state, a private "
+     "tmpfs): a place another peer, ticket or the person reads"),
+    ("writable-census", "reviewer", "the same census, as the reviewer"),
     ("read-impl-report", "reviewer", "reads the implementer's report, the event log and the "
      "ticket's state (a reviewer is blind to how the code was written)"),
 ]
