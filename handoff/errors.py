@@ -15,6 +15,7 @@ EXIT_NOT_FOUND = 3
 EXIT_BUSY = 4
 EXIT_WORK_AT_RISK = 5
 EXIT_MISSING_TOOL = 6
+EXIT_NOT_MERGED = 7  # finish moved nothing (or only part of a train): a conflict, a red merge
 EXIT_NEEDS_HUMAN = 10  # the run ended with the ticket waiting for a person (handoff answer)
 EXIT_ESCALATED = 11  # the review loop stopped at a bound: open findings in final-report.md
 EXIT_CRASH = 70  # handoff itself failed unexpectedly (a bug): see the crash log it names
@@ -65,6 +66,13 @@ class MissingTool(HandoffError):
     """A program handoff needs (tmux, git, a provider's CLI) is not installed."""
 
     exit_code = EXIT_MISSING_TOOL
+
+
+class NotMerged(HandoffError):
+    """`finish` refused to move the base: the merge conflicts, or the merged result fails the
+    gate (in a train: from this ticket on; the ones before it may have been merged)."""
+
+    exit_code = EXIT_NOT_MERGED
 
 
 class ExternalFailure(HandoffError):

@@ -8,6 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from handoff.errors import EXIT_NOT_MERGED
 from handoff.phases import Phase
 from handoff.record.overlaps import among
 from tests.conftest import git, wait_until
@@ -94,14 +95,14 @@ def test_overlapping_tickets_are_seen_told_and_a_conflicting_finish_is_refused(
     assert set(by_ticket) == {"A", "C"}, "B is merged and closed"
     assert by_ticket["C"]["conflicts"] == ["calc.py"] and by_ticket["A"]["conflicts"] is None
     assert survey["overlaps"] == [{"tickets": ["A", "C"], "files": ["calc.py"],
-                                   "conflicts": ["calc.py"]}]
+                                   "conflicts": ["calc.py"], "drivers": {}}]
     said = handoff("conflicts", cwd=repo).stdout
     assert "CONFLICTS with main at its head now, in calc.py" in said
     assert "overlap A ~ C: both change calc.py: CONFLICT in calc.py" in said
 
     before = snapshot(repo)
     refused = handoff("finish", "C", cwd=repo)
-    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.returncode == EXIT_NOT_MERGED, refused.stdout + refused.stderr
     assert "handoff/C does not merge cleanly into main" in refused.stderr
     assert "conflicts in calc.py" in refused.stderr
     assert snapshot(repo) == before, "the checkout, the branches and the index as they were"

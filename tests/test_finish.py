@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.errors import EXIT_ESCALATED, EXIT_USAGE, EXIT_WORK_AT_RISK
+from handoff.errors import EXIT_ESCALATED, EXIT_NOT_MERGED, EXIT_USAGE, EXIT_WORK_AT_RISK
 from tests.conftest import commit_file, git
 from tests.harness import (
     ADD_ONLY,
@@ -124,9 +124,10 @@ def test_a_conflicting_base_is_refused_changing_nothing(repo: Path, tmp_path: Pa
     calc = (repo / "calc.py").read_text().replace("return a - b", "return b - a")
     head = commit_file(repo, "calc.py", calc, "main changes the same line")
     code, out = finish(repo, "F-4", "--merge")
-    assert code == EXIT_USAGE, out
+    assert code == EXIT_NOT_MERGED, out
     assert "does not merge cleanly into main" in out and "conflicts in calc.py" in out
     assert "hint:" in out and "Traceback" not in out
+    assert "F-4 stays passed" in out and "git switch -c F-4-onto-main" in out
     assert git(repo, "rev-parse", "HEAD") == head and git(repo, "rev-parse", "main") == head
     assert git(repo, "status", "--porcelain") == "", "no half-merged checkout"
     assert (repo / "calc.py").read_text() == calc

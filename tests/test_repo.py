@@ -445,3 +445,21 @@ def test_checkout_counts_each_changed_path_once_and_names_head(repo: Path,
     git(empty, "init", "-q", "-b", "main")
     (empty / "a.txt").write_text("a\n", encoding="utf-8")
     assert Repo.at(empty).checkout() == Checkout("", 1)
+
+
+def test_merge_drivers_names_the_files_git_does_not_merge_line_by_line(repo: Path) -> None:
+    commit_file(repo, ".gitattributes", "calc.py merge=union\n*.lock merge=ours-lock\n"
+                "*.png -merge\n", "attributes")
+    plain = git(repo, "rev-parse", "HEAD")
+    git(repo, "switch", "-q", "-c", "other")
+    other = commit_file(repo, ".gitattributes", "tests/*.py merge=union\n", "union the tests")
+    git(repo, "switch", "-q", "main")
+    index = (repo / ".git" / "index").read_bytes()
+    found = Repo.at(repo).merge_drivers(
+        [plain, other], ["calc.py", "yarn.lock", "logo.png", "tests/test_calc.py", "README"])
+    # union and a driver the configuration names; `-merge` (binary: it conflicts) is not one
+    assert found == {"calc.py": "union", "yarn.lock": "ours-lock",
+                     "tests/test_calc.py": "union"}
+    assert Repo.at(repo).merge_drivers([plain], []) == {}
+    assert (repo / ".git" / "index").read_bytes() == index, "the person's index is untouched"
+    assert git(repo, "status", "--porcelain") == ""

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from handoff.loop.gate import CAP, Kept
-from handoff.loop.testcount import Count, compared, fewer, read
+from handoff.loop.testcount import Count, compared, failing, fewer, read
 
 FIXTURES = Path(__file__).parent / "fixtures" / "testcount"
 EXPECTED: dict[str, dict[str, object]] = json.loads(
@@ -314,3 +314,19 @@ def test_a_count_as_the_state_keeps_it() -> None:
     assert Count.from_fields(json.loads(json.dumps(count.fields()))) == count
     assert Count.from_fields(None) is None
     assert Count.from_fields({"ran": "5", "failed": 0, "skipped": 0}) is None
+
+
+def test_the_failing_tests_are_named_as_each_runner_names_them() -> None:
+    output = ("F.\n======\nFAIL: test_add (tests.test_calc.AddTest.test_add)\n------\n"
+              "ERROR: test_twice (unittest.loader._FailedTest.test_twice)\n"
+              "FAILED (failures=1, errors=1)\n"
+              "FAILED tests/test_a.py::test_b - assert 1 == 2\nERROR tests/test_c.py\n"
+              "FAILED tests/test_a.py::test_b - assert 1 == 2\n"
+              "    --- FAIL: TestRound (0.00s)\ntest units::rounds ... FAILED\n")
+    assert failing(output) == ["test_add (tests.test_calc.AddTest.test_add)",
+                               "test_twice (unittest.loader._FailedTest.test_twice)",
+                               "tests/test_a.py::test_b", "tests/test_c.py", "TestRound",
+                               "units::rounds"]
+    assert failing(output, limit=2) == failing(output)[:2]
+    # a summary line, a passing run, an import that failed before any test: no names
+    assert failing("FAILED (errors=3)\nOK\n3 passed in 0.1s\nSyntaxError: invalid syntax\n") == []

@@ -599,25 +599,41 @@ def close(
 
 @app.command()
 def finish(
-    ticket: TicketArg,
-    squash: Annotated[bool, typer.Option("--squash/--merge", help="One commit (--squash) or a "
-                                         "merge commit (--merge, the default).")] = False,
+    tickets: Annotated[list[str] | None, typer.Argument(
+        autocompletion=_ticket_ids, show_default=False,
+        help="The passed tickets to merge, in this order (a train: tested together, the base "
+             "moved once).")] = None,
+    squash: Annotated[bool, typer.Option("--squash/--merge", help="One commit per ticket "
+                                         "(--squash) or a merge commit (--merge, the "
+                                         "default).")] = False,
+    all_passed: Annotated[bool, typer.Option("--all-passed", help="Every passed ticket of the "
+                                             "repository, in the order they passed.")] = False,
     repo: RepoOpt = None,
 ) -> None:
-    """Merge a passed ticket's branch into its base branch, locally (never pushed); close it."""
-    from handoff.operations.finish import finish_ticket
+    """Merge passed tickets into their base branch, locally (never pushed), once the merged
+    result passes the gate; close them."""
+    from handoff.operations.finish import finish_tickets
     from handoff.record.store import state_home
 
-    on_host = elsewhere.placed(ticket)
+    named = tickets or []
+    on_host = elsewhere.placed(named[0]) if len(named) == 1 and not all_passed else None
     if on_host is not None:
         from handoff.operations import hosts as hosts_mod
 
         typer.echo("\n".join(hosts_mod.finish_on(*on_host, "squash" if squash else "merge")))
         return
+    hosted = [name for name in named if elsewhere.placed(name) is not None]
+    if hosted:
+        raise UsageError(f"{', '.join(hosted)} run(s) on a host: a train merges tickets of "
+                         "this machine only", "finish a hosted ticket on its own: "
+                         f"'handoff finish {hosted[0]}'")
 
-    result = finish_ticket(state_home(), ticket, repo, "squash" if squash else "merge")
+    result = finish_tickets(state_home(), named, repo, "squash" if squash else "merge",
+                            all_passed)
     _notes(result.notes)
     typer.echo("\n".join(result.said))
+    if result.refused is not None:
+        raise result.refused
 
 
 @app.command(name="gc")

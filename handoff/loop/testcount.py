@@ -307,6 +307,32 @@ def read(output: str) -> Count | None:
                  sum(s.skipped for s in counted), tuple(kept), cut)
 
 
+# ---- which tests failed ----------------------------------------------------------------------
+
+#: a failing test's line, as each runner names it: pytest's short summary (`FAILED path::test -
+#: why`, `ERROR path`), unittest's report heading (`FAIL: test (module.Class.test)`), go test's
+#: `--- FAIL: TestX (0.00s)`, cargo's `test path::name ... FAILED`
+FAILING = (re.compile(r"^(?:FAILED|ERROR) (?P<name>[^\s(]\S*)(?: - .*)?$"),
+           re.compile(r"^(?:FAIL|ERROR): (?P<name>\S+(?: \([\w.]+\))?)$"),
+           re.compile(r"^\s*--- FAIL: (?P<name>\S+) \("),
+           re.compile(r"^test (?P<name>\S+) \.\.\. FAILED$"))
+
+
+def failing(output: str, limit: int = 20) -> list[str]:
+    """The tests the output names as failed or errored, each once, in the output's order (at
+    most limit); [] when it names none handoff reads (the summary still says the run failed)."""
+    found: list[str] = []
+    for line in _lines(output)[0]:
+        for pattern in FAILING:
+            match = pattern.match(line.rstrip())
+            if match and match.group("name") not in found:
+                found.append(match.group("name"))
+                break
+        if len(found) >= limit:
+            break
+    return found
+
+
 # ---- against the base -----------------------------------------------------------------------
 
 def fewer(base: Count | None, now: Count | None) -> int:

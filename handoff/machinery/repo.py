@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,6 +171,31 @@ class Repo:
         raise ExternalFailure(f"git merge-tree could not merge {short_sha(theirs)} into "
                               f"{short_sha(ours)}: {out.strip()[-300:] or f'exit {status}'}",
                               "handoff needs git 2.38 or newer (merge-tree --write-tree)")
+
+    def merge_drivers(self, trees: Sequence[str], paths: Sequence[str]) -> dict[str, str]:
+        """path → the merge driver the attributes give it at any of trees (their .gitattributes,
+        with the repository's info/attributes and the person's core.attributesFile), for the
+        paths whose merge is not git's own line merge: `union`, which never conflicts, or a
+        driver the configuration names, whose "clean" is only its own word. Each tree is read
+        into an index of its own in a temporary folder; no checkout or index of the person's
+        is touched."""
+        load_gitpython()
+        from handoff.machinery import gitcmd
+
+        found: dict[str, str] = {}
+        if not paths:
+            return found
+        with tempfile.TemporaryDirectory(prefix="handoff-attrs-") as scratch:
+            for tree in dict.fromkeys(trees):
+                env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+                gitcmd.run(self.top, ("read-tree", tree), env=env)
+                out = gitcmd.run(self.top, ("check-attr", "--cached", "-z", "merge", "--",
+                                            *paths), env=env)[1]
+                fields = out.split("\0")
+                for path, _, value in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
+                    if value not in ("unspecified", "set", "unset", "text", "binary"):
+                        found.setdefault(path, value)
+        return found
 
     def main_checkout(self) -> Path:
         """The repository's main checkout (git lists it first), whichever worktree runs."""

@@ -9,7 +9,7 @@ touched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,8 @@ class Branch:
     changed: tuple[str, ...]
     #: the files that conflict when it is merged into its base's head now (None: it merges)
     conflicts: tuple[str, ...] | None
+    #: its changed files that git does not merge line against line (Repo.merge_drivers)
+    drivers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Pair:
     files: tuple[str, ...]
     #: the files that conflict when their branches are merged together (None: they merge)
     conflicts: tuple[str, ...] | None
+    #: of the shared files, those git does not merge line against line (Repo.merge_drivers)
+    drivers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,12 @@ class Survey:
         """`handoff conflicts --json` (docs/cli.md)."""
         return {"tickets": [{"ticket": b.ticket, "phase": b.phase, "branch": b.branch,
                              "commit": b.tip, "base": b.base, "changed": list(b.changed),
-                             "conflicts": None if b.conflicts is None else list(b.conflicts)}
+                             "conflicts": None if b.conflicts is None else list(b.conflicts),
+                             "drivers": b.drivers}
                             for b in self.branches],
                 "overlaps": [{"tickets": list(p.tickets), "files": list(p.files),
-                              "conflicts": None if p.conflicts is None else list(p.conflicts)}
+                              "conflicts": None if p.conflicts is None else list(p.conflicts),
+                              "drivers": p.drivers}
                              for p in self.pairs]}
 
 
@@ -75,7 +81,8 @@ def survey(home: Path, repo: Repo) -> Survey:
         if shared:
             found = repo.merge_conflicts(one.tip, other.tip)
             pairs.append(Pair((one.ticket, other.ticket), shared,
-                              None if found is None else tuple(found)))
+                              None if found is None else tuple(found),
+                              repo.merge_drivers([one.tip, other.tip], shared)))
     return Survey(tuple(branches), tuple(pairs))
 
 
@@ -93,7 +100,8 @@ def _branch(repo: Repo, state: State) -> Branch | None:
     if head and not repo.is_ancestor(tip, head):
         found = repo.merge_conflicts(head, tip)
         conflicts = None if found is None else tuple(found)
-    return Branch(state.ticket, state.phase, name, tip, base, head, changed, conflicts)
+    drivers = repo.merge_drivers([t for t in (head, tip) if t], changed)
+    return Branch(state.ticket, state.phase, name, tip, base, head, changed, conflicts, drivers)
 
 
 def lines(found: Survey) -> list[str]:
@@ -111,10 +119,20 @@ def lines(found: Survey) -> list[str]:
             out.append(f"    CONFLICTS with {b.base} at its head now, in "
                        f"{', '.join(b.conflicts)}")
         else:
-            out.append(f"    merges cleanly into {b.base}")
+            out.append(f"    merges cleanly into {b.base}{_drivers(b.drivers)}")
     for pair in found.pairs:
         one, other = pair.tickets
         said = f"CONFLICT in {', '.join(pair.conflicts)}" if pair.conflicts else \
-            "they merge cleanly with each other"
+            f"they merge cleanly with each other{_drivers(pair.drivers)}"
         out.append(f"overlap {one} ~ {other}: both change {', '.join(pair.files)}: {said}")
     return out
+
+
+def _drivers(drivers: dict[str, str]) -> str:
+    """What "clean" is worth where a merge driver, not git's line merge, said it."""
+    if not drivers:
+        return ""
+    named = ", ".join(f"{path} (merge={driver})" for path, driver in sorted(drivers.items()))
+    return (f", but only as its merge driver sees it: {named}: a union keeps the lines of "
+            "both sides and never conflicts, a custom driver's clean is its own word; "
+            "'handoff finish' tests the merged result before it moves the base")

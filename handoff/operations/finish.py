@@ -1,72 +1,241 @@
-"""`handoff finish`: merge a passed ticket's branch into its base branch, locally, then close it.
+"""`handoff finish`: merge passed tickets into their base branch, locally, once the merged
+result has passed the gate, then close them.
 
-Nothing is pushed. Every refusal comes before anything changes: the merge is worked out with
-`git merge-tree --write-tree` (no index, no checkout), so a conflict is named without touching
-the user's checkout; the commit is then made with `git commit-tree` and the base branch moved:
+Nothing is pushed, and nothing moves until the result is known to work. The merge is worked out
+in the object store (`git merge-tree --write-tree`, `git commit-tree`: no index, no checkout of
+the person's), so a conflict is named without touching anything; the result is then tested as
+a round's commit is, in the gate's checkout and fence (handoff.operations.train), since a merge
+that git calls clean may still not build. Several tickets are a train: merged one after another,
+tested once together, and the base moved once; when the train fails, the first ticket that
+breaks it is found, the ones before it merged, it and the ones after it left passed. The base
+is then moved:
 
 * base checked out in a worktree (the user's checkout, clean): `git merge --ff-only` to the new
   commit there, which moves branch and files together or refuses without changing either;
 * base checked out nowhere: `git update-ref` with the old value, so a branch that moved in the
   meantime is refused, never overwritten.
 
-The ticket is then closed as `handoff close` closes it (`lifecycle.close_ticket`).
+Each merged ticket is then closed as `handoff close` closes it (`lifecycle.close_ticket`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from handoff.errors import UsageError, WorkAtRisk
+from handoff.errors import Busy, HandoffError, NotMerged, UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import branch_name, person_checkouts
-from handoff.operations import lifecycle
-from handoff.operations.results import Finished
-from handoff.record.ticket import State
+from handoff.operations import lifecycle, train
+from handoff.operations.results import Finished, Train
+from handoff.operations.train import Base, Check, Conflict, Link, Passed
+from handoff.phases import Phase
+from handoff.record.lock import TicketLock
+from handoff.record.ticket import State, all_tickets
 
 MODES = ("merge", "squash")
 
 
-@dataclass(frozen=True)
-class Base:
-    """The branch a ticket merges into, and where (if anywhere) it is checked out."""
-
-    branch: str
-    head: str
-    checkout: Path | None
-
-
 def finish_ticket(home: Path, ticket: str, repo: Path | None,
                   mode: str = "merge") -> Finished:
-    """Merge (mode "merge": a merge commit; "squash": one commit) a passed ticket into its base
-    branch and close it. Raises before changing anything when it cannot be done safely."""
+    """Merge one passed ticket (a train of one); NotMerged when it does not merge, or its
+    merged result fails."""
+    done = finish_tickets(home, [ticket], repo, mode)
+    if done.refused is not None:
+        raise done.refused
+    return done.finished[0]
+
+
+def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
+                   mode: str = "merge", all_passed: bool = False) -> Train:
+    """Merge passed tickets into their base branch in the order given (every passed ticket of
+    the repository, in the order they passed: all_passed), test the result and move the base
+    once, then close the merged tickets. Raises before changing anything when it cannot be
+    done safely; a train that breaks part-way merges the tickets before the one that breaks
+    it, and says why in `refused`."""
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
-    ws = lifecycle.open_ticket(home, ticket, repo)
-    state = ws.state()
-    _ensure_passed(ws, state)
-    commit = state.last_commit()
-    branch = state.branch or branch_name(state.ticket)
-    tip = ws.repo.branch_head(branch)
-    base = base_branch(ws.repo, state.ticket, state.base, state.base_commit, branch)
+    names = _names(home, tickets, repo, all_passed)
+    train_ = [_passed(lifecycle.open_ticket(home, name, repo)) for name in names]
+    first = train_[0]
+    repo_ = first.ws.repo
+    base = _one_base(repo_, train_)
     if base.checkout is not None:
         ensure_clean_checkout(base)
-    ws.worktrees.ensure_clean(("implementer",))  # what close would refuse, refused first
-    notes = []
-    if tip and tip != commit:
-        notes.append(f"{branch} is at {short_sha(tip)}, past the commit that passed review "
-                     f"({short_sha(commit)}): only the reviewed commit is merged")
-    new, said = merge(ws.repo, base, commit, branch, mode,
-                      lambda: message(ws, state, base.branch, branch, mode))
-    notes += said
-    if new:
-        ws.tdir.events.append("finish", round=state.round, mode=mode, base=base.branch,
-                              before=base.head, after=new, merged=commit, by="hand")
-    closed = lifecycle.close_ticket(home, ticket, repo)
-    return Finished(closed, mode, base.branch, base.head, new, commit,
-                    notes=(*notes, *closed.notes))
+    for passed in train_:
+        passed.ws.worktrees.ensure_clean(("implementer",))  # what close would refuse, first
+    with _held(train_):
+        links, conflict = train.build(repo_, base, train_, mode == "squash",
+                                      lambda p: message(p.ws, p.state, base.branch, p.branch,
+                                                        mode))
+        merged, tested, refused = _verified(repo_, base, links, conflict,
+                                           [p.ticket for p in train_])
+        if merged:
+            move_base(repo_, base, merged[-1].after)
+    finished = [_close(home, repo, base, link, mode) for link in merged]
+    return Train(tuple(finished), refused, tuple(_past_review(train_)),
+                 tested.summary if tested is not None and any(m.merged for m in merged) else "")
+
+
+def _names(home: Path, tickets: Sequence[str], repo: Path | None,
+           all_passed: bool) -> list[str]:
+    if all_passed:
+        if tickets:
+            raise UsageError("name tickets or give --all-passed, not both",
+                             "'handoff finish A B C' merges those, in that order")
+        found = _all_passed(home, repo)
+        if not found:
+            raise UsageError("no ticket of this repository has passed: nothing to finish",
+                             "'handoff status' shows where each ticket stands")
+        return found
+    if not tickets:
+        raise UsageError("name the tickets to finish", "'handoff finish T' or "
+                                                        "'handoff finish --all-passed'")
+    if len(set(tickets)) != len(tickets):
+        raise UsageError(f"a ticket is named twice: {' '.join(tickets)}",
+                         "name each ticket once, in the order to merge them")
+    return list(tickets)
+
+
+def _all_passed(home: Path, repo: Path | None) -> list[str]:
+    """The repository's passed tickets, in the order they passed (their final reports)."""
+    found = []
+    for tdir in all_tickets(home, Repo.at(repo or Path.cwd()).key):
+        try:
+            passed = tdir.load().phase == Phase.PASSED
+        except HandoffError:  # `status` names a record it cannot read
+            continue
+        if passed:
+            report = tdir.final_report
+            found.append((report.stat().st_mtime if report.exists() else 0.0, tdir.ticket))
+    return [ticket for _, ticket in sorted(found)]
+
+
+def _passed(ws: Workspace) -> Passed:
+    state = ws.state()
+    _ensure_passed(ws, state)
+    return Passed(ws, state, state.last_commit(), state.branch or branch_name(state.ticket))
+
+
+def _one_base(repo: Repo, tickets: Sequence[Passed]) -> Base:
+    """The base branch every ticket of the train merges into."""
+    bases = [base_branch(p.ws.repo, p.ticket, p.state.base, p.state.base_commit, p.branch)
+             for p in tickets]
+    if any(p.ws.repo.key != repo.key for p in tickets):
+        raise UsageError("the tickets are of different repositories: "
+                         + ", ".join(f"{p.ticket} ({p.ws.repo.top})" for p in tickets),
+                         "finish each repository's tickets on their own")
+    if len({b.branch for b in bases}) > 1:
+        raise UsageError("the tickets merge into different branches: "
+                         + ", ".join(f"{p.ticket} into {b.branch}"
+                                     for p, b in zip(tickets, bases, strict=True)),
+                         "finish the tickets of each base branch in a train of their own")
+    return bases[0]
+
+
+@contextlib.contextmanager
+def _held(tickets: Sequence[Passed]) -> Iterator[None]:
+    """Each ticket's lock while its merge is made and tested: no orchestrator, and no other
+    finish, uses its gate checkout meanwhile. Released before the tickets are closed (close
+    ends whoever holds a ticket's lock)."""
+    with contextlib.ExitStack() as stack:
+        for passed in tickets:
+            try:
+                stack.enter_context(TicketLock(passed.ws.tdir.lock_file))
+            except Busy:
+                owner = lifecycle.orchestrator_running(passed.ws)
+                raise Busy(f"{passed.ticket} is busy: its orchestrator or another finish "
+                           f"(pid {owner or '?'}) holds it", "wait for it to end, then run "
+                           "finish again; nothing was merged") from None
+        yield
+
+
+def _verified(repo: Repo, base: Base, links: list[Link], conflict: Conflict | None,
+              names: Sequence[str]) -> tuple[list[Link], Check | None, NotMerged | None]:
+    """The links whose result passed the gate (all, or the prefix before the one that breaks
+    the train), the check it passed, and why the rest were not merged (None: all were)."""
+    if not links:
+        return [], None, _conflicted(conflict, base, links, names) if conflict else None
+    whole = train.check(repo, base, links, len(links))
+    if whole.ok:
+        return links, whole, _conflicted(conflict, base, links, names) if conflict else None
+    count, good, bad = train.first_breaking(links, whole,
+                                            lambda n: train.check(repo, base, links, n))
+    return links[:count], good, _red(repo, base, links, count, bad, names)
+
+
+def _left(names: Sequence[str], named: str) -> str:
+    """What stays passed after the ticket that stopped the train."""
+    after = list(names[names.index(named) + 1:])
+    if not after:
+        return ""
+    return (f"; {after[0]} was not merged and stays passed" if len(after) == 1
+            else f"; {', '.join(after)} were not merged and stay passed")
+
+
+def _conflicted(conflict: Conflict, base: Base, links: Sequence[Link],
+                names: Sequence[str]) -> NotMerged:
+    passed = conflict.passed
+    files = ", ".join(conflict.files[:8]) + (" …" if len(conflict.files) > 8 else "")
+    onto = (f"{base.branch} (at {short_sha(base.head)})" if conflict.onto == base.head
+            else f"{base.branch} with {', '.join(link.passed.ticket for link in links)} merged")
+    return NotMerged(f"{passed.branch} does not merge cleanly into {onto}: conflicts in "
+                     f"{files}{_left(names, passed.ticket)}",
+                     _way_on(passed, base, len(links)))
+
+
+def _red(repo: Repo, base: Base, links: Sequence[Link], count: int, bad: Check,
+         names: Sequence[str]) -> NotMerged:
+    breaker = links[count].passed
+    others = train.met(repo, base, breaker, links[:count])
+    meets = (f"; its changes meet those of {', '.join(others)}" if others else
+             f"; it meets what changed on {base.branch} since it was started "
+             f"(at {short_sha(breaker.state.base_commit)})")
+    failing = (f"; failing: {', '.join(bad.failing[:8])}" + (" …" if len(bad.failing) > 8
+                                                              else "")) if bad.failing else \
+        (f"; it names no failing test, and ends: {bad.last}" if bad.last else "")
+    logs = f"; log: {bad.logs[0]}" if bad.logs else ""
+    merged = f" with {', '.join(link.passed.ticket for link in links[:count])}"         if count else ""
+    return NotMerged(f"{breaker.ticket} merged into {base.branch}{merged} fails the gate: "
+                     f"{bad.summary}{failing}{meets}{logs}{_left(names, breaker.ticket)}",
+                     _way_on(breaker, base, count))
+
+
+def _way_on(passed: Passed, base: Base, merged: int) -> str:
+    """What works after a conflict or a red merge: the base is as it was (but for the tickets
+    before this one), and the ticket is still passed at its reviewed commit."""
+    moved = (f"{base.branch} is still at {short_sha(base.head)}" if not merged
+             else f"{base.branch} moved only by the {merged} ticket(s) before {passed.ticket}")
+    return (f"{moved}; {passed.ticket} stays passed. To carry it on, merge {base.branch} into a "
+            f"branch of its own and mend it: 'git switch -c {passed.ticket}-onto-{base.branch} "
+            f"{short_sha(passed.commit)} && git merge {base.branch}'; or "
+            f"'handoff close {passed.ticket}'")
+
+
+def _close(home: Path, repo: Path | None, base: Base, link: Link, mode: str) -> Finished:
+    passed = link.passed
+    if link.merged:
+        passed.ws.tdir.events.append("finish", round=passed.state.round, mode=mode,
+                                     base=base.branch, before=link.before, after=link.after,
+                                     merged=passed.commit, by="hand")
+    closed = lifecycle.close_ticket(home, passed.ticket, repo)
+    notes = [] if link.merged else [
+        f"{base.branch} already holds what {short_sha(passed.commit)} changes: nothing to merge"]
+    return Finished(closed, mode, base.branch, link.before, link.after if link.merged else "",
+                    passed.commit, notes=(*notes, *closed.notes))
+
+
+def _past_review(tickets: Sequence[Passed]) -> list[str]:
+    """A branch moved past the commit that passed review: that commit is what is merged."""
+    out = []
+    for passed in tickets:
+        tip = passed.ws.repo.branch_head(passed.branch)
+        if tip and tip != passed.commit:
+            out.append(f"{passed.branch} is at {short_sha(tip)}, past the commit that passed "
+                       f"review ({short_sha(passed.commit)}): only the reviewed commit is merged")
+    return out
 
 
 def merge(repo: Repo, base: Base, commit: str, branch: str, mode: str,
@@ -138,10 +307,11 @@ def merged_tree(repo: Repo, base: Base, commit: str, branch: str) -> str:
     tree, conflicts = repo.merge(base.head, commit)
     if conflicts is not None:
         listing = ", ".join(conflicts[:8]) + (" …" if len(conflicts) > 8 else "")
-        raise UsageError(f"{branch} does not merge cleanly into {base.branch} "
-                         f"(at {short_sha(base.head)}): conflicts in {listing}",
-                         f"nothing was changed; merge {base.branch} into {branch} and resolve "
-                         "them, or merge by hand")
+        raise NotMerged(f"{branch} does not merge cleanly into {base.branch} "
+                        f"(at {short_sha(base.head)}): conflicts in {listing}",
+                        f"nothing was changed; to carry it on, merge {base.branch} into a branch "
+                        f"of its own and mend it: 'git switch -c {branch.replace('/', '-')}-onto-"
+                        f"{base.branch} {short_sha(commit)} && git merge {base.branch}'")
     return tree
 
 

@@ -513,6 +513,10 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
     if new:
         said.append(f"{ticket}: {branch} ({short_sha(commit)}) merged into {base.branch}: "
                     f"{short_sha(base.head)} → {short_sha(new)} ({mode}; nothing pushed)")
+        if not repo.is_ancestor(base.head, commit):
+            # its plan, gate checkout and fence are on the host: nothing here can test it
+            said.append(f"note: {base.branch} had moved since {ticket} was reviewed on {host}: "
+                        "the merged result was not tested here; run your tests before you push")
     said.append(close_on(home, cfg, placement, report=kept))
     return said
 

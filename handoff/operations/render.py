@@ -143,6 +143,8 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
+    "merge-check": lambda e: f"merged with {', '.join(e.get('tickets') or [])} into "
+                             f"{e.get('base')}: {str(e.get('result')).upper()} — {e.get('summary')}",
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
                           if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
     "voided": lambda e: f"report set aside as {e.get('report')}, not taken: {e.get('why')}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from handoff.errors import HandoffError
 from handoff.machinery.repo import short_sha
 
 
@@ -104,3 +105,20 @@ class Finished:
             lines.append(f"{self.closed.ticket} merged into {self.base} ({self.mode}): "
                          f"{short_sha(self.before)} -> {short_sha(self.after)} (not pushed)")
         return lines + self.closed.said
+
+
+@dataclass(frozen=True)
+class Train:
+    """`handoff finish A B C`: the tickets merged (in order), and why the rest were not."""
+
+    finished: tuple[Finished, ...]
+    #: why the train stopped before its end (None: every ticket was merged)
+    refused: HandoffError | None = None
+    notes: tuple[str, ...] = ()
+    #: how the merged result was tested before the base moved ('' : nothing was merged)
+    tested: str = ""
+
+    @property
+    def said(self) -> list[str]:
+        tested = [f"merged result: {self.tested}"] if self.tested else []
+        return tested + [line for done in self.finished for line in [*done.notes, *done.said]]

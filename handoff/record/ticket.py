@@ -236,6 +236,11 @@ class TicketDir:
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
 
+    def merge_log(self, merged: int, command: int = 0) -> Path:
+        """The log of finish's gate run (its command-th test command, from 0) on the base with
+        the first `merged` tickets of its train merged."""
+        return self.path / f"merge-{merged}{f'.{command + 1}' if command else ''}.log"
+
     @property
     def gate_running(self) -> Path:
         """A running gate's command, process group and identity, while it runs: what ends it
