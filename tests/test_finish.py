@@ -127,7 +127,7 @@ def test_a_conflicting_base_is_refused_changing_nothing(repo: Path, tmp_path: Pa
     assert code == EXIT_NOT_MERGED, out
     assert "does not merge cleanly into main" in out and "conflicts in calc.py" in out
     assert "hint:" in out and "Traceback" not in out
-    assert "F-4 stays passed" in out and "git switch -c F-4-onto-main" in out
+    assert "F-4 stays passed" in out and "'handoff resume F-4 --onto main'" in out
     assert git(repo, "rev-parse", "HEAD") == head and git(repo, "rev-parse", "main") == head
     assert git(repo, "status", "--porcelain") == "", "no half-merged checkout"
     assert (repo / "calc.py").read_text() == calc

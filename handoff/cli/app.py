@@ -397,6 +397,10 @@ def resume(
     more_rounds: Annotated[int | None, typer.Option(
         "--more-rounds", metavar="N", help="Carry an escalated ticket on for N more rounds "
         "(its open findings go to the next round).", show_default=False)] = None,
+    onto: Annotated[str | None, typer.Option(
+        "--onto", metavar="BRANCH", help="Carry a passed (or escalated) ticket onto BRANCH's "
+        "head: merged into its work, a round of its own, the gate and fresh reviewers (2 more "
+        "rounds unless --more-rounds says).", show_default=False)] = None,
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
@@ -404,16 +408,23 @@ def resume(
     from handoff.record.store import state_home
 
     if every:
-        if ticket is not None or foreground or yes or more_rounds is not None:
+        if ticket is not None or foreground or yes or more_rounds is not None or onto:
             raise UsageError("--all resumes every ticket whose run was cut off, each in its "
-                             "own window: it takes no ticket, --foreground, --yes or "
-                             "--more-rounds", "handoff resume --all")
+                             "own window: it takes no ticket, --foreground, --yes, "
+                             "--more-rounds or --onto", "handoff resume --all")
         raise typer.Exit(_resume_all(state_home(), repo))
     if ticket is None:
         raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
     if not foreground:
         elsewhere.forward(ticket, ["resume", ticket, *(["--yes"] if yes else []),
-                            *(["--more-rounds", str(more_rounds)] if more_rounds else [])])
+                            *(["--more-rounds", str(more_rounds)] if more_rounds else []),
+                            *(["--onto", onto] if onto else [])])
+    if onto is not None:
+        from handoff.operations.onto import resume_onto
+
+        ws, carried = resume_onto(state_home(), ticket, repo, onto, more_rounds)
+        typer.echo(carried)
+        raise typer.Exit(_launch(ws, foreground))
     if yes and not foreground:  # as the board's approve
         running = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
         _notes(running.notes)

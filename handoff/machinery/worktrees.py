@@ -530,6 +530,27 @@ class TicketWorktrees:
                         (clip(said, 600) or f"update-ref exited {status}")
         return ""
 
+    def merge_in(self, role: str, at: str, commit: str, message: str) -> list[str]:
+        """Check the role's checkout out at `at` (detached) and merge commit into it there, as
+        a merge commit: [] when git made it, else the files that conflict, left in the
+        checkout with the merge under way for the peer to resolve and commit. Run pinned, as
+        all of handoff's git in a checkout; the checkout must be clean (ensure_clean)."""
+        path = self.live(role)
+        if self._git(path, "rev-parse", "HEAD") != at:
+            self._git(path, "checkout", "--quiet", "--detach", at)
+        status, out, err = self._run(path, "merge", "--no-ff", "--no-edit", "-m", message,
+                                     commit, check=False)
+        if status == 0:
+            return []
+        conflicts = self._git(path, "diff", "--name-only", "--diff-filter=U").splitlines()
+        if conflicts:
+            return conflicts
+        self._run(path, "merge", "--abort", check=False)
+        said = " ".join(line.strip() for line in (err + out).splitlines() if line.strip())
+        raise ExternalFailure(f"git could not merge {commit[:10]} into {path}: "
+                              f"{clip(said, 600) or f'exit {status}'}",
+                              "nothing was changed; mend what git names, then run it again")
+
     # ---- making them ----------------------------------------------------------------------
     def create_implementer(self, base_commit: str, recreate: bool = False) -> Path:
         return self.ensure(IMPLEMENTER, base_commit, recreate).path

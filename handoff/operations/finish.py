@@ -36,6 +36,9 @@ from handoff.record.lock import TicketLock
 from handoff.record.ticket import State, all_tickets
 
 MODES = ("merge", "squash")
+#: seconds finish waits for a ticket's lock: a passed ticket's orchestrator asks its peers to
+#: leave (each within its CLI's own grace) before it ends
+HELD_WAIT = 30.0
 
 
 def finish_ticket(home: Path, ticket: str, repo: Path | None,
@@ -138,17 +141,19 @@ def _one_base(repo: Repo, tickets: Sequence[Passed]) -> Base:
 @contextlib.contextmanager
 def _held(tickets: Sequence[Passed]) -> Iterator[None]:
     """Each ticket's lock while its merge is made and tested: no orchestrator, and no other
-    finish, uses its gate checkout meanwhile. Released before the tickets are closed (close
-    ends whoever holds a ticket's lock)."""
+    finish, uses its gate checkout meanwhile. The orchestrator of a ticket that just passed
+    may still be seeing its peers out: it is waited for, at most HELD_WAIT seconds. Released
+    before the tickets are closed (close ends whoever holds a ticket's lock)."""
     with contextlib.ExitStack() as stack:
         for passed in tickets:
             try:
-                stack.enter_context(TicketLock(passed.ws.tdir.lock_file))
+                stack.enter_context(TicketLock(passed.ws.tdir.lock_file, wait=HELD_WAIT))
             except Busy:
                 owner = lifecycle.orchestrator_running(passed.ws)
                 raise Busy(f"{passed.ticket} is busy: its orchestrator or another finish "
-                           f"(pid {owner or '?'}) holds it", "wait for it to end, then run "
-                           "finish again; nothing was merged") from None
+                           f"(pid {owner or '?'}) held it for {HELD_WAIT:g}s", "wait for it "
+                           "to end ('handoff status' shows its run), then run finish again; "
+                           "nothing was merged") from None
         yield
 
 
@@ -205,13 +210,14 @@ def _red(repo: Repo, base: Base, links: Sequence[Link], count: int, bad: Check,
 
 def _way_on(passed: Passed, base: Base, merged: int) -> str:
     """What works after a conflict or a red merge: the base is as it was (but for the tickets
-    before this one), and the ticket is still passed at its reviewed commit."""
+    before this one), and the ticket is still passed at its reviewed commit, to be carried
+    onto the base in a round of its own (handoff.operations.onto)."""
     moved = (f"{base.branch} is still at {short_sha(base.head)}" if not merged
              else f"{base.branch} moved only by the {merged} ticket(s) before {passed.ticket}")
-    return (f"{moved}; {passed.ticket} stays passed. To carry it on, merge {base.branch} into a "
-            f"branch of its own and mend it: 'git switch -c {passed.ticket}-onto-{base.branch} "
-            f"{short_sha(passed.commit)} && git merge {base.branch}'; or "
-            f"'handoff close {passed.ticket}'")
+    return (f"{moved}; {passed.ticket} stays passed. 'handoff resume {passed.ticket} --onto "
+            f"{base.branch}' carries it onto {base.branch} in a round of its own (then the gate "
+            f"and fresh reviewers), after which finish merges it; or 'handoff close "
+            f"{passed.ticket}'")
 
 
 def _close(home: Path, repo: Path | None, base: Base, link: Link, mode: str) -> Finished:

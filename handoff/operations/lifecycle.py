@@ -382,7 +382,7 @@ def orchestrator_running(ws: Workspace) -> int | None:
     return holder(ws.tdir.lock_file)
 
 
-def _ensure_idle(tdir: TicketDir) -> None:
+def ensure_idle(tdir: TicketDir) -> None:
     pid = holder(tdir.lock_file)
     if pid is not None:
         raise Busy(f"an orchestrator (pid {pid}) is already running {tdir.ticket}",
@@ -457,7 +457,7 @@ def open_to_resume(home: Path, ticket: str, repo: Path | None,
     tdir = find_ticket(home, ticket, repo)
     if more_rounds is not None:
         _check_more_rounds(tdir, more_rounds)  # before anything is mended or started
-    _ensure_idle(tdir)
+    ensure_idle(tdir)
     notes = [note for note in (restore_state(tdir, rebuild=False), torn_note(tdir)) if note]
     ws = Workspace.open(home, tdir)
     if more_rounds is not None:
@@ -520,13 +520,13 @@ def bound_hit(ws: Workspace, state: State) -> Bound | None:
     repeated = bool(earlier & set(state.findings.get(n, []))) or \
         ledger.twice_not_fixed() is not None
     name = rules.bound_hit(state.verdicts.get(n), state.gates.get(n), state.reviews,
-                           state.gate_bounces, _limits(state), repeated)
+                           state.gate_bounces, limits_of(state), repeated)
     if name is None:
         return None
     return Bound(name, [_last_gate_note(ws, state)] if name == "max-gate-bounces" else [])
 
 
-def _limits(state: State) -> rules.Limits:
+def limits_of(state: State) -> rules.Limits:
     return rules.Limits(state.max_rounds, state.max_gate_bounces)
 
 
@@ -570,7 +570,7 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
                 f"{state.branch or branch_name(state.ticket)}, or 'handoff close "
                 f"{state.ticket}'")
         before = {"max_rounds": state.max_rounds, "max_gate_bounces": state.max_gate_bounces}
-        after = rules.extended(_limits(state), state.reviews, state.gate_bounces, more)
+        after = rules.extended(limits_of(state), state.reviews, state.gate_bounces, more)
         state.max_rounds, state.max_gate_bounces = after.max_rounds, after.max_gate_bounces
         state.ledger = _ledger(ws, state).records()  # the open findings go on with it
         tdir.save(state)

@@ -143,6 +143,10 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
+    "onto": lambda e: f"carried onto {e.get('onto')} ({short_sha(str(e.get('before')))} → "
+                      f"{short_sha(str(e.get('after')))}): "
+                      + (f"conflicts in {', '.join(e['conflicts'])} left to resolve"
+                         if e.get("conflicts") else f"merged at {short_sha(str(e.get('merged')))}"),
     "merge-check": lambda e: f"merged with {', '.join(e.get('tickets') or [])} into "
                              f"{e.get('base')}: {str(e.get('result')).upper()} — {e.get('summary')}",
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"

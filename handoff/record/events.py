@@ -19,7 +19,7 @@ EventKind = Literal[
     "answer", "answer-passed-on", "branch", "brief", "budget", "created", "death",
     "delivery-failed", "dialog", "error", "escalate", "final-report", "finish", "forgery", "gate",
     "intake", "launch", "left", "merge-check", "more-rounds", "notified", "notify-failed",
-    "nudge", "orchestrator", "peer",
+    "nudge", "onto", "orchestrator", "peer",
     "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "recycle",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "state-restored",
     "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",

@@ -72,13 +72,16 @@ def is_locked(fd: int) -> bool:
 
 
 class TicketLock:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, wait: float = 0.0) -> None:
+        """wait: how long acquire() waits for a holder to let go (an orchestrator finishing
+        its last steps after its ticket passed) before it says Busy."""
         self.path = path
+        self.wait = wait
         self._fd: int | None = None
 
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + (0.0 if OFD else PROBE_GRACE)
+        deadline = time.monotonic() + max(self.wait, 0.0 if OFD else PROBE_GRACE)
         while not try_lock(fd):
             if time.monotonic() >= deadline:
                 os.close(fd)
