@@ -13,6 +13,8 @@ from handoff.role import Kind
 
 class Phase(StrEnum):
     AWAITING_APPROVAL = "awaiting-approval"
+    #: approved, waiting until the tickets it starts after have passed (handoff.loop.after)
+    WAITING = "waiting"
     #: waiting for one of this machine's `max_parallel` slots (handoff.record.slots)
     QUEUED = "queued"
     IMPLEMENTING = "implementing"

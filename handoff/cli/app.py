@@ -304,13 +304,20 @@ def start(
         "--host", help="Where it runs: a host of config.yaml's hosts, local, or auto (the "
         "first with a free slot, this machine first); default: config.yaml's placement.",
         show_default=False)] = None,
+    after: Annotated[list[str] | None, typer.Option(
+        "--after", metavar="TICKET", help="A ticket it builds on (again for more, or A,B): it "
+        "waits until they pass, then starts from their work (beside the plan's after:).",
+        show_default=False)] = None,
     repo: RepoOpt = None,
 ) -> None:
     """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
     Beyond max_parallel tickets at work on this machine it waits in the queue."""
     from handoff.operations import lifecycle
+    from handoff.protocol import plan as plan_mod
 
     args = ticket or []
+    builds_on = tuple(name.strip() for item in after or [] for name in item.split(",")
+                      if name.strip())
     if plans:
         if plan is not None or foreground or summary:
             raise UsageError("--plans takes the plans as its arguments, and starts each in its "
@@ -326,6 +333,12 @@ def start(
                              "--plans plans/*.md")
         starts = [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
     placement = elsewhere.placement(host, foreground)
+    # the tickets of one --plans may start after each other, in any order
+    batch = tuple((one.ticket, plan_mod.parse(one.text, str(one.path)).after + builds_on)
+                  for one in starts) if plans else ()
+    if placement != "local" and (builds_on or any(deps for _, deps in batch)):
+        raise UsageError("a ticket that starts after others runs on this machine: their work "
+                         "is here", "drop --host, or start it once they are merged")
     if not plans:  # its exit code says how a --foreground run ended
         if placement != "local":
             raise typer.Exit(elsewhere.start_on(
@@ -333,7 +346,7 @@ def start(
                 here=functools.partial(_start_one, starts[0], yes, now, False, max_rounds,
                                        base, summary, repo, brief=False)))
         raise typer.Exit(_start_one(starts[0], yes, now, foreground, max_rounds, base, summary,
-                                    repo, brief=False))
+                                    repo, brief=False, after=builds_on))
     failed = 0
     for one in starts:
         try:
@@ -343,7 +356,7 @@ def start(
                                        "", repo, brief=False))
                        if placement != "local" else
                        _start_one(one, yes, now, False, max_rounds, base, "", repo,
-                                  brief=True)) != 0
+                                  brief=True, after=builds_on, batch=batch)) != 0
         except HandoffError as exc:
             typer.echo(f"handoff: error: {one.ticket}: {exc.message}"
                        + (f"\n  hint: {exc.hint}" if exc.hint else ""), err=True)
@@ -354,7 +367,9 @@ def start(
 
 
 def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rounds: int | None,
-               base: str, summary: str, repo: Path | None, brief: bool) -> int:
+               base: str, summary: str, repo: Path | None, brief: bool,
+               after: tuple[str, ...] = (),
+               batch: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> int:
     from handoff.operations import lifecycle
     from handoff.record import starts
     from handoff.record.store import state_home
@@ -365,7 +380,8 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
     with starts.InFlight(home):
         ws, notes = lifecycle.create(home, lifecycle.NewTicket(
             ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
-            base=base, max_rounds=max_rounds, now=now, notes=not brief))
+            base=base, max_rounds=max_rounds, now=now, notes=not brief, after=after,
+            batch=batch))
     ticket = one.ticket
     _notes(notes)
     if not _approve(ws, yes):

@@ -73,7 +73,9 @@ def cells(row: Row, now: datetime) -> dict[str, str | Text]:
     # the details line below the table shows it whole
     return {"needs": needs, "ticket": _cut(row.ticket, TICKET_WIDTH),
             "repo": _cut(row.repo_name, TICKET_WIDTH),
-            "phase": f"{row.phase} {row.place}/{row.waiting}" if row.place else row.phase,
+            "phase": f"{row.phase} {row.place}/{row.waiting}" if row.place else
+            _cut(f"waiting for {', '.join(row.after)}", PEER_WIDTH)
+            if row.phase == "waiting" and row.after else row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
             "implementer": _peer_cell(row, "implementer"),
             "reviewer": _team_cell(row), "in_phase": row.in_phase(now),

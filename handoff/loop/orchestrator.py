@@ -27,6 +27,7 @@ from handoff import trace
 from handoff.errors import HandoffError, Tampered, UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
 from handoff.loop import (
+    after,
     filer,
     metering,
     notify,
@@ -66,7 +67,7 @@ from handoff.record.grants import Grants
 from handoff.record.lock import TicketLock
 from handoff.record.slots import Slot
 from handoff.record.store import atomic_write, digest, file_digest
-from handoff.record.ticket import State, TicketDir, brief_round
+from handoff.record.ticket import State, TicketDir, brief_round, ticket_dir
 from handoff.record.usage import over_budget, per_round
 from handoff.role import DEFAULT, IMPLEMENTER, Kind, Team
 
@@ -231,6 +232,7 @@ class Orchestrator:
                     step = {
                         Phase.AWAITING_APPROVAL: None,
                         Phase.QUEUED: self.queued,
+                        Phase.WAITING: self.waiting,
                         Phase.IMPLEMENTING: self.implementing,
                         Phase.TESTING: self.testing,
                         Phase.GATING: self.gating,
@@ -281,6 +283,45 @@ class Orchestrator:
         back = self.state.queued_for if self.state.queued_for in AT_WORK else Phase.IMPLEMENTING
         self.state.queued_for = ""
         self.transition(back, f"it got a slot (max_parallel {self.slot.limit})")
+
+    def waiting(self) -> None:
+        """Until every ticket it starts after has passed (handoff.loop.after), holding no slot;
+        each change of what it waits for is an event. Then it starts from their passed work,
+        or a person is asked why it cannot."""
+        home, key = self.ws.home, self.ws.repo.key
+        folders = [self.tdir.path.parent, *(path for name in self.state.after
+                                            if (path := ticket_dir(home, key, name).path).is_dir())]
+        said = ""
+        with Watcher(folders) as watcher:
+            while True:
+                found = after.read(home, key, self.state.after)
+                decision = after.decide(found)
+                if decision.action != "wait":
+                    break
+                if decision.reason != said:  # status and the board show it as the reason
+                    said = self.state.reason = decision.reason
+                    self.save()
+                    self.event("waiting", reason=said, after=list(self.state.after))
+                watcher.wait(QUEUE_LOOK)
+        if decision.action == "ask":
+            self.apply(rules.ask(f"{decision.reason}: it was to start from that work. 'handoff "
+                                 f"answer {self.state.ticket} go' starts it from its base as it "
+                                 f"is, 'handoff close {self.state.ticket}' ends it",
+                                 after_answer=Phase.IMPLEMENTING))
+            return
+        base, conflicts = after.base_for(self.ws.repo, self.state.base_commit, found,
+                                         self.state.ticket)
+        if conflicts:
+            self.apply(rules.ask(f"the work it starts after does not merge: conflicts in "
+                                 f"{'; '.join(conflicts)}. 'handoff answer {self.state.ticket} "
+                                 "go' starts it from its base alone", Phase.IMPLEMENTING))
+            return
+        self.event("waiting", reason=decision.reason, after=list(self.state.after),
+                   base=base, before=self.state.base_commit,
+                   commits={d.ticket: d.commit for d in found})
+        self.state.base_commit = base
+        self.transition(Phase.IMPLEMENTING,
+                        f"{decision.reason}: it starts from their work ({short_sha(base)})")
 
     def setup(self) -> None:
         """Worktrees and the tmux session: created once, found again on resume."""

@@ -69,6 +69,8 @@ class Row:
     waiting: int = 0
     #: the host it runs on ('' here): its row is what that host's `status` said
     host: str = ""
+    #: the tickets it starts after (handoff.loop.after): while `waiting`, what it waits for
+    after: tuple[str, ...] = ()
 
     @property
     def others(self) -> dict[str, Peer]:
@@ -301,7 +303,7 @@ class Board:
         peers.update({r: p for r, p in fold.peers.items() if r not in peers})
         return Row(str(tdir.path), state.ticket, state.repo, state.phase, state.round,
                    state.max_rounds, since, fold.last, peers, pid, state.reason,
-                   tuple(state.touched))
+                   tuple(state.touched), after=tuple(state.after))
 
 
 def _key_of(repo: str) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from handoff.errors import Busy, HandoffError, NotMerged, UsageError, WorkAtRisk
+from handoff.loop import after
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import branch_name, person_checkouts
@@ -61,10 +62,10 @@ def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
     names = _names(home, tickets, repo, all_passed)
-    train_ = [_passed(lifecycle.open_ticket(home, name, repo)) for name in names]
-    first = train_[0]
-    repo_ = first.ws.repo
+    train_ = _ordered([_passed(lifecycle.open_ticket(home, name, repo)) for name in names])
+    repo_ = train_[0].ws.repo
     base = _one_base(repo_, train_)
+    _ensure_built_on_merged(home, repo_, base, train_)
     if base.checkout is not None:
         ensure_clean_checkout(base)
     for passed in train_:
@@ -116,6 +117,35 @@ def _all_passed(home: Path, repo: Path | None) -> list[str]:
     return [ticket for _, ticket in sorted(found)]
 
 
+def _ordered(tickets: Sequence[Passed]) -> list[Passed]:
+    """Dependency order (a ticket after those it starts after: handoff.loop.after), else the
+    order given."""
+    left = list(tickets)
+    done: list[Passed] = []
+    while left:
+        names = {p.ticket for p in left}
+        ready = next((p for p in left if not names & set(p.state.after)), left[0])
+        done.append(ready)
+        left.remove(ready)
+    return done
+
+
+def _ensure_built_on_merged(home: Path, repo: Repo, base: Base,
+                            tickets: Sequence[Passed]) -> None:
+    """A ticket that started from another's passed work brings that work with it: it is
+    merged only with or after it, never alone before it."""
+    named = {p.ticket for p in tickets}
+    for passed in tickets:
+        for dep in after.read(home, repo.key, [d for d in passed.state.after if d not in named]):
+            if dep.commit and not dep.merged and repo.is_ancestor(dep.commit, passed.commit) \
+                    and not repo.is_ancestor(dep.commit, base.head):
+                raise UsageError(f"{passed.ticket} builds on {dep.ticket}'s work, which is "
+                                 f"{dep.phase} and not merged into {base.branch}: merging "
+                                 f"{passed.ticket} alone would bring it in unannounced",
+                                 f"'handoff finish {dep.ticket} {passed.ticket}' merges both, "
+                                 "in that order; nothing was merged")
+
+
 def _passed(ws: Workspace) -> Passed:
     state = ws.state()
     _ensure_passed(ws, state)
@@ -124,7 +154,7 @@ def _passed(ws: Workspace) -> Passed:
 
 def _one_base(repo: Repo, tickets: Sequence[Passed]) -> Base:
     """The base branch every ticket of the train merges into."""
-    bases = [base_branch(p.ws.repo, p.ticket, p.state.base, p.state.base_commit, p.branch)
+    bases = [base_branch(p.ws.repo, p.ticket, p.state.base, _started_from(p), p.branch)
              for p in tickets]
     if any(p.ws.repo.key != repo.key for p in tickets):
         raise UsageError("the tickets are of different repositories: "
@@ -136,6 +166,16 @@ def _one_base(repo: Repo, tickets: Sequence[Passed]) -> Base:
                                      for p, b in zip(tickets, bases, strict=True)),
                          "finish the tickets of each base branch in a train of their own")
     return bases[0]
+
+
+def _started_from(passed: Passed) -> str:
+    """The commit the ticket was started from: its base commit, but for a ticket that waited
+    for others, which starts from their work (not on any branch before they are merged)."""
+    if not passed.state.after:
+        return passed.state.base_commit
+    events, _ = passed.ws.tdir.events.read()
+    created = next((e for e in events if e.get("kind") == "created"), {})
+    return str(created.get("base_commit") or passed.state.base_commit)
 
 
 @contextlib.contextmanager

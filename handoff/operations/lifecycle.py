@@ -15,7 +15,7 @@ from typing import NamedTuple
 from handoff import config as config_mod
 from handoff.errors import Busy, HandoffError, MissingTool, UsageError
 from handoff.inputs import PLAN_LIMIT, need_folder, read_text
-from handoff.loop import notify, rules
+from handoff.loop import after, notify, rules
 from handoff.loop.gate import end_left
 from handoff.loop.orchestrator import Orchestrator, gate_note
 from handoff.loop.workspace import Workspace
@@ -28,7 +28,7 @@ from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees, branch_n
 from handoff.operations.doctor import ready_to_start
 from handoff.operations.results import Closed, Running, Stopped
 from handoff.operations.standing import find_ticket, recovered_state
-from handoff.phases import FINISHED, awaited
+from handoff.phases import FINISHED, Phase, awaited
 from handoff.protocol import plan as plan_mod
 from handoff.protocol import reports
 from handoff.protocol.ledger import Ledger
@@ -58,6 +58,10 @@ class NewTicket:
     now: bool = False
     #: count the checkout's uncommitted changes for `Created.notes`
     notes: bool = True
+    #: the tickets it builds on, beside its plan's `after:` (handoff.loop.after)
+    after: tuple[str, ...] = ()
+    #: the `after:` of each ticket of the same `start --plans` (they may name each other)
+    batch: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,10 @@ def create(home: Path, new: NewTicket) -> Created:
         raise UsageError(f"ticket {ticket} already runs on host {elsewhere.host}",
                          f"pick another id, or close it there: handoff close {ticket}")
     refuse_taken_branch(repo, ticket)
+    after_ = list(dict.fromkeys((*plan.after, *new.after)))
+    for name in after_:
+        validate_ticket_id(name)
+    after.check(home, repo.key, ticket, after_, dict(new.batch))
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
@@ -160,7 +168,7 @@ def create(home: Path, new: NewTicket) -> Created:
                   base_commit=base_commit, socket=tmux.socket,
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
                   max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
-                  team=cfg.team.records(), jumps_queue=new.now)
+                  team=cfg.team.records(), jumps_queue=new.now, after=after_)
     tdir.save(state)
     tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
     notes = [f"{checkout.changes} uncommitted change(s) in {repo.top} are not part of {ticket}: "
@@ -277,7 +285,10 @@ def approve(ws: Workspace) -> State:
         return state
     state.round = 1
     state.plan_digest = file_digest(ws.tdir.plan_md)
-    ws.tdir.move(state, "implementing", "plan approved")
+    if state.after:  # it starts once they have passed, from their work (the orchestrator)
+        ws.tdir.move(state, Phase.WAITING, f"plan approved; it waits for {', '.join(state.after)}")
+    else:
+        ws.tdir.move(state, Phase.IMPLEMENTING, "plan approved")
     return state
 
 
@@ -408,7 +419,7 @@ def ensure_resumable(ws: Workspace) -> None:
 ORCHESTRATOR_NICE = 10
 
 #: the phases a run carries on by itself: `resume --all` restarts a ticket left in one
-CARRIED_ON = ("queued", "implementing", "testing", "gating", "reviewing")
+CARRIED_ON = ("queued", "implementing", "testing", "gating", "reviewing", "waiting")
 
 
 def left_behind(home: Path, repo_key: str | None = None) -> list[TicketDir]:

@@ -143,6 +143,8 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
+    "waiting": lambda e: (f"starts from {short_sha(str(e.get('base')))}: {e.get('reason')}"
+                          if e.get("base") else str(e.get("reason"))),
     "onto": lambda e: f"carried onto {e.get('onto')} ({short_sha(str(e.get('before')))} → "
                       f"{short_sha(str(e.get('after')))}): "
                       + (f"conflicts in {', '.join(e['conflicts'])} left to resolve"

@@ -8,6 +8,7 @@ A plan is Markdown, optionally with YAML frontmatter:
       - python -m pytest -q
     may_change: [CLAUDE.md]            # control files this ticket may change (protected.py)
     ticket: PROJ-12                    # its ticket's id, for `handoff start --plans`
+    after: [PROJ-11]                   # tickets it builds on: it waits until they pass
     ---
 
 A `## Acceptance criteria` section's list items are the plan's criteria, AC1, AC2, … in
@@ -49,6 +50,8 @@ class Plan:
     criteria: tuple[str, ...] = ()
     #: the ticket id the plan names for itself ('' when it names none)
     ticket: str = ""
+    #: the tickets it builds on (handoff.loop.after)
+    after: tuple[str, ...] = ()
 
     def criterion(self, ident: str) -> str | None:
         """The text of criterion AC<n> (as a reviewer names it, any case), None if none. AC0
@@ -102,11 +105,11 @@ def parse(text: str, source: str = "plan") -> Plan:
             data, _ = split(text)
         except FrontmatterError as exc:
             raise UsageError(f"{source}: {exc}") from None
-    unknown = set(data) - {"test", "review", "may_change", "ticket"}
+    unknown = set(data) - {"test", "review", "may_change", "ticket", "after"}
     if unknown:
         raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",
-                         "a plan's frontmatter knows 'test', 'review', 'may_change' and "
-                         "'ticket'")
+                         "a plan's frontmatter knows 'test', 'review', 'may_change', "
+                         "'ticket' and 'after'")
     ticket = data.get("ticket", "")
     if isinstance(ticket, int) and not isinstance(ticket, bool):
         ticket = str(ticket)  # ticket: 123 reads as a number
@@ -119,13 +122,22 @@ def parse(text: str, source: str = "plan") -> Plan:
                                                    for v in may_change):
         raise UsageError(f"{source}: 'may_change' must be a list of paths or patterns",
                          "e.g. may_change: [CLAUDE.md, .github/workflows/]")
+    after = data.get("after", [])
+    if isinstance(after, (str, int)) and not isinstance(after, bool):
+        after = [after]
+    if not isinstance(after, list) or not all(
+            isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip()
+            for v in after):
+        raise UsageError(f"{source}: 'after' must be a list of ticket ids",
+                         "e.g. after: [PROJ-11]")
     test = _argv(source, "test", data["test"]) if "test" in data else None
     review_raw = data.get("review", [])
     if not isinstance(review_raw, list):
         review_raw = [review_raw]
     review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
     return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
-                may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip())
+                may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip(),
+                after=tuple(dict.fromkeys(str(v).strip() for v in after)))
 
 
 def criteria(text: str) -> tuple[str, ...]:

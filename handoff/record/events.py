@@ -23,7 +23,7 @@ EventKind = Literal[
     "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "recycle",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "state-restored",
     "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",
-    "voided",
+    "voided", "waiting",
     "watch", "weakened",
     "worktree", "worktrees",
 ]

@@ -93,6 +93,9 @@ class State:
     weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: the roles of the phase a person was asked about: the answer goes to them
     held: list[str] = field(default_factory=list)
+    #: the tickets it waits for before it starts, and whose passed work it starts from
+    #: (handoff.loop.after)
+    after: list[str] = field(default_factory=list)
     #: the phase a queued ticket goes back to when it gets a slot (handoff.record.slots)
     queued_for: str = ""
     #: started with --now: it takes a slot over max_parallel rather than wait
