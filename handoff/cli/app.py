@@ -635,15 +635,29 @@ def finish(
                                          "default).")] = False,
     all_passed: Annotated[bool, typer.Option("--all-passed", help="Every passed ticket of the "
                                              "repository, in the order they passed.")] = False,
+    push: Annotated[bool, typer.Option("--push", help="Instead of merging here: push each "
+                                       "ticket's reviewed commit as its branch (never the base, "
+                                       "never forced), once its merge passes.")] = False,
+    remote: Annotated[str | None, typer.Option(
+        "--remote", metavar="NAME", help="The remote --push pushes to (default: the base "
+        "branch's own, or the only one).", show_default=False)] = None,
+    pr: Annotated[bool, typer.Option("--pr", help="--push, then open a pull request with your "
+                                     "own gh (title from the plan, body the final report).")]
+    = False,
     repo: RepoOpt = None,
 ) -> None:
-    """Merge passed tickets into their base branch, locally (never pushed), once the merged
-    result passes the gate; close them."""
-    from handoff.operations.finish import finish_tickets
+    """Merge passed tickets into their base branch, locally, once the merged result passes the
+    gate, and close them; or push them for a pull request (--push, --pr)."""
+    from handoff.operations.finish import Push, finish_tickets
     from handoff.record.store import state_home
 
+    if remote is not None and not (push or pr):
+        raise UsageError("--remote says where --push pushes", "add --push (or --pr)")
     named = tickets or []
     on_host = elsewhere.placed(named[0]) if len(named) == 1 and not all_passed else None
+    if on_host is not None and (push or pr):
+        raise UsageError(f"{named[0]} runs on a host: push its branch from there, or finish it "
+                         "here first", f"'handoff finish {named[0]}' merges it here")
     if on_host is not None:
         from handoff.operations import hosts as hosts_mod
 
@@ -656,7 +670,7 @@ def finish(
                          f"'handoff finish {hosted[0]}'")
 
     result = finish_tickets(state_home(), named, repo, "squash" if squash else "merge",
-                            all_passed)
+                            all_passed, Push(remote, pr) if push or pr else None)
     _notes(result.notes)
     typer.echo("\n".join(result.said))
     if result.refused is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import handoff
 from handoff.config import Config
-from handoff.machinery import sandbox
+from handoff.machinery import credentials, sandbox
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import HIDE, READ, WRITE, Fence
 from handoff.machinery.worktrees import GATE, WORKTREES_DIR, TicketWorktrees
@@ -117,7 +117,10 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
                                                           if provider is not None else ())
                                     if target.is_relative_to(user_home / ".config/opencode")])
     fence = fence.with_rules(WRITE, [worktree])
-    return fence
+    # the repository's config as git reads it, without the credentials a remote's URL or an
+    # extraHeader may hold (handoff.machinery.credentials): written where no peer writes
+    clean = credentials.redacted_config(repo.common_dir, home / "redacted" / f"{repo.key}.config")
+    return fence.with_overlay(repo.common_dir / "config", clean) if clean is not None else fence
 
 
 def _holes(fence: Fence, config: Config) -> Fence:

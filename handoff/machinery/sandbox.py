@@ -48,9 +48,16 @@ class Fence:
 
     workdir: Path
     rules: tuple[tuple[str, Path], ...] = ()
+    #: (where, what): a file shown read-only in the place of another, after every rule (a
+    #: copy of the repository's config without its credentials: handoff.machinery.credentials)
+    overlays: tuple[tuple[Path, Path], ...] = ()
 
     def with_rules(self, kind: str, paths: Iterable[Path]) -> Fence:
-        return Fence(self.workdir, (*self.rules, *((kind, Path(p)) for p in paths)))
+        return Fence(self.workdir, (*self.rules, *((kind, Path(p)) for p in paths)),
+                     self.overlays)
+
+    def with_overlay(self, where: Path, what: Path) -> Fence:
+        return Fence(self.workdir, self.rules, (*self.overlays, (where, what)))
 
     def laid_out(self) -> list[tuple[str, Path]]:
         """The rules that take effect, one per existing path, shallow to deep."""
@@ -87,6 +94,9 @@ def wrap(bwrap: str, fence: Fence, argv: Sequence[str], tmp: int | None = None) 
             out += [*sized, "--tmpfs", where]
         else:
             out += ["--ro-bind", "/dev/null", where]
+    for where_, what in fence.overlays:
+        if os.path.lexists(where_):
+            out += ["--ro-bind", str(what), str(Path(os.path.realpath(where_)))]
     # its own processes only (no other peer's environment); ended with its pane;
     # as root, no capability to remount what it was given read-only
     out += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.errors import Busy, HandoffError, NotMerged, UsageError, WorkAtRisk
@@ -29,7 +30,7 @@ from handoff.loop import after
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import branch_name, person_checkouts
-from handoff.operations import lifecycle, train
+from handoff.operations import forge, lifecycle, train
 from handoff.operations.results import Finished, Train
 from handoff.operations.train import Base, Check, Conflict, Link, Passed
 from handoff.phases import Phase
@@ -53,12 +54,14 @@ def finish_ticket(home: Path, ticket: str, repo: Path | None,
 
 
 def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
-                   mode: str = "merge", all_passed: bool = False) -> Train:
+                   mode: str = "merge", all_passed: bool = False,
+                   push: Push | None = None) -> Train:
     """Merge passed tickets into their base branch in the order given (every passed ticket of
     the repository, in the order they passed: all_passed), test the result and move the base
     once, then close the merged tickets. Raises before changing anything when it cannot be
     done safely; a train that breaks part-way merges the tickets before the one that breaks
-    it, and says why in `refused`."""
+    it, and says why in `refused`. push: instead of moving the base, push each ticket whose
+    merge passed as its branch (and open its pull request); the tickets stay passed."""
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
     names = _names(home, tickets, repo, all_passed)
@@ -66,10 +69,13 @@ def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
     repo_ = train_[0].ws.repo
     base = _one_base(repo_, train_)
     _ensure_built_on_merged(home, repo_, base, train_)
-    if base.checkout is not None:
+    remote = forge.remote_for(repo_, base.branch, push.remote) if push is not None else ""
+    if base.checkout is not None and push is None:
         ensure_clean_checkout(base)
     for passed in train_:
         passed.ws.worktrees.ensure_clean(("implementer",))  # what close would refuse, first
+    if push is not None:
+        return _pushed(repo_, base, train_, remote, push, mode)
     with _held(train_):
         links, conflict = train.build(repo_, base, train_, mode == "squash",
                                       lambda p: message(p.ws, p.state, base.branch, p.branch,
@@ -81,6 +87,55 @@ def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
     finished = [_close(home, repo, base, link, mode) for link in merged]
     return Train(tuple(finished), refused, tuple(_past_review(train_)),
                  tested.summary if tested is not None and any(m.merged for m in merged) else "")
+
+
+@dataclass(frozen=True)
+class Push:
+    """finish --push: to which remote (None: the base branch's own, or the only one), and
+    whether a pull request is opened."""
+
+    remote: str | None = None
+    pull_request: bool = False
+
+
+def _pushed(repo: Repo, base: Base, tickets: Sequence[Passed], remote: str, push: Push,
+            mode: str) -> Train:
+    """The train's merge tested as finish tests it, then each ticket whose merge passed pushed
+    as its branch, the base left where it is."""
+    with _held(tickets):
+        links, conflict = train.build(repo, base, tickets, mode == "squash",
+                                      lambda p: message(p.ws, p.state, base.branch, p.branch,
+                                                        mode))
+        good, tested, refused = _verified(repo, base, links, conflict,
+                                          [p.ticket for p in tickets])
+    url = forge.url_of(repo, remote)
+    done: list[forge.Pushed] = []
+    for link in good:
+        passed = link.passed
+        forge.push(repo, remote, passed.commit, passed.branch)
+        address = forge.open_pull_request(
+            repo, base.branch, passed.branch, _title_line(passed),
+            _read(passed.ws.tdir.final_report)) if push.pull_request else ""
+        done.append(forge.Pushed(passed.ticket, remote, url, passed.branch, passed.commit,
+                                 address, "" if address else
+                                 forge.compare(url, base.branch, passed.branch)))
+        passed.ws.tdir.events.append("pushed", round=passed.state.round, remote=remote,
+                                     url=url, branch=passed.branch, commit=passed.commit,
+                                     pull_request=address, by="hand")
+    return Train((), refused, tuple(_past_review(tickets)),
+                 tested.summary if tested is not None and good else "",
+                 tuple(line for p in done for line in p.said) + tuple(
+                     f"{p.ticket} stays passed: 'handoff close {p.ticket}' once it is merged"
+                     for p in done))
+
+
+def _title_line(passed: Passed) -> str:
+    title = _title(passed.ws)
+    return f"{passed.ticket}: {title}" if title else passed.ticket
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def _names(home: Path, tickets: Sequence[str], repo: Path | None,

@@ -143,6 +143,9 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                              f" (stopped at {e.get('bound')})",
     "finish": lambda e: f"finished: {e.get('mode')} into {e.get('base')}, "
                         f"{short_sha(str(e.get('before')))} → {short_sha(str(e.get('after')))}",
+    "pushed": lambda e: f"pushed {short_sha(str(e.get('commit')))} to {e.get('remote')} as "
+                        f"{e.get('branch')}" + (f": {e['pull_request']}" if e.get("pull_request")
+                                                else ""),
     "waiting": lambda e: (f"starts from {short_sha(str(e.get('base')))}: {e.get('reason')}"
                           if e.get("base") else str(e.get("reason"))),
     "onto": lambda e: f"carried onto {e.get('onto')} ({short_sha(str(e.get('before')))} → "

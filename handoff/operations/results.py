@@ -117,8 +117,11 @@ class Train:
     notes: tuple[str, ...] = ()
     #: how the merged result was tested before the base moved ('' : nothing was merged)
     tested: str = ""
+    #: finish --push: what was pushed and opened, as a person reads it
+    pushed: tuple[str, ...] = ()
 
     @property
     def said(self) -> list[str]:
         tested = [f"merged result: {self.tested}"] if self.tested else []
-        return tested + [line for done in self.finished for line in [*done.notes, *done.said]]
+        return tested + [line for done in self.finished for line in [*done.notes, *done.said]] \
+            + list(self.pushed)
