@@ -81,10 +81,11 @@ def test_a_chain_waits_starts_from_the_work_before_it_and_finishes_as_one_train(
     assert state(handoff_home, "C")["base_commit"] == b
     started = [e for e in events(handoff_home, "C") if e["kind"] == "waiting" and e.get("base")]
     assert started and started[0]["commits"] == {"B": b} and started[0]["before"] == base
-    # B cannot be merged alone before A; named in any order, the train goes A, B, C
-    code, out = finish(repo, "B")
-    assert code == EXIT_USAGE and "'handoff finish A B'" in out, out
-    code, out = finish(repo, "C", "A", "B")
+    # C cannot be merged alone before the work it starts from: the hint names the train
+    code, out = finish(repo, "C")
+    assert code == EXIT_USAGE and "'handoff finish A B C'" in out, out
+    assert finish(repo, "B", "C")[0] == EXIT_USAGE, "nor B before A"
+    code, out = finish(repo, *out.split("'handoff finish ", 1)[1].split("'")[0].split())
     assert code == 0, out
     assert out.index("A merged") < out.index("B merged") < out.index("C merged"), out
     assert len(first_parents(repo, base)) == 3

@@ -77,11 +77,7 @@ def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
     if push is not None:
         return _pushed(repo_, base, train_, remote, push, mode)
     with _held(train_):
-        links, conflict = train.build(repo_, base, train_, mode == "squash",
-                                      lambda p: message(p.ws, p.state, base.branch, p.branch,
-                                                        mode))
-        merged, tested, refused = _verified(repo_, base, links, conflict,
-                                           [p.ticket for p in train_])
+        merged, tested, refused = _tested(repo_, base, train_, mode)
         if merged:
             move_base(repo_, base, merged[-1].after)
     finished = [_close(home, repo, base, link, mode) for link in merged]
@@ -103,11 +99,7 @@ def _pushed(repo: Repo, base: Base, tickets: Sequence[Passed], remote: str, push
     """The train's merge tested as finish tests it, then each ticket whose merge passed pushed
     as its branch, the base left where it is."""
     with _held(tickets):
-        links, conflict = train.build(repo, base, tickets, mode == "squash",
-                                      lambda p: message(p.ws, p.state, base.branch, p.branch,
-                                                        mode))
-        good, tested, refused = _verified(repo, base, links, conflict,
-                                          [p.ticket for p in tickets])
+        good, tested, refused = _tested(repo, base, tickets, mode)
     url = forge.url_of(repo, remote)
     done: list[forge.Pushed] = []
     for link in good:
@@ -188,17 +180,30 @@ def _ordered(tickets: Sequence[Passed]) -> list[Passed]:
 def _ensure_built_on_merged(home: Path, repo: Repo, base: Base,
                             tickets: Sequence[Passed]) -> None:
     """A ticket that started from another's passed work brings that work with it: it is
-    merged only with or after it, never alone before it."""
-    named = {p.ticket for p in tickets}
-    for passed in tickets:
-        for dep in after.read(home, repo.key, [d for d in passed.state.after if d not in named]):
-            if dep.commit and not dep.merged and repo.is_ancestor(dep.commit, passed.commit) \
-                    and not repo.is_ancestor(dep.commit, base.head):
-                raise UsageError(f"{passed.ticket} builds on {dep.ticket}'s work, which is "
-                                 f"{dep.phase} and not merged into {base.branch}: merging "
-                                 f"{passed.ticket} alone would bring it in unannounced",
-                                 f"'handoff finish {dep.ticket} {passed.ticket}' merges both, "
-                                 "in that order; nothing was merged")
+    merged only with or after it, never alone before it. The hint names the whole train."""
+    named = [p.ticket for p in tickets]
+    missing: list[str] = []
+    todo = [(p.commit, list(p.state.after)) for p in tickets]
+    while todo:
+        commit, deps = todo.pop()
+        for dep in after.read(home, repo.key, [d for d in deps if d not in named]):
+            if dep.commit and not dep.merged and repo.is_ancestor(dep.commit, commit) \
+                    and not repo.is_ancestor(dep.commit, base.head) and dep.ticket not in missing:
+                missing.append(dep.ticket)
+                state = lifecycle.open_ticket(home, dep.ticket, repo.top).state()
+                todo.append((dep.commit, list(state.after)))
+    if missing:
+        whole = [name for name in _by_dependency(home, repo, [*missing, *named])]
+        raise UsageError(f"{', '.join(named)} build(s) on the passed work of "
+                         f"{', '.join(missing)}, not merged into {base.branch}: merged without "
+                         "it, that work would come in unannounced",
+                         f"'handoff finish {' '.join(whole)}' merges them all, in that order; "
+                         "nothing was merged")
+
+
+def _by_dependency(home: Path, repo: Repo, names: Sequence[str]) -> list[str]:
+    return [p.ticket for p in _ordered([_passed(lifecycle.open_ticket(home, name, repo.top))
+                                        for name in names])]
 
 
 def _passed(ws: Workspace) -> Passed:
@@ -250,6 +255,14 @@ def _held(tickets: Sequence[Passed]) -> Iterator[None]:
                            "to end ('handoff status' shows its run), then run finish again; "
                            "nothing was merged") from None
         yield
+
+
+def _tested(repo: Repo, base: Base, tickets: Sequence[Passed],
+            mode: str) -> tuple[list[Link], Check | None, NotMerged | None]:
+    """The train built onto the base (objects only) and tested: _verified's answer."""
+    links, conflict = train.build(repo, base, tickets, mode == "squash",
+                                  lambda p: message(p.ws, p.state, base.branch, p.branch, mode))
+    return _verified(repo, base, links, conflict, [p.ticket for p in tickets])
 
 
 def _verified(repo: Repo, base: Base, links: list[Link], conflict: Conflict | None,
