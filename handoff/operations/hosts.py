@@ -470,7 +470,7 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
     the host sent: git objects only), then the ticket closed there. What to print."""
     from handoff.machinery.repo import short_sha
     from handoff.machinery.worktrees import branch_name
-    from handoff.operations.finish import (
+    from handoff.operations.merging import (
         MODES,
         base_branch,
         ensure_clean_checkout,

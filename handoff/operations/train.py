@@ -28,21 +28,13 @@ from handoff.loop.gate import GateResult, run_gate
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import GATE
+from handoff.operations.merging import Base
 from handoff.record.ticket import State
 
 #: what `finish` writes in each message it makes, so a later finish can say which tickets a
 #: base holds (handoff.operations.finish.message)
 TICKET_LINE = re.compile(r"^Ticket (\S+), reviewed at [0-9a-f]+ on \S+(?: on host \S+)?\.$",
                          re.M)
-
-
-@dataclass(frozen=True)
-class Base:
-    """The branch a ticket merges into, and where (if anywhere) it is checked out."""
-
-    branch: str
-    head: str
-    checkout: Path | None
 
 
 @dataclass(frozen=True)
