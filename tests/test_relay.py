@@ -20,6 +20,7 @@ from handoff.config import PEER_NICE
 from handoff.machinery import relay
 from handoff.operations.lifecycle import ORCHESTRATOR_NICE
 from handoff.processes import alive
+from handoff.record.address import Address
 from handoff.record.lock import holder
 from tests.conftest import wait_until
 from tests.harness import (
@@ -232,8 +233,10 @@ def test_a_warm_process_whose_code_changed_serves_no_more(tmp_path: Path,
         from handoff.machinery import relay
         where = {str(where)!r}
         lock = os.open(os.path.join(where, "test.lock"), os.O_RDWR | os.O_CREAT)
+        from handoff.record.address import Address
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(os.path.join(where, relay.key() + ".sock"))
+        with Address(where, relay.key() + ".sock") as address:  # a long tmp path too
+            listener.bind(address.path)
         listener.listen(8)
         files = [Path({str(code)!r})]
         warm.serve(listener, lock, files, warm.stamp(files), lambda: True)
@@ -323,7 +326,8 @@ def test_a_command_that_gave_up_on_a_stuck_warm_process_is_never_run_there_too(
     where = handoff_home / relay.FOLDER
     where.mkdir(parents=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(where / f"{relay.key()}.sock"))
+    with Address(str(where), f"{relay.key()}.sock") as address:  # a long tmp path too
+        listener.bind(address.path)
     listener.listen(1)
     heard: list[bytes] = []
 

@@ -84,6 +84,10 @@ BASE = "base"
 #: seconds between looks at the queue when nothing in its folder changed (every slot given
 #: back and every waiter gone changes something there: this is only the fallback)
 QUEUE_LOOK = 5.0
+#: seconds the peers of a finished ticket are given to leave when asked, all together: a CLI
+#: that saves its session on the way out (Claude Code) took over 3 s on a loaded machine, and
+#: nothing waits on a finished ticket but its own orchestrator's exit
+LEAVE_FINISHED = 10.0
 
 #: where each recorded event is shown as it happens (a foreground run prints them)
 EventSink = Callable[[dict[str, Any]], None]
@@ -652,7 +656,8 @@ class Orchestrator:
         peers = self.ws.peers(self.state)
         working = [role for role in self.team.names if peers.working_on(role)]
         transcripts = {role: self.ws.transcript_for(self.state, role) for role in working}
-        left = peers.leave_all({role: self.ws.provider(role) for role in working})
+        left = peers.leave_all({role: self.ws.provider(role) for role in working},
+                               wait=LEAVE_FINISHED)
         for role in working:
             self.ws.keep_session(self.state, role, transcripts[role])
             if role in left:
