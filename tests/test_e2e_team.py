@@ -312,7 +312,8 @@ def test_a_reviewer_that_stalls_waits_for_a_person_while_the_other_one_reports(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     team(repo, security=SECURITY)
     handoff_home.mkdir(parents=True, exist_ok=True)
-    (handoff_home / "config.yaml").write_text("stall_timeout: 2\n", encoding="utf-8")
+    # 5 s: long enough that a busy machine does not make the peer that works look stalled
+    (handoff_home / "config.yaml").write_text("stall_timeout: 5\n", encoding="utf-8")
     plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG], "security": {"hang": "once"}}},
                      test=ALL_TESTS)
     runner = spawn("start", "TH-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",

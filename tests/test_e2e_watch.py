@@ -84,7 +84,8 @@ def test_a_peer_that_never_reports_is_handed_to_a_person_and_the_answer_reaches_
 def test_a_peer_that_shows_no_progress_is_handed_to_a_person_then_restarted_on_an_answer(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     handoff_home.mkdir(parents=True, exist_ok=True)
-    (handoff_home / "config.yaml").write_text("stall_timeout: 2\n", encoding="utf-8")
+    # 5 s: long enough that a busy machine does not make the peer that works look stalled
+    (handoff_home / "config.yaml").write_text("stall_timeout: 5\n", encoding="utf-8")
     plan = plan_text({1: {"edits": [FIX_ADD], "reviewer": {"hang": "once"}}}, test=ADD_ONLY,
                      review=[ADD_ONLY])
     runner = spawn("start", "T-3", "--plan", str(write_plan(tmp_path, plan)), "--yes",
