@@ -29,13 +29,14 @@ import json
 import os
 import resource
 import sys
+import time
 
 TYPE_CHECKING = False  # typing is not imported at run time: it would cost every launch ~3 ms
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 
-def yield_cpu(nice: int, pid: int = 0) -> None:
+def yield_cpu(nice: int, pid: int = 0, wait: float = 0.0) -> None:
     """Let the process group of pid (0: our own) yield the CPU: its niceness raised to nice,
     and on Linux its session's scheduling group too. Linux gives each session (every tmux pane,
     every gate) a group of its own that shares the CPU evenly with every other (autogroup),
@@ -45,13 +46,18 @@ def yield_cpu(nice: int, pid: int = 0) -> None:
 
     Another process (pid) only once it leads a session of its own: one just forked (a tmux
     pane's, whose setsid may not have run yet) still belongs to its parent's session, and that
-    session's group (the tmux server's) is not ours to weigh down."""
+    session's group (the tmux server's) is not ours to weigh down. wait: how long to wait for
+    it to lead its own (on a loaded machine a pane's child ran its setsid some milliseconds
+    after tmux said it was made, and was left at full weight)."""
     if nice <= 0:
         return
     if pid:
+        deadline = time.monotonic() + wait
         try:
-            if os.getsid(pid) != pid:
-                return
+            while os.getsid(pid) != pid:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.002)
         except OSError:
             return
     with contextlib.suppress(OSError):

@@ -47,6 +47,9 @@ from handoff.errors import ExternalFailure, MissingTool
 from handoff.machinery import proc
 from handoff.machinery.launcher import yield_cpu
 
+#: seconds a new pane's program is given to lead a session of its own before it is weighed
+SETSID_WAIT = 1.0
+
 DEFAULT_SOCKET = "handoff"
 TMUX_TIMEOUT = 15.0
 #: how long a watcher goes on looking while tmux does not answer, before it gives up
@@ -315,7 +318,9 @@ class Tmux:
         made = next((line.split() for line in result.stdout if line.startswith("%")), [])
         pane = made[0] if made else ""
         if nice > 0 and len(made) == 2 and made[1].isdigit():
-            yield_cpu(nice, int(made[1]))  # tmux made it the leader of its process group
+            # tmux makes it the leader of its process group and session: waited for, at most
+            # SETSID_WAIT, since under load that comes a little after tmux answers
+            yield_cpu(nice, int(made[1]), wait=SETSID_WAIT)
         if not pane:
             if result.said.startswith("duplicate session"):
                 return None
