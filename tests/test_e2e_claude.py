@@ -59,8 +59,10 @@ def test_claude_as_both_peers_fails_then_passes_each_round_briefed_once(
     assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"], \
         "round 2 reached the live implementer once, by paste"
     assert [e for e in log if e["kind"] in ("nudge", "escalate", "delivery-failed")] == []
-    arrived = [e for e in log if e["kind"] == "peer" and e["state"] == "working"]
-    assert any("hook UserPromptSubmit" in e["evidence"] for e in arrived)
+    # claude's hooks reach handoff: the prompt's arrival or the turn's end is judged by one
+    # (which of the screen and the hook is seen first for an arrival is the machine's load)
+    heard = [e["evidence"] for e in log if e["kind"] == "peer"]
+    assert any(said.startswith(("hook UserPromptSubmit", "hook Stop")) for said in heard), heard
     # the work was done by claude's own tools: its commits are on the branch
     subjects = git(repo, "log", "--format=%s", "handoff/CC-1").splitlines()
     assert subjects[:2] == ["CC-1: round 2", "CC-1: round 1"]
