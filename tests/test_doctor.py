@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from handoff.config import load
-from handoff.loop.orchestrator import watched_folders
+from handoff.loop.watching import watched_folders
 from handoff.record.slots import Slot
 from handoff.record.ticket import TicketDir
 from tests.harness import handoff, with_inotify_watches

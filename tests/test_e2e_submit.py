@@ -160,18 +160,18 @@ def test_a_report_the_orchestrator_judged_is_taken_without_checking_again(
     command = a_command_of(handoff_home, "S-4", "implementer", "91.4")
     sha = git(repo / ".worktrees" / "S-4" / "implementer", "rev-parse", "HEAD")
     orchestrator = Orchestrator(Workspace.open(handoff_home, TicketDir(folder)))
-    mine = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
+    mine = orchestrator.desk.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
                                              "report.md", os.getpid()))
     assert mine.filed is None and "own session" in mine.problems[0], \
         "a process outside the peer's session files nothing"
-    verdict = orchestrator.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
+    verdict = orchestrator.desk.judge_handed(Request("implementer", 1, REPORT.format(sha=sha),
                                                 "report.md", command))
     assert verdict.problems == [] and verdict.filed == str(folder / "impl-report-1.md")
     hidden = tmp_path / "no-git"
     hidden.mkdir()
     os.environ["PATH"], saved = str(hidden), os.environ["PATH"]
     try:
-        taken = orchestrator.take_report("implementer", 1, folder / "impl-report-1.md")
+        taken = orchestrator.desk.take_report("implementer", 1, folder / "impl-report-1.md")
     finally:
         os.environ["PATH"] = saved
     assert taken is not None and taken.commit == sha
@@ -201,12 +201,12 @@ def test_a_fail_a_reviewer_filed_stands_whatever_it_files_after_in_the_same_turn
             "    reason: the sum is wrong\nshould_fix: []\n---\n## Summary\nBroken.\n")
     passed = "---\nverdict: pass\ncommit: '{sha}'\nmust_fix: []\nshould_fix: []\n---\nFine.\n"
     for text in (fail, passed):
-        verdict = orchestrator.judge_handed(Request("reviewer", 1, text.format(sha=sha),
+        verdict = orchestrator.desk.judge_handed(Request("reviewer", 1, text.format(sha=sha),
                                                     "r.md", command))
         assert verdict.problems == [], verdict.problems
     report = folder / "review-report-1.md"
     assert "verdict: pass" in report.read_text(), "the later one is filed"
-    taken = orchestrator.take_report("reviewer", 1, report)
+    taken = orchestrator.desk.take_report("reviewer", 1, report)
     assert taken is not None and taken.verdict == "fail"
     assert "verdict: fail" in report.read_text()
     kept = [e for e in events(handoff_home, "S-5") if e["kind"] == "verdict-kept"]

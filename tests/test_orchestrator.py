@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from handoff.loop.orchestrator import SETTLE, report_settled
+from handoff.loop.desk import SETTLE, report_settled
 
 WHOLE = ("---\nstatus: done\ncommit: 'abcdef1'\n---\n## Changes\nx\n## Verification\nx\n"
          "## Deviations\nNone\n## Open questions\nNone\n")

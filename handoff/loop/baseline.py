@@ -24,6 +24,8 @@ from handoff.machinery.worktrees import GATE
 
 #: the gate log's round number for the base run (rounds start at 1)
 BASE_ROUND = 0
+#: the key of the base's count among a ticket's test counts (State.tests_ran)
+BASE = "base"
 
 
 class Baseline:

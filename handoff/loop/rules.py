@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from handoff.phases import WORKING, Phase
+from handoff.phases import AT_WORK, WORKING, Phase
 from handoff.protocol.ledger import Ledger
 from handoff.protocol.reports import Finding
 from handoff.role import Kind
@@ -40,6 +40,8 @@ class Move:
     next_round: bool = False
     notes: tuple[Note, ...] = ()
     after_answer: str = ""
+    #: for queued, the phase the ticket goes back to once it has a slot
+    back_to: str = ""
 
 
 def next_round(notes: Sequence[Note] = ()) -> Move:
@@ -50,6 +52,44 @@ def next_round(notes: Sequence[Note] = ()) -> Move:
 def ask(reason: str, after_answer: str = "") -> Move:
     """A person decides; their answer carries the ticket on (in after_answer's phase)."""
     return Move(Phase.NEEDS_HUMAN, reason, after_answer=after_answer)
+
+
+def plan_changed(plan: str, ticket: str, phase: Phase) -> Move:
+    """The plan changed after a person approved it: handoff runs no plan nobody approved."""
+    return ask(f"{plan} changed after it was approved: handoff runs no plan nobody approved. "
+               f"Put the approved plan back, or read the change and 'handoff answer {ticket} "
+               f"\"approved\"' to approve the plan as it is now", after_answer=phase)
+
+
+def no_slot(phase: Phase, why: str) -> Move:
+    """A phase at work found every slot of the machine taken: the ticket queues, to go back to
+    that phase once it has one."""
+    return Move(Phase.QUEUED, why, back_to=phase)
+
+
+def got_slot(queued_for: str, limit: int) -> Move:
+    """A queued ticket got a slot: back to the phase it queued from (the implementer's, for a
+    record that names none a slot is held in)."""
+    back = Phase(queued_for) if queued_for in AT_WORK else Phase.IMPLEMENTING
+    return Move(back, f"it got a slot (max_parallel {limit})")
+
+
+def started_after(reason: str, base: str) -> Move:
+    """Every ticket it starts after has passed: it starts from their merged work."""
+    return Move(Phase.IMPLEMENTING, f"{reason}: it starts from their work ({base})")
+
+
+def after_unmet(reason: str, ticket: str) -> Move:
+    """A ticket it starts after will not pass (escalated, closed unmerged): a person decides."""
+    return ask(f"{reason}: it was to start from that work. 'handoff answer {ticket} go' starts "
+               f"it from its base as it is, 'handoff close {ticket}' ends it",
+               after_answer=Phase.IMPLEMENTING)
+
+
+def after_conflicts(conflicts: Sequence[str], ticket: str) -> Move:
+    """The passed work of the tickets it starts after does not merge: a person decides."""
+    return ask(f"the work it starts after does not merge: conflicts in {'; '.join(conflicts)}. "
+               f"'handoff answer {ticket} go' starts it from its base alone", Phase.IMPLEMENTING)
 
 
 def next_tester(testers: Sequence[str], done: Collection[str]) -> str | None:
@@ -67,6 +107,16 @@ def after_work(kind: Kind, role: str, status: str, question: str,
         return Move(Phase.TESTING, f"{next_tester} writes tests" if kind is Kind.IMPLEMENTER
                     else f"{role} is done; {next_tester} writes tests")
     return Move(Phase.GATING)
+
+
+def round_tested() -> Move:
+    """Every tester of the round reported (before a crash, say): the gate runs."""
+    return Move(Phase.GATING, "every tester of the round reported")
+
+
+def gate_skipped() -> Move:
+    """Nothing to run at the gate (no test command, no scanner): the reviewers judge."""
+    return Move(Phase.REVIEWING, "the plan names no test command")
 
 
 def gate_passes(test_passed: bool | None, scanners_block: bool) -> bool:

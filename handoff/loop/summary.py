@@ -1,17 +1,72 @@
-"""final-report.md: what a person reads when the loop ends, in 150 words or fewer."""
+"""final-report.md: what a person reads when the loop ends, in 150 words or fewer: gathered
+from the ticket's record (`compose`), then rendered to fit (`final_report`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from handoff.loop import testcount, weakened
+from handoff.loop.baseline import BASE
+from handoff.loop.testcount import Count
+from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import short_sha
-from handoff.record.usage import Usage, cost_text, tokens_text
+from handoff.phases import Phase
+from handoff.protocol import reports
+from handoff.protocol.ledger import Ledger
+from handoff.record import overlaps
+from handoff.record.ticket import State
+from handoff.record.usage import Usage, cost_text, per_round, tokens_text
+from handoff.role import Kind
 
 WORD_LIMIT = 150
 
 
 def words(text: str) -> int:
     return len(text.split())
+
+
+def clip_words(text: str, words: int) -> str:
+    """At most words words of text (the final report has a word budget)."""
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+
+
+def compose(ws: Workspace, state: State) -> str:
+    """The final report of the ticket as its record stands."""
+    commit = state.last_commit()
+    changed = ws.repo.diffstat(state.base_commit, commit) if commit != state.base_commit else []
+    open_findings = [e.attributed() for e in Ledger.of(state.ledger).open()] \
+        if state.phase == Phase.ESCALATED else []
+    last = max((int(r) for r in state.commits), default=0)
+    return final_report(
+        ticket=state.ticket, outcome=state.phase, reason=state.reason, branch=state.branch,
+        commit=commit, rounds=state.round, reviews=state.reviews, bounces=state.gate_bounces,
+        changed=changed, verified=verified(ws, state, last), open_findings=open_findings,
+        weakened=[weakened.described(w) for w in state.weakened.get(str(last), [])],
+        overlaps=[o.shown() for o in overlaps.for_ticket(ws.home, state)],
+        usage=per_round(ws.tdir.events.read()[0], state.roles.names))
+
+
+def verified(ws: Workspace, state: State, last: int) -> list[str]:
+    """What checked the last round's commit: the gate, each scanner, each reviewer (what it
+    says it ran, in its own words: the plan only says what it was asked to run)."""
+    said_of: list[str] = []
+    test = ws.plan().test
+    if test and str(last) in state.gates:
+        base, now = (Count.from_fields(state.tests_ran.get(key)) for key in (BASE, str(last)))
+        ran = testcount.compared(base, now) if base is not None and now is not None else ""
+        said_of.append(f"gate `{' '.join(test)}` {state.gates[str(last)]} "
+                       f"(orchestrator{f'; {ran}' if ran else ''})")
+    for name, result in state.scans.get(str(last), {}).items():
+        said_of.append(f"scanner {name} {result}")
+    for role, verdict in state.reviewed.get(str(last), {}).items():
+        path = ws.tdir.report(role, last)
+        review, _ = reports.parse(path.read_text(encoding="utf-8"), Kind.REVIEWER,
+                                  role=role) if path.exists() else (None, [])
+        said = (review.sections.get("tests run") or "").strip().splitlines() if review else []
+        ran = clip_words(said[0], 14) if said else "its report names no tests run"
+        said_of.append(f"{role}: {ran}; verdict {verdict} at {short_sha(state.last_commit())}")
+    return said_of
 
 
 def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit: str,

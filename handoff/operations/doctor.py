@@ -64,7 +64,7 @@ def watch_check() -> Check:
     """Can an orchestrator wait on file events (inotify; watchdog off Linux)? Tried on the
     folders it watches, in a scratch ticket directory; without them it polls (and says so in
     its log), which works, at a look every POLL_INTERVAL."""
-    from handoff.loop.orchestrator import watched_folders
+    from handoff.loop.watching import watched_folders
     from handoff.machinery.watch import POLL_INTERVAL, Watcher
     from handoff.record.ticket import TicketDir
 

@@ -16,8 +16,9 @@ from handoff import config as config_mod
 from handoff.errors import Busy, HandoffError, MissingTool, UsageError
 from handoff.inputs import PLAN_LIMIT, need_folder, read_text
 from handoff.loop import after, notify, rules
+from handoff.loop.context import TicketContext
 from handoff.loop.gate import end_left
-from handoff.loop.orchestrator import Orchestrator, gate_note
+from handoff.loop.gating import gate_note
 from handoff.loop.workspace import Workspace
 from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
@@ -593,7 +594,7 @@ def extend(ws: Workspace, more: int, by: str = "hand") -> str:
                            after={"max_rounds": state.max_rounds,
                                   "max_gate_bounces": state.max_gate_bounces},
                            final_report=kept.name if kept.exists() else "")
-        Orchestrator(ws).next_round(bound.notes)
+        TicketContext(ws).apply(rules.next_round(bound.notes))
     return (f"{state.ticket} had stopped at {bound.name}; {more} more round(s): max-rounds "
             f"{before['max_rounds']} -> {state.max_rounds}, max-gate-bounces "
             f"{before['max_gate_bounces']} -> {state.max_gate_bounces}; round {state.round + 1} "

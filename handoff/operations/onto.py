@@ -16,7 +16,7 @@ from typing import Any
 
 from handoff.errors import UsageError
 from handoff.loop import rules
-from handoff.loop.orchestrator import Orchestrator
+from handoff.loop.context import TicketContext
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import git, short_sha
 from handoff.operations import lifecycle
@@ -80,9 +80,9 @@ def carry(ws: Workspace, onto: str, more: int | None = None) -> str:
         tdir.events.append("onto", round=state.round, onto=onto, before=before, after=head,
                            conflicts=conflicts, merged=merged, more=more,
                            final_report=kept.name if kept.exists() else "")
-        Orchestrator(ws).next_round([(
+        TicketContext(ws).apply(rules.next_round([(
             f"Carry your work onto {onto}", _note(onto, before, head, changed, conflicts,
-                                                  merged, failed))])
+                                                  merged, failed))]))
     said = (f"conflicts in {', '.join(conflicts)} are left in the implementer's checkout to "
             "resolve" if conflicts else f"merged cleanly at {short_sha(merged)}")
     return (f"{state.ticket} carried onto {onto} ({short_sha(before)} -> {short_sha(head)}): "

@@ -1,0 +1,220 @@
+"""One ticket while its loop runs: the only writer of its `State`.
+
+Every phase change is a rule's `Move` carried out by `apply`, every event goes through `event`,
+and the acts on the ticket's parts that every stage shares live here too: the worktrees and the
+session set up, a detached checkout pointed at a round's commit, a file handed to a peer, the
+plan and the control files checked. So a stage reads as "gather → a rule decides → apply".
+
+It is light to build (no slot, no intake, no watcher): `resume --more-rounds` and
+`resume --onto` carry a stopped ticket into its next round with one, without an Orchestrator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from handoff.loop import notify, rules, summary
+from handoff.loop.rules import Move
+from handoff.loop.workspace import Workspace
+from handoff.machinery.peers import self_argv
+from handoff.machinery.repo import short_sha
+from handoff.machinery.worktrees import GATE
+from handoff.phases import FINISHED, Phase
+from handoff.protocol import protected
+from handoff.protocol.ledger import Ledger
+from handoff.record.events import EventKind
+from handoff.record.store import atomic_write, digest, file_digest
+from handoff.record.ticket import State
+from handoff.record.usage import over_budget
+from handoff.role import IMPLEMENTER, Team
+
+#: where each recorded event is shown as it happens (a foreground run prints them)
+EventSink = Callable[[dict[str, Any]], None]
+
+
+class TicketContext:
+    def __init__(self, ws: Workspace, say: EventSink | None = None) -> None:
+        self.ws = ws
+        self.tdir = ws.tdir
+        self.say = say or (lambda event: None)
+        self.state = ws.state()
+
+    @property
+    def team(self) -> Team:
+        return self.state.roles
+
+    # ---- the record ----------------------------------------------------------------------
+    def event(self, kind: EventKind, role: str = "", **fields: Any) -> None:
+        self.say(self.tdir.events.append(kind, round=self.state.round, role=role, **fields))
+
+    def save(self) -> None:
+        self.tdir.save(self.state)
+
+    def apply(self, move: Move) -> None:
+        """Carry out what the rules decided: the only way the phase changes while a loop runs."""
+        if move.next_round:
+            self._next_round(move)
+            return
+        if move.phase == Phase.NEEDS_HUMAN:
+            self.state.after_answer = move.after_answer
+        if move.phase == Phase.QUEUED:
+            self.state.queued_for = move.back_to
+        self._enter(move.phase, move.reason)
+
+    def _enter(self, phase: Phase, reason: str) -> None:
+        self.say(self.tdir.move(self.state, phase, reason))
+        if phase in FINISHED:
+            self.finish()  # before the person is told: the final report is there to read
+        notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
+                             self.ws.repo.top, self.event)
+
+    def _next_round(self, move: Move) -> None:
+        """The implementer's next round: its brief carries the ledger's open findings and the
+        notes (a failed gate, a rejected report, an answer)."""
+        self.state.round += 1
+        self.state.relaunched = {}
+        self.state.held = []
+        self.state.feedback = {"round": self.state.round,
+                               "findings": [e.fields() for e in Ledger.of(self.state.ledger).open()],
+                               "notes": [list(n) for n in move.notes]}
+        self._enter(move.phase, move.reason)
+
+    def finish(self) -> None:
+        """The final report, written once when the ticket ends (never for a closed one)."""
+        if self.state.phase == Phase.CLOSED or self.tdir.final_report.exists():
+            return
+        atomic_write(self.tdir.final_report, summary.compose(self.ws, self.state))
+        self.event("final-report", outcome=self.state.phase, reason=self.state.reason)
+
+    # ---- the ticket's parts ----------------------------------------------------------------
+    def setup(self) -> None:
+        """Worktrees and the tmux session: created once, found again on resume."""
+        state, wt = self.state, self.ws.worktrees
+        if not state.worktrees:
+            state.worktrees = {IMPLEMENTER: str(wt.create_implementer(state.base_commit))}
+            for role in self.team.names[1:]:
+                state.worktrees[role] = str(wt.create_detached(role, state.base_commit))
+            state.branch = self.ws.branch()
+            self.save()
+            self.event("worktrees", **state.worktrees)
+        else:  # each made again if deleted by hand, set up again if its setup had failed
+            for role in self.team.names:
+                rev = state.base_commit if role == IMPLEMENTER else state.last_commit()
+                made = wt.ensure(role, rev, recreate=True)
+                if made.changed:
+                    self.event("worktree", role, **made.fields())
+        booked = {name: ports for name in (*self.team.names, GATE)
+                  if (ports := self.ws.ports(name))}
+        if booked != state.ports:
+            state.ports = booked
+            self.save()
+        self.ensure_session()
+
+    def ensure_session(self, reason: str = "") -> None:
+        """The ticket's tmux session, made again (with its log window) when it is gone."""
+        peers = self.ws.peers(self.state)
+        follow = self_argv("log", self.state.ticket, "--repo", str(self.ws.repo.top), "--follow")
+        if peers.ensure_session(self.ws.repo.top, follow):
+            notify.show_phase(self.state, peers.tmux)
+            self.event("session", session=self.state.session, socket=self.state.socket,
+                       **({"reason": reason} if reason else {}))
+
+    def hand(self, path: Path, render: Callable[[], str]) -> None:
+        """Write what handoff hands a peer (a brief, a diff) and record its digest. A file of
+        that name whose digest is not the recorded one (planted by a peer before handoff wrote
+        it, or changed since) is written again, and that is said; a resumed orchestrator finds
+        its own file and leaves it."""
+        name = str(path.relative_to(self.tdir.path))
+        found = file_digest(path)
+        if found and found == self.state.handed.get(name):
+            return
+        text = render()
+        if found and found != digest(text):
+            self.event("replaced", file=name, why="it was not what handoff wrote: a peer's file "
+                       "is never handed on as handoff's")
+        atomic_write(path, text)
+        self.state.handed[name] = digest(text)
+        self.save()
+
+    def hand_diff(self, n: int) -> Path:
+        """The round's diff against the base, handed to its testers and reviewers."""
+        diff, commit = self.tdir.diff(n), self.state.commit_of(n)
+        self.hand(diff, lambda: self.ws.repo.diff(self.state.base_commit, commit) + "\n")
+        return diff
+
+    def point(self, name: str, n: int) -> None:
+        """A detached checkout (a tester's, a reviewer's, the gate's) back at round n's
+        commit, whatever was left in it kept as a patch."""
+        self.ws.worktrees.point(name, self.state.commit_of(n), self.tdir.scratch_patch(name, n))
+
+    def changed_checkout(self, name: str, commit: str, untracked: bool = False) -> str:
+        """Why a detached checkout (a reviewer's, where its review ran; the gate's) is no longer
+        exactly commit: its HEAD moved, tracked files changed, or (untracked: for the gate,
+        which starts on a checkout cleaned of them) files not ignored appeared, such as a
+        planted conftest.py; '' when it is exactly commit."""
+        head = self.ws.worktrees.head(name)
+        if head != commit:
+            return f"its HEAD is {short_sha(head)}, not {short_sha(commit)}"
+        entries = self.ws.worktrees.dirty(self.ws.worktrees.path(name))
+        changed = [e[3:] for e in entries if not e.startswith("??")]
+        if changed:
+            return f"tracked files changed: {', '.join(changed[:5])}"
+        new = [e[3:] for e in entries if e.startswith("??")] if untracked else []
+        return (f"files appeared that .gitignore does not cover: {', '.join(new[:5])} (a test "
+                "that writes files should write them where .gitignore says)") if new else ""
+
+    # ---- what every stage checks first ----------------------------------------------------------
+    def plan_unchanged(self) -> bool:
+        """The plan is the one a person approved; else the ticket waits for a person."""
+        now = file_digest(self.tdir.plan_md)
+        if not self.state.plan_digest:  # approved by a handoff that kept no digest
+            self.state.plan_digest = now
+            self.save()
+        if now == self.state.plan_digest:
+            return True
+        self.event("plan-changed", approved=self.state.plan_digest, now=now)
+        self.apply(rules.plan_changed(str(self.tdir.plan_md), self.state.ticket,
+                                      Phase(self.state.phase)))
+        return False
+
+    def control_files_allowed(self) -> bool:
+        """The round's commit changes no control file the plan or a person did not allow;
+        else the ticket waits for a person, naming the files."""
+        n = self.state.round
+        commit = self.state.commit_of(n)
+        touched = protected.touched(
+            self.ws.repo.changed_paths(self.state.base_commit, commit),
+            (*protected.DEFAULT, *self.ws.config.protected),
+            (*self.ws.plan().may_change, *self.state.allowed_changes))
+        if not touched:
+            return True
+        self.state.asked_changes = touched
+        self.event("protected", files=touched, commit=commit)
+        self.apply(rules.protected(touched, n, self.state.ticket))
+        return False
+
+    def check_budget(self) -> None:
+        """After each step: when the peers' usage has passed the budget, a person decides
+        whether the ticket goes on; their answer carries it on where it stood."""
+        budget = self.ws.config.budget
+        if budget is None or self.state.phase in (*FINISHED, Phase.NEEDS_HUMAN,
+                                                  Phase.AWAITING_APPROVAL):
+            return
+        events, _ = self.tdir.events.read()
+        over = over_budget(events, budget.tokens, budget.cost_usd)
+        if over is None:
+            return
+        self.event("budget", **over)
+        spent = f"${over['total']}" if over["over"] == "cost_usd" else f"{over['total']:,} tokens"
+        limit = f"${over['limit']}" if over["over"] == "cost_usd" else f"{over['limit']:,} tokens"
+        self.apply(rules.over_budget(spent, limit, over["over"], self.state.ticket,
+                                     self.state.phase))
+
+
+def context_for(ws: Workspace, state: State) -> TicketContext:
+    """A context on a state the caller already holds (read under the ticket's lock)."""
+    ctx = TicketContext(ws)
+    ctx.state = state
+    return ctx

@@ -1,0 +1,185 @@
+"""The ticket's peers as the loop drives them: launched in their checkouts, briefed once (a
+paste into a live CLI, or a fresh start), handed a person's answer, relaunched after a death
+(bounded), and asked to leave when their stage or the ticket is over.
+
+What each peer is judged by since its last message (its `PeerView`) lives here too: a launch, a
+paste or a nudge starts a new one; handoff.loop.watching reads and advances it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from handoff.loop import filer, rules
+from handoff.loop.context import TicketContext
+from handoff.loop.monitor import PeerMonitor
+from handoff.machinery import limits, reaper
+from handoff.providers.base import first_message, shown
+from handoff.record.grants import Grants
+from handoff.record.ticket import brief_round
+
+#: seconds the peers of a finished ticket are given to leave when asked, all together: a CLI
+#: that saves its session on the way out (Claude Code) took over 3 s on a loaded machine, and
+#: nothing waits on a finished ticket but its own orchestrator's exit
+LEAVE_FINISHED = 10.0
+
+
+def signal_clock() -> int:
+    """Now, for comparing with signal files' mtimes. File times come from a coarse clock that
+    may lag a few milliseconds: a little slack keeps a hook that fired just after us."""
+    return time.time_ns() - 20_000_000
+
+
+@dataclass
+class PeerView:
+    """The loop's view of one running peer: its monitor and the last message sent."""
+
+    monitor: PeerMonitor
+    message: str
+    since_ns: int
+    #: the process it judges: another one in the pane was started by a `handoff recycle`
+    pid: int = 0
+
+
+class Crew:
+    def __init__(self, ctx: TicketContext) -> None:
+        self.ctx = ctx
+        self.views: dict[str, PeerView] = {}
+        #: when this orchestrator launched each peer: its hooks' signals count from then
+        self.launched_ns: dict[str, int] = {}
+
+    def new_view(self, role: str, message: str, since_ns: int) -> PeerView:
+        """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
+        ws = self.ctx.ws
+        monitor = PeerMonitor(time.monotonic(), ws.timing(), frozenset(ws.spec(role).answer))
+        return PeerView(monitor, message, since_ns)
+
+    def ensure_briefed(self, role: str, brief: Path, fresh: bool) -> None:
+        """Make sure the role's live process is working on brief, without sending it twice.
+
+        fresh: always start a new process (testers, reviewers); otherwise paste into the
+        running CLI and fall back to a fresh start when the paste is not taken.
+        """
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        if peers.working_on(role) == str(brief):
+            return
+        pane = peers.pane(role)
+        round_ = brief_round(brief)
+        if fresh or pane is None or pane.dead or round_ is None:
+            self.launch(role, brief, "")
+            return
+        # the live process may file this round's report too (handoff.loop.filer)
+        found = filer.identity(pane.pid)
+        if not found:
+            self.launch(role, brief, "its process is gone")
+            return
+        Grants(ctx.tdir.path).grant(role, round_, found)
+        self.launched_ns[role] = signal_clock()  # its signals count from this message on
+        delivery = peers.deliver_brief(ctx.ws.provider(role), role, brief)
+        if delivery:
+            ctx.event("brief", role, brief=str(brief), by="paste")
+            self.views.pop(role, None)
+            return
+        ctx.event("delivery-failed", role, brief=str(brief), why=delivery.why)
+        self.launch(role, brief, "")
+
+    def launch(self, role: str, brief: Path, reason: str) -> None:
+        ctx = self.ctx
+        # never start a peer in a folder that is no longer its worktree (deleted by hand)
+        made = ctx.ws.ensure_worktree(ctx.state, role)
+        if made:
+            ctx.event("worktree", role, **made)
+        self.launched_ns[role] = signal_clock()
+        launch = ctx.ws.launch(ctx.state, role, brief)
+        self.views.pop(role, None)
+        ctx.event("launch", role, brief=str(brief), provider=ctx.ws.spec(role).provider,
+                  message=first_message(brief), reason=reason,
+                  limits=limits.said(ctx.ws.config.sandbox.limits, launch.sandboxed),
+                  **({"session_id": launch.session_id} if launch.signals else {}))
+
+    def pass_on_note(self, briefed: Mapping[str, Path]) -> None:
+        """A person's answer for the same round goes to the live peers it was asked about (all
+        of the phase's when it was about none: a budget stop); a peer that cannot take it
+        (gone, or still on a dialog) starts afresh on its brief."""
+        ctx = self.ctx
+        note, ctx.state.note_for_peer = ctx.state.note_for_peer, ""
+        held, ctx.state.held = ctx.state.held, []
+        if not note:
+            if held:
+                ctx.save()
+            return
+        ctx.save()
+        for role, brief in briefed.items():
+            if held and role not in held:
+                continue
+            since = signal_clock()
+            message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
+                       f"{shown(brief)} to the end and file your report with its submit "
+                       "command.")
+            delivery = ctx.ws.peers(ctx.state).deliver(ctx.ws.provider(role), role, message)
+            ctx.event("answer-passed-on", role, delivered=delivery.taken, why=delivery.why)
+            if delivery:
+                self.views[role] = self.new_view(role, message, since)
+            else:
+                self.launch(role, brief, "answered")
+
+    def revive(self, role: str, brief: Path, existed: bool, status: int | None,
+               lost: str = "") -> str:
+        """A peer died before reporting, or (lost: what tmux said) the tmux server went away
+        with it: keep its screen, make the session again as resume does, relaunch it on the
+        same brief. Both count as relaunches, so a server that keeps dying is bounded too.
+        Why a person must step in ('' : it was relaunched)."""
+        ctx, state = self.ctx, self.ctx.state
+        state.relaunched[role] = state.relaunched.get(role, 0) + 1
+        count = state.relaunched[role]
+        ctx.save()
+        if lost:
+            ctx.event("tmux", role, state="server-gone", message=lost, relaunches=count)
+        else:
+            ctx.event("death", role, exit_status=status, existed=existed, relaunches=count,
+                      **limits.death(ctx.ws.home, reaper.marker(ctx.tdir.path, role)))
+        spent = rules.relaunches_spent(role, count, state.max_relaunches)
+        if spent:
+            if existed:
+                ctx.ws.peers(state).capture(role, ctx.tdir.transcript(role, state.round))
+            return spent
+        ctx.ensure_session("the tmux server was gone" if lost else "the session was gone")
+        self.launch(role, brief, "tmux server gone" if lost else "relaunch")
+        return ""
+
+    def retire_finished(self) -> None:
+        """The testers and reviewers of an earlier stage still in their panes are asked to
+        leave (their sessions kept), so each works fresh next time."""
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        working = [role for role in ctx.team.names[1:] if peers.working_on(role)]
+        transcripts = {role: ctx.ws.transcript_for(ctx.state, role) for role in working}
+        peers.leave_all({role: ctx.ws.provider(role) for role in working})
+        for role in working:
+            ctx.ws.keep_session(ctx.state, role, transcripts[role])
+            peers.retire(role, transcripts[role])
+            ctx.event("recycle", role, stage="stopped", by="orchestrator")
+
+    def leave_finished(self, why: str) -> None:
+        """A finished ticket holds no slot, so it runs no CLI either (ten passed tickets' idle
+        peers were gigabytes of node): each peer is asked to leave, and its pane stays with
+        its last screen for `handoff attach`; one that does not go is ended. The pane histories
+        and sessions are kept. A resume after a crash here finishes the job."""
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        working = [role for role in ctx.team.names if peers.working_on(role)]
+        transcripts = {role: ctx.ws.transcript_for(ctx.state, role) for role in working}
+        left = peers.leave_all({role: ctx.ws.provider(role) for role in working},
+                               wait=LEAVE_FINISHED)
+        for role in working:
+            ctx.ws.keep_session(ctx.state, role, transcripts[role])
+            if role in left:
+                peers.capture(role, transcripts[role])
+                peers.reap(role)
+            else:
+                peers.retire(role, transcripts[role])
+            ctx.event("left", role, reason=why, pane="kept" if role in left else "ended")

@@ -1,0 +1,107 @@
+"""What each role is handed for a round, beside the plan: the implementer its feedback (the
+ledger's open findings, the notes, what other tickets did to its files), a tester the answer
+to its question, a reviewer the diff since the last review, the open findings, the tests the
+change weakened and what the advisory scanners found. handoff.protocol.briefs renders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from handoff.loop import rules, weakened
+from handoff.loop.baseline import BASE
+from handoff.loop.context import TicketContext
+from handoff.loop.testcount import Count
+from handoff.phases import Phase
+from handoff.protocol import briefs
+from handoff.protocol.ledger import Entry, Ledger
+from handoff.record import overlaps
+from handoff.role import IMPLEMENTER
+
+
+def implementer_brief(ctx: TicketContext, n: int) -> str:
+    feedback = ctx.state.feedback if ctx.state.feedback.get("round") == n else {}
+    findings = [_entry(f) for f in feedback.get("findings", [])]
+    notes = [(str(t), str(x)) for t, x in feedback.get("notes", [])]
+    notes += elsewhere(ctx)
+    return briefs.implementer(ctx.ws.brief_context(ctx.state, IMPLEMENTER, n), ctx.ws.branch(),
+                              findings, notes)
+
+
+def tester_brief(ctx: TicketContext, tester: str, n: int, diff: Path) -> str:
+    feedback = ctx.state.feedback if ctx.state.feedback.get("round") == n else {}
+    answers = [(str(t), str(x)) for t, x in feedback.get("notes", [])
+               if t == rules.ANSWERED]  # a blocked tester's question, answered
+    return briefs.tester(ctx.ws.brief_context(ctx.state, tester, n), ctx.state.commit_of(n),
+                         diff, answers)
+
+
+def elsewhere(ctx: TicketContext) -> list[tuple[str, str]]:
+    """What other tickets did to the files this one changes: merged into the base branch
+    since this ticket started, or passed and waiting to be. Said so the implementer can
+    keep its change apart from theirs before the merge, not find it out at the merge."""
+    state, repo = ctx.state, ctx.ws.repo
+    touched = set(state.touched)
+    if not touched:
+        return []
+    lines = [f"- {o.shown()}: it passed review and will be merged into the base branch"
+             for o in overlaps.for_ticket(ctx.ws.home, state) if o.phase == Phase.PASSED]
+    base = repo.base_of(state.base)
+    head = repo.branch_head(base) if base else ""
+    if head and head != state.base_commit and repo.is_ancestor(state.base_commit, head):
+        moved = sorted(touched & set(repo.changed_paths(state.base_commit, head)))
+        if moved:
+            lines.append(f"- {base} changed since this ticket started, in files you change "
+                         f"too: {', '.join(moved[:10])}" + (" …" if len(moved) > 10 else ""))
+    if not lines:
+        return []
+    return [("Other tickets change your files", "\n".join(lines) + "\n\nKeep your change "
+             "to what the plan asks; where you must touch these files, expect to merge with "
+             "their change.")]
+
+
+def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Review:
+    """What every reviewer of round n is shown beside the plan: the diff since the last
+    review, the ledger's open findings, the tests the change weakened, what the scanners
+    that do not block found."""
+    state = ctx.state
+    earlier = sorted(int(r) for r in state.verdicts if int(r) < n)
+    last = state.commit_of(earlier[-1]) if earlier else ""
+    increment = None
+    if last and last != commit:
+        increment = ctx.tdir.diff_since(n, earlier[-1])
+        ctx.hand(increment, lambda: ctx.ws.repo.diff(last, commit) + "\n")
+    if str(n) not in state.weakened:
+        _find_weakened(ctx, n, commit)
+    shown_weak = tuple((str(w["id"]), weakened.described(w)) for w in state.weakened[str(n)])
+    advisory = [f"- `{name}` {result}: see `{ctx.tdir.scan_log(n, name)}`"
+                for name, result in state.scans.get(str(n), {}).items() if result == "failed"]
+    notes = (("What the scanners that do not block found",
+              "\n".join(advisory) + "\n"),) if advisory else ()
+    return briefs.Review(commit, diff, increment, tuple(Ledger.of(state.ledger).open()),
+                         shown_weak, notes)
+
+
+def _find_weakened(ctx: TicketContext, n: int, commit: str) -> None:
+    """The tests round n's commit weakened, found once and kept in the record."""
+    plan, state = ctx.ws.plan(), ctx.state
+    found = weakened.with_fewer_tests(
+        weakened.weakened(ctx.ws.repo, state.base_commit, commit,
+                          [*(c for c in (plan.test,) if c), *plan.review]),
+        Count.from_fields(state.tests_ran.get(BASE)),
+        Count.from_fields(state.tests_ran.get(str(n))))
+    state.weakened[str(n)] = [w.fields() for w in found]
+    ctx.save()
+    if found:
+        ctx.event("weakened", tests=[w.render() for w in found], commit=commit)
+
+
+def _entry(data: Mapping[str, Any]) -> Entry:
+    """A finding a brief carries: a ledger entry, or (a ticket from before the ledger) a bare
+    {file, line, reason} the reviewer raised."""
+    if "id" in data:
+        return Entry.from_fields(data)
+    return Entry("", 0, ("reviewer",), str(data.get("file", "")), int(data.get("line", 0)),
+                 str(data.get("reason", "")))
