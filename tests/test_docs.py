@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from handoff import config as config_mod
+from handoff import verdicts
 from handoff.protocol import intake, reports
 from handoff.providers import REGISTRY
 from handoff.providers.base import RoleSpec
@@ -280,7 +281,7 @@ def test_protocol_names_every_report_field() -> None:
     assert {"ticket", "round"} <= expect, expect
     finding = {f.name for f in fields(reports.Finding)}
     missing = [k for k in sorted(frontmatter | expect | finding) if k not in rows]
-    missing += [f"'{v}'" for v in (*reports.STATUSES, *reports.VERDICTS) if f"`{v}`" not in text]
+    missing += [f"'{v}'" for v in (*verdicts.STATUSES, *verdicts.VERDICTS) if f"`{v}`" not in text]
     missing += [f"## {s}" for s in reports.IMPL_SECTIONS if f"`## {s}`" not in text]
     plan_keys = {f.name for f in fields(reports_plan_class())} - {"text", "scripts"}
     plan_rows = table_rows(section(doc("protocol.md"), "The plan"))
@@ -346,7 +347,7 @@ def test_protocol_names_every_phase_the_notify_command_hears_of() -> None:
     from handoff.loop import notify
 
     rows = table_rows(section(doc("protocol.md"), "The notify command's input"))
-    missing = [phase for phase in notify.TOLD if f"`{phase}`" not in rows["phase"]]
+    missing = [str(phase) for phase in notify.TOLD if f"`{phase}`" not in rows["phase"]]
     missing += [f.name for f in fields(notify.Notice) if f.name not in rows]
     assert not missing, f"docs/protocol.md's notify input misses {missing}"
 

@@ -18,18 +18,18 @@ import pytest
 from handoff.cli import filing
 from handoff.errors import HandoffError
 from handoff.protocol import intake
-from handoff.protocol.intake import Intake, Request, Verdict
+from handoff.protocol.intake import Intake, Reply, Request
 from tests.conftest import wait_until
 
 
 class Recorder:
     """A judge that keeps what it was asked and answers with a set verdict."""
 
-    def __init__(self, verdict: Verdict) -> None:
+    def __init__(self, verdict: Reply) -> None:
         self.verdict = verdict
         self.requests: list[Request] = []
 
-    def __call__(self, request: Request) -> Verdict:
+    def __call__(self, request: Request) -> Reply:
         self.requests.append(request)
         return self.verdict
 
@@ -61,7 +61,7 @@ def test_a_report_handed_over_gets_the_orchestrators_verdict(tmp_path: Path) -> 
     folder = ticket_folder(tmp_path)
     report = tmp_path / "report.md"
     report.write_text("the report's text\n")
-    judge = Recorder(Verdict(str(folder / "impl-report-1.md"), []))
+    judge = Recorder(Reply(str(folder / "impl-report-1.md"), []))
     with Intake(str(folder)) as gate:
         assert (folder / intake.SOCKET).is_socket()
         assert (folder / intake.SOCKET).stat().st_mode & 0o777 == 0o600
@@ -83,7 +83,7 @@ def test_every_problem_of_the_verdict_is_printed_and_the_exit_status_is_1(
     folder = ticket_folder(tmp_path)
     report = tmp_path / "report.md"
     report.write_text("x\n")
-    judge = Recorder(Verdict(None, ["first problem", "second problem"]))
+    judge = Recorder(Reply(None, ["first problem", "second problem"]))
     with Intake(str(folder)) as gate:
         process = submit_process(folder, report)
         _, err = serve_until_done(gate, judge, process)
@@ -118,7 +118,7 @@ def test_a_long_ticket_path_is_reached_through_its_folders_descriptor(tmp_path: 
     deep.mkdir(parents=True)
     folder = ticket_folder(deep)
     assert len(str(folder / intake.SOCKET)) > 108, "longer than any sun_path"
-    judge = Recorder(Verdict("filed.md", []))
+    judge = Recorder(Reply("filed.md", []))
     with Intake(str(folder)) as gate:
         assert not gate.error, gate.error
         assert (folder / intake.SOCKET).is_socket(), "bound at its real place"
@@ -157,7 +157,7 @@ def test_an_orchestrator_that_does_not_answer_in_time_is_a_clear_error(
 
 def test_a_peer_that_hung_up_before_its_verdict_has_nothing_judged(tmp_path: Path) -> None:
     folder = ticket_folder(tmp_path)
-    judge = Recorder(Verdict("filed.md", []))
+    judge = Recorder(Reply("filed.md", []))
     with Intake(str(folder)) as gate:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
             peer.connect(str(folder / intake.SOCKET))
@@ -172,7 +172,7 @@ def test_a_peer_that_hung_up_before_its_verdict_has_nothing_judged(tmp_path: Pat
                                   b'{"role": "implementer", "round": true, "report": "r"}\n'])
 def test_a_malformed_request_gets_a_problem_not_a_judgement(tmp_path: Path, line: bytes) -> None:
     folder = ticket_folder(tmp_path)
-    judge = Recorder(Verdict("filed.md", []))
+    judge = Recorder(Reply("filed.md", []))
     with Intake(str(folder)) as gate, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
         peer.connect(str(folder / intake.SOCKET))
         peer.sendall(line)
@@ -213,7 +213,7 @@ def test_a_trickling_client_is_cut_at_its_deadline_while_an_honest_one_is_answer
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(intake, "READ_TIMEOUT", 1.5)
     folder = ticket_folder(tmp_path)
-    judge = Recorder(Verdict("filed.md", []))
+    judge = Recorder(Reply("filed.md", []))
     answered: list[tuple[float, bytes]] = []
     with Intake(str(folder)) as gate, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as honest:
@@ -251,7 +251,7 @@ def test_many_silent_clients_hold_serve_for_at_most_twice_the_deadline(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(intake, "READ_TIMEOUT", 1.0)
     folder = ticket_folder(tmp_path)
-    judge = Recorder(Verdict("filed.md", []))
+    judge = Recorder(Reply("filed.md", []))
     silent: list[socket.socket] = []
     with Intake(str(folder)) as gate:
         try:

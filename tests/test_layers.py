@@ -15,7 +15,7 @@ LAYERS = ("cli", "peer", "operations", "loop", "machinery", "config", "providers
           "base")
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "phases": "base",
-       "processes": "base", "platforms": "base", "build": "base",
+       "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",
        "trace": "base",
        "__init__": "base", "__main__": "cli"}
 

@@ -18,6 +18,7 @@ from handoff import config as config_mod
 from handoff.errors import UsageError
 from handoff.loop import notify
 from handoff.machinery import proc
+from handoff.phases import Phase
 from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
@@ -289,7 +290,7 @@ def test_only_needing_and_ending_phases_are_told() -> None:
     from handoff.phases import PHASES
     from handoff.record.ticket import State
     told = {p for p in PHASES if notify.notice_for(State(ticket="T", repo="/r", repo_key="k",
-                                                         phase=p)) is not None}
+                                                         phase=Phase(p))) is not None}
     assert told == {"awaiting-approval", "needs-human", "escalated", "passed"}
 
 
@@ -332,7 +333,7 @@ def test_a_stopped_tmux_server_is_asked_once_and_the_rest_is_told(
     try:
         started = time.monotonic()
         notify.phase_changed(State(ticket="T-9", repo=str(tmp_path), repo_key="k",
-                                   phase="needs-human", round=1, session="s"),
+                                   phase=Phase.NEEDS_HUMAN, round=1, session="s"),
                              server, [], tmp_path, record)
         took = time.monotonic() - started
     finally:

@@ -15,6 +15,7 @@ from handoff.config import Scanner
 from handoff.loop.gate import CAP, EXCERPT
 from handoff.loop.scanners import (
     ScanResult,
+    ScanState,
     Scope,
     expand,
     fix_for_missing,
@@ -363,7 +364,7 @@ def test_a_relative_program_is_found_in_the_checkout(tmp_path: Path) -> None:
 
 
 def result(name: str, state: str, required: bool = True, output: str = "") -> ScanResult:
-    return ScanResult(name=name, required=required, state=state, argv=("tool", "calc.py"),
+    return ScanResult(name=name, required=required, state=ScanState(state), argv=("tool", "calc.py"),
                       summary=f"`tool calc.py` {state} (exit 1) in 0.2s",
                       log=f"/tickets/T-1/scan-1-{name}.log", output=output)
 
@@ -372,7 +373,7 @@ def test_note_names_only_the_blocking_scanners_with_the_end_of_their_output() ->
     found = [result("secrets", "failed", output="checking calc.py\nLEAK: calc.py:3 api key\n"),
              result("advice", "failed", required=False, output="ADVICE-OUTPUT"),
              result("clean", "passed", output="CLEAN-OUTPUT"),
-             ScanResult(name="gone", required=True, state="missing", argv=("gone",),
+             ScanResult(name="gone", required=True, state=ScanState.MISSING, argv=("gone",),
                         summary="not installed: gone is not on the gate's PATH", log="",
                         output="")]
     said = note(found)

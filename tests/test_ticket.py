@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import NotFound, UsageError
-from handoff.phases import PHASES
+from handoff.phases import PHASES, Phase
 from handoff.record.events import EventLog
 from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
 
@@ -38,7 +38,7 @@ def test_a_new_state_awaits_approval_in_round_zero() -> None:
 def test_state_save_and_load_round_trip(handoff_home: Path) -> None:
     tdir = ticket_dir(handoff_home, "repo-0123456789", "PROJ-1")
     state = make_state()
-    state.phase, state.round = "reviewing", 2
+    state.phase, state.round = Phase.REVIEWING, 2
     state.commits = {"1": "a" * 40, "2": "b" * 40}
     state.verdicts = {"1": "fail"}
     state.findings = {"1": ["calc.py::wrong sign"]}

@@ -46,6 +46,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.tmux import HEIGHT, WIDTH, Tmux
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import TicketWorktrees
+from handoff.phases import Phase
 from handoff.providers import Launch, Provider
 from handoff.providers.scripted import TOOK, Scripted
 from handoff.record.events import EventKind, EventLog
@@ -376,7 +377,7 @@ def bench_watch(ops: Ops, reps: int) -> None:
 
 def sample_state(box: Sandbox, ticket: str) -> State:
     return State(ticket=ticket, repo=str(box.root / "repo"), repo_key="repo-0123456789",
-                 phase="reviewing", round=2, commits={"1": "a" * 40, "2": "b" * 40},
+                 phase=Phase.REVIEWING, round=2, commits={"1": "a" * 40, "2": "b" * 40},
                  verdicts={"1": "fail"}, findings={"1": ["wordcount.py:3 miscounts"]},
                  worktrees={"implementer": "/x/implementer", "reviewer": "/x/reviewer"})
 

@@ -26,6 +26,7 @@ from bench.figures import Figure, Target
 from bench.runtime_venv import runtime_python
 from bench.sandbox import BenchError, Sandbox
 from bench.scenarios import Options
+from handoff.phases import Phase
 from handoff.record.ticket import State, ticket_dir
 
 DEFAULT_REPS = 20
@@ -52,7 +53,7 @@ def make_tickets(box: Sandbox) -> tuple[Path, Path]:
         tdir = ticket_dir(box.home, KEY, f"S-{n}")
         tdir.path.mkdir(parents=True)
         tdir.save(State(ticket=f"S-{n}", repo=str(box.root / "repo"), repo_key=KEY,
-                        phase="reviewing", round=1, commits={"1": "a" * 40},
+                        phase=Phase.REVIEWING, round=1, commits={"1": "a" * 40},
                         worktrees={"implementer": "/x/implementer", "reviewer": "/x/reviewer"}))
         for kind in ("orchestrator", "phase", "submission", "phase"):
             tdir.events.append(kind, round=1, role="implementer")

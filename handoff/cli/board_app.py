@@ -35,6 +35,7 @@ from handoff.machinery.watch import POLL_INTERVAL, Watcher
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
 from handoff.operations import lifecycle
 from handoff.operations.board import Board, Row
+from handoff.phases import Phase
 from handoff.record.store import private_dir
 
 #: seconds between the safety-net rescans (stats only; a ticket is read when it changed)
@@ -75,7 +76,7 @@ def cells(row: Row, now: datetime) -> dict[str, str | Text]:
             "repo": _cut(row.repo_name, TICKET_WIDTH),
             "phase": f"{row.phase} {row.place}/{row.waiting}" if row.place else
             _cut(f"waiting for {', '.join(row.after)}", PEER_WIDTH)
-            if row.phase == "waiting" and row.after else row.phase,
+            if row.phase == Phase.WAITING and row.after else row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
             "implementer": _peer_cell(row, "implementer"),
             "reviewer": _team_cell(row), "in_phase": row.in_phase(now),
@@ -344,7 +345,7 @@ class BoardApp(App[None]):
         row = self._ticket()
         if row is None:
             return
-        if row.phase != "needs-human":
+        if row.phase != Phase.NEEDS_HUMAN:
             self.say(f"{row.ticket} is not waiting for an answer (phase {row.phase})")
             return
 
@@ -358,7 +359,7 @@ class BoardApp(App[None]):
         row = self._ticket()
         if row is None:
             return
-        if row.phase != "awaiting-approval":
+        if row.phase != Phase.AWAITING_APPROVAL:
             self.say(f"{row.ticket} has no plan waiting for approval (phase {row.phase})")
             return
         self.in_background(f"approving {row.ticket}", lambda: approve(self.home, row))

@@ -17,10 +17,11 @@ from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew
 from handoff.loop.submission import provenance, set_aside
 from handoff.protocol import reports
-from handoff.protocol.intake import Intake, Request, Verdict
+from handoff.protocol.intake import Intake, Reply, Request
 from handoff.protocol.reports import Report
 from handoff.record.store import digest
 from handoff.role import Kind
+from handoff.verdicts import Verdict
 
 #: seconds nobody wrote to a report before it is judged even if it does not parse whole
 SETTLE = 1.0
@@ -37,11 +38,11 @@ class ReportDesk:
         #: when each role last filed a report through this orchestrator (time.time_ns())
         self.filed_ns: dict[str, int] = {}
 
-    def judge_handed(self, request: Request) -> Verdict:
+    def judge_handed(self, request: Request) -> Reply:
         """The verdict on a report `handoff submit` handed over: judged here, once."""
         ctx = self.ctx
         if not ctx.team.has(request.role):
-            return Verdict(None, [f"unknown role {request.role!r}"])
+            return Reply(None, [f"unknown role {request.role!r}"])
         try:
             filed, problems = submission.judge(ctx.ws, ctx.state, request.role,
                                                request.round, request.report, request.pid)
@@ -49,15 +50,15 @@ class ReportDesk:
             ctx.event("tampered", request.role, evidence=exc.message)
             ctx.apply(rules.ask(f"{exc.message}. Fix: {exc.hint}; then 'handoff answer "
                                 f"{ctx.state.ticket} go'", after_answer=ctx.state.phase))
-            return Verdict(None, [f"{exc.message}; nothing was filed, and a person was asked"])
+            return Reply(None, [f"{exc.message}; nothing was filed, and a person was asked"])
         except HandoffError as exc:  # tmux or git did not answer: nothing filed, said
-            return Verdict(None, [f"{exc.message}; nothing was filed: submit again"])
+            return Reply(None, [f"{exc.message}; nothing was filed: submit again"])
         if filed is None:
-            return Verdict(None, problems)
+            return Reply(None, problems)
         self.judged[filed.path.name] = filed
         self.filed_ns[request.role] = time.time_ns()
         ctx.event("submitted", request.role, report=filed.path.name, pid=request.pid)
-        return Verdict(str(filed.path), [])
+        return Reply(str(filed.path), [])
 
     def forget(self, name: str) -> None:
         """A report this orchestrator judged was set aside: whatever has its name is read anew."""
@@ -126,7 +127,7 @@ class ReportDesk:
                 problems = submission.claims(ctx.ws, ctx.state, role, n, report,
                                              worktree_state=False)
         if not problems and report is not None and kind is Kind.REVIEWER and \
-                report.verdict == "pass":
+                report.verdict == Verdict.PASS:
             changed = ctx.changed_checkout(role, ctx.state.commit_of(n))
             if changed:  # a pass counts only from the exact commit
                 problems = [f"the review passed in a checkout that is not the commit under "
@@ -140,14 +141,14 @@ class ReportDesk:
         worked can undo its own fail). (text, path, filed) of the report taken."""
         tdir = self.ctx.tdir
         earlier = submission.filed_before(tdir, path)
-        if not earlier or reports.verdict_of(text) == "fail":
+        if not earlier or reports.verdict_of(text) == Verdict.FAIL:
             return text, path, filed
         for kept in reversed(earlier):
             try:
                 old = read_text(kept, REPORT_LIMIT, "an earlier report")
             except UsageError:
                 continue
-            if reports.verdict_of(old) != "fail" or \
+            if reports.verdict_of(old) != Verdict.FAIL or \
                     provenance(tdir, kept, old, role, n, filed_as=path.name):
                 continue
             submission.supersede(tdir, path)
@@ -155,7 +156,7 @@ class ReportDesk:
             receipt = tdir.receipt(kept)
             if receipt.exists():
                 receipt.replace(tdir.receipt(path))
-            self.ctx.event("verdict-kept", role, report=path.name, verdict="fail",
+            self.ctx.event("verdict-kept", role, report=path.name, verdict=Verdict.FAIL,
                            why=f"it filed a fail earlier in round {n} ({kept.name}): a later "
                                "pass in the same turn does not undo it")
             return old, path, None

@@ -69,7 +69,7 @@ def cli_of(pane_pid: int, core: tuple[str, ...] = (), relaunches: bool = False) 
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Clearance:
     """Whether a submitting process may file the role's report: '' when it may, else why
     not; evidence: its lineage, as a person reads it."""
 
@@ -78,27 +78,27 @@ class Verdict:
 
 
 def judge(pid: int, role: str, pane_pid: int | None, granted: set[str],
-          core: tuple[str, ...] = (), relaunches: bool = False) -> Verdict:
+          core: tuple[str, ...] = (), relaunches: bool = False) -> Clearance:
     """Whether process pid may file role's report, the role's pane running pane_pid (None:
     no pane), the processes granted this round being granted; core: `cli_of`'s."""
     chain = processes.lineage(pid, 6) if pid > 0 else []
     evidence = " ← ".join(one.shown() for one in chain) or f"pid {pid} (gone)"
     if not chain:
-        return Verdict("the kernel did not name the submitting process (or it is gone)",
+        return Clearance("the kernel did not name the submitting process (or it is gone)",
                        evidence)
     if pane_pid is None:
-        return Verdict(f"the {role} has no live process to file it", evidence)
+        return Clearance(f"the {role} has no live process to file it", evidence)
     cli = cli_of(pane_pid, core, relaunches)
     if not cli or identity(pane_pid) not in granted:
-        return Verdict(f"the {role}'s process is not the one handoff started for this round",
+        return Clearance(f"the {role}'s process is not the one handoff started for this round",
                        evidence)
     if _from_cli(chain, cli):
-        return Verdict("", evidence)
+        return Clearance("", evidence)
     if any(one.pid == cli for one in chain) or _inside(chain, pane_pid):
-        return Verdict(f"it ran under another program of the {role}'s session ({evidence}), "
+        return Clearance(f"it ran under another program of the {role}'s session ({evidence}), "
                        "not as a command of the CLI itself: what the CLI runs (tests, "
                        "scripts, the code under review) cannot file its report", evidence)
-    return Verdict(f"it did not run in the {role}'s own session ({evidence})", evidence)
+    return Clearance(f"it did not run in the {role}'s own session ({evidence})", evidence)
 
 
 def _from_cli(chain: list[Seen], cli: int) -> bool:

@@ -16,6 +16,7 @@ from handoff.loop.crew import Crew
 from handoff.loop.gate import GateResult, end_left_gate, excerpt, run_gate
 from handoff.machinery.repo import short_sha
 from handoff.machinery.worktrees import GATE
+from handoff.verdicts import GateOutcome
 
 
 class GateStage:
@@ -73,7 +74,7 @@ class GateStage:
         if not self._scanners_installed(commit, cwd, env):
             return
         if plan.test is None and not ctx.ws.config.scanners:
-            ctx.state.gates[str(n)] = "skipped"
+            ctx.state.gates[str(n)] = GateOutcome.SKIPPED
             ctx.event("gate", result="skipped", reason="the plan names no test command")
             ctx.apply(rules.gate_skipped())
             return
@@ -110,7 +111,7 @@ class GateStage:
                 scans: Sequence[scanners.ScanResult]) -> None:
         """The gate's outcome in the record and the events, and the rules' move."""
         ctx = self.ctx
-        ctx.state.gates[str(n)] = "pass" if passed else "fail"
+        ctx.state.gates[str(n)] = GateOutcome.PASS if passed else GateOutcome.FAIL
         said = gate_summary(result, scans)
         ctx.event("gate", result=ctx.state.gates[str(n)], summary=said,
                   log=ctx.tdir.gate_log(n).name if result else "", commit=commit)
@@ -158,8 +159,8 @@ class GateStage:
 def gate_summary(result: GateResult | None, scans: Sequence[scanners.ScanResult]) -> str:
     """The gate's one line: its test command's summary, and each scanner's state."""
     parts = [result.summary()] if result is not None else []
-    parts += [f"{s.name} {s.state}" for s in scans if s.state != "passed" or not s.required]
-    if scans and all(s.state == "passed" for s in scans):
+    parts += [f"{s.name} {s.state}" for s in scans if s.state != scanners.ScanState.PASSED or not s.required]
+    if scans and all(s.state == scanners.ScanState.PASSED for s in scans):
         parts.append(f"{len(scans)} scanner(s) passed")
     return "; ".join(parts) or "nothing to run"
 

@@ -13,6 +13,7 @@ from typing import Any
 from handoff.loop import rules, weakened
 from handoff.loop.baseline import BASE
 from handoff.loop.context import TicketContext
+from handoff.loop.scanners import ScanState
 from handoff.loop.testcount import Count
 from handoff.phases import Phase
 from handoff.protocol import briefs
@@ -77,7 +78,7 @@ def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Rev
         _find_weakened(ctx, n, commit)
     shown_weak = tuple((str(w["id"]), weakened.described(w)) for w in state.weakened[str(n)])
     advisory = [f"- `{name}` {result}: see `{ctx.tdir.scan_log(n, name)}`"
-                for name, result in state.scans.get(str(n), {}).items() if result == "failed"]
+                for name, result in state.scans.get(str(n), {}).items() if result == ScanState.FAILED]
     notes = (("What the scanners that do not block found",
               "\n".join(advisory) + "\n"),) if advisory else ()
     return briefs.Review(commit, diff, increment, tuple(Ledger.of(state.ledger).open()),

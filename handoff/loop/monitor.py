@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG, READY, STARTING, Reading
 from handoff.providers.signals import NOTIFICATION, PERMISSION, PROMPT, STOP, Signal
@@ -53,11 +54,24 @@ class Timing:
     unrecognised: float = 60.0
 
 
+class Action(StrEnum):
+    """What the loop does about a peer."""
+
+    #: say a change of its state
+    NOTE = "note"
+    #: send keys (a dialog it may answer)
+    ANSWER = "answer"
+    #: paste a reminder (its turn ended with no report)
+    NUDGE = "nudge"
+    #: a person must step in
+    ESCALATE = "escalate"
+    #: say, with the screen kept, that nothing on it or from hooks was read
+    UNRECOGNISED = "unrecognised"
+
+
 @dataclass(frozen=True)
 class Decision:
-    #: note (a change of state), answer (send keys), nudge (paste a reminder), escalate,
-    #: unrecognised (say, with the screen kept, that nothing on it or from hooks was read)
-    action: str
+    action: Action
     state: str
     evidence: str
     keys: tuple[str, ...] = ()
@@ -131,14 +145,14 @@ class PeerMonitor:
             return self._note("turn-ended", f"{hook}: the turn ended")
         if signal.event == NOTIFICATION and signal.data.get("notification_type") == \
                 "permission_prompt":
-            return [Decision("escalate", WAITING_FOR_PERMISSION,
+            return [Decision(Action.ESCALATE, WAITING_FOR_PERMISSION,
                              f"hook Notification: {signal.detail()}", fix=PERMISSION_FIX)]
         if signal.event == PERMISSION:
-            return [Decision("escalate", WAITING_FOR_PERMISSION,
+            return [Decision(Action.ESCALATE, WAITING_FOR_PERMISSION,
                              f"hook {signal.hook('PermissionRequest')}: {signal.detail()}",
                              fix=PERMISSION_FIX)]
         if signal.event == NOTIFICATION:
-            return [Decision("note", "notified", f"hook Notification: {signal.detail()}")]
+            return [Decision(Action.NOTE, "notified", f"hook Notification: {signal.detail()}")]
         return []
 
     def _reading(self, now: float, reading: Reading, submitted: bool) -> list[Decision]:
@@ -151,7 +165,7 @@ class PeerMonitor:
             patience = reading.blocker.patience if self.timing.patience is None \
                 else self.timing.patience
             if now - since >= patience:
-                return [Decision("escalate", f"blocked ({reading.blocker.name})", reading.says(),
+                return [Decision(Action.ESCALATE, f"blocked ({reading.blocker.name})", reading.says(),
                                  fix=reading.blocker.fix)]
             return self._note(f"blocked ({reading.blocker.name})", reading.says())
         if reading.state == BUSY and (reading.settling or self.ended_by_hook):
@@ -184,17 +198,17 @@ class PeerMonitor:
         times = self.answered.get(dialog.name, 0)
         if dialog.keys and dialog.name in self.answer and times < ANSWERS_PER_DIALOG:
             self.answered[dialog.name] = times + 1
-            return [Decision("answer", f"dialog ({dialog.name})", reading.says(),
+            return [Decision(Action.ANSWER, f"dialog ({dialog.name})", reading.says(),
                              keys=dialog.keys, fix=dialog.means, dialog=dialog.name)]
         why = "" if dialog.keys and dialog.name not in self.answer else \
             " (handoff never answers it)" if not dialog.keys else " (answered twice already)"
-        return [Decision("escalate", f"dialog ({dialog.name})", reading.says() + why,
+        return [Decision(Action.ESCALATE, f"dialog ({dialog.name})", reading.says() + why,
                          fix=dialog.fix)]
 
     def _clock(self, now: float, reading: Reading | None) -> list[Decision]:
         due = self._deadlines(now, reading)
         # a person asked now is told what the screen showed: saying it cannot be read is moot
-        return due if any(d.action == "escalate" for d in due) else \
+        return due if any(d.action == Action.ESCALATE for d in due) else \
             self._unrecognised(now, reading) + due
 
     def _unrecognised(self, now: float, reading: Reading | None) -> list[Decision]:
@@ -204,7 +218,7 @@ class PeerMonitor:
         if self.unrecognised_said or reading is None or quiet < self.timing.unrecognised:
             return []
         self.unrecognised_said = True
-        return [Decision("unrecognised", "screen-unrecognised",
+        return [Decision(Action.UNRECOGNISED, "screen-unrecognised",
                          f"no hook signal and no screen rule matched for {quiet:.0f}s",
                          fix="attach to see what it does; if its CLI's screen changed in a "
                              "release, set roles.<role>.markers (composer, busy, turn_ended) "
@@ -216,20 +230,20 @@ class PeerMonitor:
             if self.nudged < self.timing.nudges:
                 self.nudged += 1
                 self.arrived, self.ended_at = False, None
-                return [Decision("nudge", "turn-ended", evidence)]
-            return [Decision("escalate", "turn-ended",
+                return [Decision(Action.NUDGE, "turn-ended", evidence)]
+            return [Decision(Action.ESCALATE, "turn-ended",
                              f"{evidence}, after {self.nudged} nudge(s)",
                              fix="attach to see why it stopped; 'handoff answer' tells it how "
                                  "to go on")]
         state = reading.state if reading else ""
         if not self.arrived and state in (STARTING, READY, "") and \
                 now - self.launched >= self.timing.start:
-            return [Decision("escalate", "starting", f"the prompt never arrived "
+            return [Decision(Action.ESCALATE, "starting", f"the prompt never arrived "
                              f"{now - self.launched:.0f}s after launch ({state or 'no screen'})",
                              fix="attach to see what the CLI shows; raise start_timeout in "
                                  ".handoff.yaml if it is only slow")]
         if now - self.last_progress >= self.timing.stall and self.ended_at is None:
-            return [Decision("escalate", "stalled", f"nothing changed on screen or in hooks for "
+            return [Decision(Action.ESCALATE, "stalled", f"nothing changed on screen or in hooks for "
                              f"{now - self.last_progress:.0f}s",
                              fix="attach to see what it is doing; raise stall_timeout in "
                                  ".handoff.yaml for work that is legitimately this slow")]
@@ -264,7 +278,7 @@ class PeerMonitor:
         if state == self.noted:
             return []
         self.noted = state
-        return [Decision("note", state, evidence)]
+        return [Decision(Action.NOTE, state, evidence)]
 
     def after_nudge_or_answer(self, now: float) -> None:
         """A message went to the peer: its next turn is judged afresh."""

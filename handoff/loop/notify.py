@@ -29,11 +29,12 @@ from typing import Any
 from handoff.errors import HandoffError
 from handoff.machinery import proc
 from handoff.machinery.tmux import Tmux
+from handoff.phases import Phase
 from handoff.record.events import now
 from handoff.record.ticket import State
 
 #: the phases a person is told about (a notice's `kind`): one needs them, two are the end
-TOLD = ("awaiting-approval", "needs-human", "escalated", "passed")
+TOLD = (Phase.AWAITING_APPROVAL, Phase.NEEDS_HUMAN, Phase.ESCALATED, Phase.PASSED)
 #: the longest the user's command may run: it can never hang the orchestrator
 COMMAND_TIMEOUT = 10.0
 DESKTOP_TIMEOUT = 5.0
@@ -75,8 +76,8 @@ def notice_for(state: State) -> Notice | None:
     if state.phase not in TOLD:
         return None
     message = state.reason or {
-        "passed": f"the reviewer passed it; its branch {state.branch} is ready",
-        "awaiting-approval": f"its plan waits for approval: handoff resume {state.ticket} --yes "
+        Phase.PASSED: f"the reviewer passed it; its branch {state.branch} is ready",
+        Phase.AWAITING_APPROVAL: f"its plan waits for approval: handoff resume {state.ticket} --yes "
                              "approves it and starts the loop",
     }.get(state.phase, state.phase)
     return Notice(ticket=state.ticket, repo=state.repo, phase=state.phase, round=state.round,

@@ -42,6 +42,7 @@ from handoff.record.slots import Slot
 from handoff.record.store import file_digest
 from handoff.record.ticket import State, ticket_dir
 from handoff.role import IMPLEMENTER, Kind
+from handoff.verdicts import Status, Verdict
 
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -253,7 +254,7 @@ class Orchestrator:
         (a tester's is put on the ticket branch first), and the rules say what follows."""
         ctx = self.ctx
         kind = ctx.team.kind(role)
-        if report.status != "blocked":
+        if report.status != Status.BLOCKED:
             # judged: the commit exists; a full sha is its own resolution (no git call)
             commit = report.commit if FULL_SHA.fullmatch(report.commit) \
                 else self.ws.repo.resolve(report.commit)
@@ -265,7 +266,7 @@ class Orchestrator:
             ctx.state.commits[str(n)] = commit
         question = report.sections.get("open questions", "").strip()
         ctx.apply(rules.after_work(kind, role, report.status, question, self.next_tester(n)))
-        if report.status != "blocked":
+        if report.status != Status.BLOCKED:
             # what another ticket of the repository may overlap (handoff.record.overlaps):
             # bookkeeping for the others, so after the next action is on its way (a git call
             # and a save, which under a crowd of tickets would double the hand-over)
@@ -359,7 +360,7 @@ class Orchestrator:
         path = self.ctx.tdir.report(role, n)
         report, _ = reports.parse(read_text(path, REPORT_LIMIT, "the report"), Kind.REVIEWER,
                                   role=role)
-        verdict = self.ctx.state.reviewed.get(str(n), {}).get(role, "fail")
+        verdict = self.ctx.state.reviewed.get(str(n), {}).get(role, Verdict.FAIL)
         return report or Report(role=role, commit=self.ctx.state.commit_of(n), verdict=verdict)
 
     # ---- a person -------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from handoff.phases import AT_WORK, WORKING, Phase
 from handoff.protocol.ledger import Ledger
 from handoff.protocol.reports import Finding
 from handoff.role import Kind
+from handoff.verdicts import GateOutcome, Status, Verdict
 
 #: reports rejected in a ticket before a person is asked to look
 MAX_REJECTIONS = 3
@@ -101,7 +102,7 @@ def after_work(kind: Kind, role: str, status: str, question: str,
                next_tester: str | None) -> Move:
     """The implementer's or a tester's report was accepted: a blocked one goes to a person;
     else the next tester works, or the gate runs."""
-    if status == "blocked":
+    if status == Status.BLOCKED:
         return ask(f"the {role} is blocked: {question}")
     if next_tester is not None:
         return Move(Phase.TESTING, f"{next_tester} writes tests" if kind is Kind.IMPLEMENTER
@@ -163,7 +164,7 @@ def protected(files: Sequence[str], round_: int, ticket: str) -> Move:
 
 def round_verdict(verdicts: Mapping[str, str]) -> str:
     """The round's verdict: pass only when every reviewer passed."""
-    return "pass" if all(v == "pass" for v in verdicts.values()) else "fail"
+    return Verdict.PASS if all(v == Verdict.PASS for v in verdicts.values()) else Verdict.FAIL
 
 
 def repeated(raised: Sequence[Finding], earlier: Collection[str]) -> Finding | None:
@@ -177,7 +178,7 @@ def after_reviews(verdicts: Mapping[str, str], ledger: Ledger, repeated: Finding
     """Every reviewer of the round reported (verdicts: role → pass|fail; ledger: with this
     round merged in; repeated: a must-fix raised again that an earlier round raised; reviews:
     the review rounds so far, this one included). Pass only when every reviewer passed."""
-    if round_verdict(verdicts) == "pass":
+    if round_verdict(verdicts) == Verdict.PASS:
         return Move(Phase.PASSED, "every reviewer passed it" if len(verdicts) > 1 else "")
     if repeated is not None:
         return Move(Phase.ESCALATED, "the same must-fix came back: " + repeated.render())
@@ -272,9 +273,9 @@ def bound_hit(verdict: str | None, gate: str | None, reviews: int, gate_bounces:
     """Which limit an escalated ticket stopped at ("max-gate-bounces", "max-rounds"), read
     from its last round (verdict, gate: its results); None when it escalated for another
     reason (the same must-fix came back, a finding twice not fixed)."""
-    if gate == "fail" and gate_bounces >= limits.max_gate_bounces:
+    if gate == GateOutcome.FAIL and gate_bounces >= limits.max_gate_bounces:
         return "max-gate-bounces"
-    if verdict not in (None, "pass") and reviews >= limits.max_rounds and not repeated:
+    if verdict not in (None, Verdict.PASS) and reviews >= limits.max_rounds and not repeated:
         return "max-rounds"
     return None
 

@@ -15,6 +15,7 @@ import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,22 @@ class Scope:
     changed: tuple[str, ...]
 
 
+class ScanState(StrEnum):
+    """How one scanner's run at a gate ended."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    #: no changed file of its kind to scan
+    SKIPPED = "skipped"
+    #: not installed where the gate runs
+    MISSING = "missing"
+
+
 @dataclass(frozen=True)
 class ScanResult:
     name: str
     required: bool
-    #: passed, failed, skipped or missing
-    state: str
+    state: ScanState
     argv: tuple[str, ...]
     #: one line a person reads
     summary: str
@@ -48,7 +59,7 @@ class ScanResult:
     @property
     def blocks(self) -> bool:
         """It sends the round back: a required scanner that failed."""
-        return self.required and self.state == "failed"
+        return self.required and self.state == ScanState.FAILED
 
     def fields(self) -> dict[str, Any]:
         """For a `scanner` event."""
@@ -98,17 +109,17 @@ def run_scanners(scanners: Sequence[Scanner], scope: Scope, cwd: Path, env: dict
     for scanner in scanners:
         argv = expand(scanner.command, scope)
         if argv is None:
-            found.append(ScanResult(scanner.name, scanner.required, "skipped", (),
+            found.append(ScanResult(scanner.name, scanner.required, ScanState.SKIPPED, (),
                                     "skipped: no changed file of its kind to scan"))
             continue
         if installed(argv[0], env, cwd) is None:
-            found.append(ScanResult(scanner.name, scanner.required, "missing", tuple(argv),
+            found.append(ScanResult(scanner.name, scanner.required, ScanState.MISSING, tuple(argv),
                                     f"not installed: {argv[0]} is not on the gate's PATH"))
             continue
         log = log_of(scanner.name)
         result = run_gate(argv, cwd, env, timeout, log, record=record, fence=fence, nice=nice)
         found.append(ScanResult(scanner.name, scanner.required,
-                                "passed" if result.passed else "failed", tuple(argv),
+                                ScanState.PASSED if result.passed else ScanState.FAILED, tuple(argv),
                                 result.summary(), str(log), result.output))
     return found
 

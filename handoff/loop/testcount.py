@@ -216,9 +216,8 @@ def _go(lines: Sequence[str], i: int) -> Summary | None:
             return None
         if not isinstance(data, dict) or not data.get("Test"):
             return None  # a package's own verdict, not a test's
-        verdict = str(data.get("Action"))
-    return Summary("go test", int(verdict != "skip"), int(verdict == "fail"),
-                   int(verdict == "skip"))
+        said = str(data.get("Action"))  # go's own words: pass, fail, skip
+    return Summary("go test", int(said != "skip"), int(said == "fail"), int(said == "skip"))
 
 
 def _cargo(lines: Sequence[str], i: int) -> Summary | None:

@@ -8,6 +8,7 @@ from handoff.machinery.repo import Repo, short_sha
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.protocol.reports import Report
 from handoff.role import IMPLEMENTER
+from handoff.verdicts import Status
 
 
 def full_sha(repo: Repo, commit: str) -> str:
@@ -29,7 +30,7 @@ def check_implementer(report: Report, repo: Repo, worktrees: TicketWorktrees,
     if not sha:
         return [f"commit {report.commit} does not exist in the repository: commit your work "
                 "and report the sha from 'git rev-parse HEAD'"]
-    if report.status == "blocked":
+    if report.status == Status.BLOCKED:
         return []
     # the commit need not be on the ticket branch yet: handoff puts it there once accepted
     # (no peer writes a ref); it must build on the last accepted one and be what the
@@ -76,7 +77,7 @@ def check_tester(report: Report, repo: Repo, worktrees: TicketWorktrees, role: s
     if not sha:
         return [f"commit {report.commit} does not exist in the repository: commit your tests "
                 "and report the sha from 'git rev-parse HEAD'"]
-    if report.status == "blocked":
+    if report.status == Status.BLOCKED:
         return []
     if not repo.is_ancestor(start, sha):
         return [f"commit {short_sha(sha)} does not build on {short_sha(start)}, the commit you "

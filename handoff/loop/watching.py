@@ -18,7 +18,7 @@ from handoff.loop import rules, submission
 from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew, PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
-from handoff.loop.monitor import Decision
+from handoff.loop.monitor import Action, Decision
 from handoff.loop.submission import set_aside
 from handoff.machinery.peers import Peers
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
@@ -292,7 +292,7 @@ class Watch:
         submitted = screen is not None and provider.rules.submitted(screen, view.message)
         for decision in view.monitor.observe(time.monotonic(), reading, signals, submitted,
                                              screen or ""):
-            if report.exists() and (decision.action == "nudge" or not submission.
+            if report.exists() and (decision.action == Action.NUDGE or not submission.
                                     taken_at_turn_end(ctx.team.kind(role))):
                 # the report came in meanwhile: it is judged first (a tester's or reviewer's
                 # once its turn is over; until then it is still watched, stuck or not)
@@ -307,17 +307,17 @@ class Watch:
         """Carry out one judgement of the peer; why a person must step in ('' : none)."""
         ctx = self.ctx
         peers, provider = ctx.ws.peers(ctx.state), ctx.ws.provider(role)
-        if decision.action == "note":
+        if decision.action == Action.NOTE:
             ctx.event("peer", role, state=decision.state, evidence=decision.evidence)
-        elif decision.action == "answer":
+        elif decision.action == Action.ANSWER:
             peers.steady(role)
             peers.keys(role, decision.keys)
             gone = peers.dialog_gone(provider, role, decision.dialog)
             ctx.event("dialog", role, state=decision.state, evidence=decision.evidence,
                       keys=list(decision.keys), answered=decision.fix, gone=gone)
-        elif decision.action == "unrecognised":
+        elif decision.action == Action.UNRECOGNISED:
             self.unrecognised(role, decision, screen)
-        elif decision.action == "nudge":
+        elif decision.action == Action.NUDGE:
             message = nudge_message(n, brief)
             since = signal_clock()
             delivery = peers.deliver(provider, role, message)
@@ -325,7 +325,7 @@ class Watch:
                       why=delivery.why)
             if not delivery:
                 return self.escalate(role, Decision(
-                    "escalate", "turn-ended",
+                    Action.ESCALATE, "turn-ended",
                     f"{decision.evidence}; the nudge was not taken: {delivery.why}",
                     fix="attach to see what holds its input line; 'handoff answer' passes your "
                         "answer on"), screen)

@@ -29,6 +29,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import Support
 from handoff.machinery.tmux import Tmux
 from handoff.machinery.worktrees import GATE, SetupFence, TicketWorktrees, branch_name
+from handoff.phases import Phase
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
@@ -365,6 +366,6 @@ def booked_ticket_alive(owner: str) -> bool:
     if not tdir.state_file.exists():
         return False
     try:
-        return tdir.load().phase != "closed"
+        return tdir.load().phase != Phase.CLOSED
     except (UsageError, NotFound):
         return True

@@ -120,10 +120,10 @@ class Fold:
         if isinstance(event.get("round"), int):
             self.round = max(self.round, event["round"])
         if kind == "created":
-            self.phase, self.phase_since = "awaiting-approval", when
+            self.phase, self.phase_since = Phase.AWAITING_APPROVAL, when
         elif kind == "phase":
             self.phase, self.phase_since = str(event.get("to", "")), when
-            if self.phase == "closed":
+            if self.phase == Phase.CLOSED:
                 self._all(Peer("gone", "the ticket was closed", when))
         elif kind == "stopped" and event.get("by") == "hand":
             self._all(Peer("stopped", "handoff stop: the peers' session was ended", when))
@@ -336,7 +336,7 @@ def remote_row(said: dict[str, Any]) -> Row:
 def _overlaps(row: Row, rows: list[Row]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The other open tickets of the row's repository that change some of its files (in memory:
     the rows hold what each record says it touched)."""
-    if row.phase == "closed":
+    if row.phase == Phase.CLOSED:
         return ()
     others = ((r.ticket, r.phase, r.touched) for r in rows
               if r.repo == row.repo and r.key != row.key)

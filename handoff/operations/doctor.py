@@ -18,7 +18,7 @@ from handoff.errors import HandoffError, MissingTool
 from handoff.machinery import limits, sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
-from handoff.providers.base import SANDBOXED, proven_range
+from handoff.providers.base import SANDBOXED, Level, proven_range
 from handoff.record import slots
 
 
@@ -43,9 +43,9 @@ def tool_checks() -> list[Check]:
         have = tools.version(tool)
         problem = [p for p in tools.problems() if p.startswith(tool)]
         if problem:
-            found.append(Check("FAIL", tool, problem[0], f"install or upgrade {tool}"))
+            found.append(Check(Level.FAIL, tool, problem[0], f"install or upgrade {tool}"))
         else:
-            found.append(Check("OK", tool, f"{tool} {have[0]}.{have[1]}" if have else tool))
+            found.append(Check(Level.OK, tool, f"{tool} {have[0]}.{have[1]}" if have else tool))
     return found
 
 
@@ -55,9 +55,9 @@ def state_check(home: Path) -> Check:
         with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
             pass
     except OSError as exc:
-        return Check("FAIL", "state dir", f"{home} is not writable: {exc.strerror}",
+        return Check(Level.FAIL, "state dir", f"{home} is not writable: {exc.strerror}",
                      "set HANDOFF_HOME to a writable folder")
-    return Check("OK", "state dir", str(home))
+    return Check(Level.OK, "state dir", str(home))
 
 
 def watch_check() -> Check:
@@ -73,8 +73,8 @@ def watch_check() -> Check:
         polling = watcher.polling
         by = watcher.by
     if not polling:
-        return Check("OK", "file watching", by)
-    return Check("WARN", "file watching", f"an orchestrator would poll every {POLL_INTERVAL} s: "
+        return Check(Level.OK, "file watching", by)
+    return Check(Level.WARN, "file watching", f"an orchestrator would poll every {POLL_INTERVAL} s: "
                  f"{polling}", ("raise the limit, e.g. sudo sysctl fs.inotify.max_user_watches"
                                "=524288" if by == "inotify" else "pip install watchdog")
                  + " (reports are taken meanwhile, only by polling)")
@@ -85,21 +85,21 @@ def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | Non
     what = f"{role}: {provider.name}"
     missing = provider.missing()
     if missing:
-        return [Check("FAIL", what, missing, _install_hint(provider))]
+        return [Check(Level.FAIL, what, missing, _install_hint(provider))]
     version = provider.version() if probe else None
-    found = [Check("OK", what, f"{provider.executable()}"
+    found = [Check(Level.OK, what, f"{provider.executable()}"
                    + (f" (version {version})" if version else "")
                    + f"; watched by {watched_by(provider)}")]
     unproven = provider.unproven(version)
     if unproven:
-        found.append(Check("WARN", f"{what} version", unproven,
+        found.append(Check(Level.WARN, f"{what} version", unproven,
                            f"it may work; to be on the proven side: npm install -g "
                            f"{provider.package}@{provider.proven[1]} (the README says how to "
                            "test a newer one)"))
     if probe:
         problem = provider.flags_problem()
         if problem:
-            found.append(Check("FAIL", f"{what} flags", problem,
+            found.append(Check(Level.FAIL, f"{what} flags", problem,
                                f"install a version of {provider.package or provider.name} "
                                "that handoff knows (handoff providers lists them)"))
     if repo is not None:
@@ -128,13 +128,13 @@ def run(home: Path, repo: Path | None) -> list[Check]:
     try:
         cfg = config_mod.load(home, repo)
     except HandoffError as exc:
-        found.append(Check("FAIL", "config", exc.message, exc.hint))
+        found.append(Check(Level.FAIL, "config", exc.message, exc.hint))
         return found
     used = config_mod.files(home, repo)
-    found.append(Check("OK", "config", "valid: " + (", ".join(map(str, used)) if used
+    found.append(Check(Level.OK, "config", "valid: " + (", ".join(map(str, used)) if used
                                                      else "the defaults (no config file)")))
     for key, value, path in config_mod.settings(home, repo):
-        found.append(Check("OK", f"config {key}", f"{shown_value(value)} (from {path})"))
+        found.append(Check(Level.OK, f"config {key}", f"{shown_value(value)} (from {path})"))
     found.append(sandbox_check(cfg))
     found.append(limits_check(cfg))
     found.append(queue_check(home, cfg))
@@ -157,13 +157,13 @@ def host_checks(cfg: Config) -> list[Check]:
     for state in hosts.host_states(cfg):
         what = f"host {state.name}"
         if not state.reachable:
-            found.append(Check("FAIL", what, state.error,
+            found.append(Check(Level.FAIL, what, state.error,
                                f"reach it by hand with its argv: {' '.join(cfg.host(state.name).ssh)}"))
         elif not state.same:
-            found.append(Check("FAIL", what, state.problem(),
+            found.append(Check(Level.FAIL, what, state.problem(),
                                hosts.install_hint(cfg.host(state.name))))
         else:
-            found.append(Check("OK", what, f"handoff {state.handoff}, the same code; "
+            found.append(Check(Level.OK, what, f"handoff {state.handoff}, the same code; "
                                f"{state.at_work} of {state.max_parallel} tickets at work, "
                                f"{state.waiting} waiting"))
     return found
@@ -172,8 +172,8 @@ def host_checks(cfg: Config) -> list[Check]:
 def platform_check(where: platforms.Platform) -> Check:
     """Where handoff runs, and what is weaker here than where it is tested."""
     if where.tested or where.name == "WSL2":
-        return Check("OK", "platform", where.said)
-    return Check("WARN", "platform", where.said,
+        return Check(Level.OK, "platform", where.said)
+    return Check(Level.WARN, "platform", where.said,
                  "handoff is tested on Linux; what is weaker here is listed above")
 
 
@@ -183,7 +183,7 @@ def queue_check(home: Path, cfg: Config) -> Check:
         f"the default for {os.cpu_count() or 1} core(s) and this memory"
     now = slots.standing(home, cfg.parallel)
     tickets = "ticket" if cfg.parallel == 1 else "tickets"
-    return Check("OK", "queue", f"{cfg.parallel} {tickets} at work at once ({why}); now "
+    return Check(Level.OK, "queue", f"{cfg.parallel} {tickets} at work at once ({why}); now "
                  f"{len(now.at_work)} at work, {len(now.waiting)} waiting")
 
 
@@ -194,10 +194,10 @@ def team_check(cfg: Config) -> Check:
     implementer = cfg.roles[team.names[0]].provider
     if implementer not in ("scripted", "command") and all(
             cfg.roles[r].provider == implementer for r in team.reviewers):
-        return Check("WARN", "team", f"{said}: every reviewer runs on {implementer}, the "
+        return Check(Level.WARN, "team", f"{said}: every reviewer runs on {implementer}, the "
                      "implementer's CLI, so the review is not independent",
                      "give a reviewer another installed CLI: roles.<reviewer>.provider")
-    return Check("OK", "team", said)
+    return Check(Level.OK, "team", said)
 
 
 def scanner_checks(cfg: Config, repo: Path | None) -> list[Check]:
@@ -210,14 +210,14 @@ def scanner_checks(cfg: Config, repo: Path | None) -> list[Check]:
         where = scanners.installed(scanner.command[0], env, repo or Path.cwd())
         what = f"scanner {scanner.name}"
         if where is not None:
-            found.append(Check("OK", what, f"{' '.join(scanner.command)} ({where}); "
+            found.append(Check(Level.OK, what, f"{' '.join(scanner.command)} ({where}); "
                                + ("required" if scanner.required else "optional")))
         elif scanner.required:
-            found.append(Check("FAIL", what, f"{scanner.command[0]} is not installed: the gate "
+            found.append(Check(Level.FAIL, what, f"{scanner.command[0]} is not installed: the gate "
                                "stops for a person until it is", f"install {scanner.command[0]}"
                                f", or set required: false for scanner {scanner.name}"))
         else:
-            found.append(Check("WARN", what, f"{scanner.command[0]} is not installed: the gate "
+            found.append(Check(Level.WARN, what, f"{scanner.command[0]} is not installed: the gate "
                                "skips it (optional)", f"install {scanner.command[0]}"))
     return found
 
@@ -231,15 +231,15 @@ def sandbox_check(cfg: Config) -> Check:
     """Whether the peers and the gate run fenced in, and why not where they do not."""
     mode = cfg.sandbox.mode
     if mode == "off":
-        return Check("WARN", "sandbox", "off (sandbox: off): the peers run as you, with all "
+        return Check(Level.WARN, "sandbox", "off (sandbox: off): the peers run as you, with all "
                      "your user can read and write", "sandbox: auto fences them in where "
                      "bubblewrap works")
     found = sandbox.support()
     if found.available:
-        return Check("OK", "sandbox", f"on, {found.why}: each peer writes only its worktree, "
+        return Check(Level.OK, "sandbox", f"on, {found.why}: each peer writes only its worktree, "
                      "its CLI's state and its drafts; credentials, other tickets and the tmux "
                      "socket are hidden; the network stays open")
-    level = "FAIL" if mode == "on" else "WARN"
+    level = Level.FAIL if mode == "on" else Level.WARN
     return Check(level, "sandbox", f"{'sandbox: on, but ' if mode == 'on' else 'off: '}"
                  f"{found.why}", found.fix)
 
@@ -250,24 +250,24 @@ def limits_check(cfg: Config) -> Check:
     line = limits.said(cfg.sandbox.limits, sandboxed(cfg))
     caps = cfg.sandbox.limits
     if caps.processes is None and caps.memory is None:
-        return Check("WARN", "limits", f"{line}: a fork bomb or a memory hog in a peer or the "
+        return Check(Level.WARN, "limits", f"{line}: a fork bomb or a memory hog in a peer or the "
                      "gate can take this machine", "set sandbox.limits (docs/configuration.md)")
     weaker = limits.mechanism().weaker()
     if weaker:
-        return Check("WARN", "limits", f"{line}; weaker: {weaker}",
+        return Check(Level.WARN, "limits", f"{line}; weaker: {weaker}",
                      "run handoff where it may divide a cgroup with the pids and memory "
                      "controllers (cgroup v2: a delegated one, e.g. under systemd's user "
                      "manager; cgroup v1: as root)")
-    return Check("OK", "limits", line)
+    return Check(Level.OK, "limits", line)
 
 
 def ready_to_start(cfg: Config, repo: Path) -> None:
     """Refuse to start peers that would hang or die at once: the failing checks, with fixes."""
     failing = [c for role in cfg.team.names
                for c in provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=False)
-               if c.level == "FAIL"]
+               if c.level == Level.FAIL]
     fenced = sandbox_check(cfg)
-    failing += [fenced] if fenced.level == "FAIL" else []
+    failing += [fenced] if fenced.level == Level.FAIL else []
     if failing:
         raise MissingTool("; ".join(f"{c.what}: {c.detail}" for c in failing),
                           "; ".join(c.fix for c in failing if c.fix)
@@ -275,7 +275,7 @@ def ready_to_start(cfg: Config, repo: Path) -> None:
 
 
 def exit_code(found: list[Check]) -> int:
-    return 1 if any(c.level == "FAIL" for c in found) else 0
+    return 1 if any(c.level == Level.FAIL for c in found) else 0
 
 
 #: what each provider is proven to do, for `handoff providers` and the README

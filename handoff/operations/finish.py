@@ -360,11 +360,11 @@ def _past_review(tickets: Sequence[Passed]) -> list[str]:
 
 
 def _ensure_passed(ws: Workspace, state: State) -> None:
-    if state.phase == "passed":
+    if state.phase == Phase.PASSED:
         return
-    hint = {"closed": f"its branch {state.branch or branch_name(state.ticket)} is kept: merge "
+    hint = {Phase.CLOSED: f"its branch {state.branch or branch_name(state.ticket)} is kept: merge "
                       "it yourself with git merge",
-            "escalated": f"read {ws.tdir.final_report}; 'handoff resume {state.ticket} "
+            Phase.ESCALATED: f"read {ws.tdir.final_report}; 'handoff resume {state.ticket} "
                          "--more-rounds N' carries it on"}.get(
         state.phase, f"wait until it passes: 'handoff status {state.ticket}'")
     raise UsageError(f"{state.ticket} is {state.phase}, not passed: only a ticket that passed "

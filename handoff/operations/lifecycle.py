@@ -705,8 +705,8 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> C
     # the worktrees' ports go back to the machine's book (kept worktrees included: their
     # ticket is over, and nothing of handoff's runs in them any more)
     ports = PortBook(ws.home).release(f"{ws.tdir.path}#")
-    if state.phase != "closed":  # a second close changes nothing and says so
-        ws.tdir.move(state, "closed", "closed by handoff close", removed=removed,
+    if state.phase != Phase.CLOSED:  # a second close changes nothing and says so
+        ws.tdir.move(state, Phase.CLOSED, "closed by handoff close", removed=removed,
                      kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone,
                      ports=ports)
     branch = state.branch or ws.branch()

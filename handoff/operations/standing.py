@@ -105,7 +105,7 @@ def state_from_events(tdir: TicketDir) -> State:
                   round=max((e["round"] for e in events if isinstance(e.get("round"), int)),
                             default=0))
     if moved.get("to") in PHASES:
-        state.phase = str(moved["to"])
+        state.phase = Phase(str(moved["to"]))
     if last("worktrees"):
         state.branch = branch_name(tdir.ticket)
     return state

@@ -30,6 +30,7 @@ from handoff.machinery.repo import Repo, git, short_sha
 from handoff.machinery.worktrees import GATE
 from handoff.operations.merging import Base
 from handoff.record.ticket import State
+from handoff.verdicts import GateOutcome
 
 #: what `finish` writes in each message it makes, so a later finish can say which tickets a
 #: base holds (handoff.operations.finish.message)
@@ -150,7 +151,7 @@ def _already_passed(repo: Repo, base: Base, prefix: Sequence[Link], commit: str)
         return None
     passed = prefix[0].passed
     gate = passed.state.gates.get(str(passed.state.round), "")
-    if gate != "pass" or not repo.is_ancestor(base.head, passed.commit):
+    if gate != GateOutcome.PASS or not repo.is_ancestor(base.head, passed.commit):
         return None
     if git(repo.top, "rev-parse", f"{commit}^{{tree}}") != git(
             repo.top, "rev-parse", f"{passed.commit}^{{tree}}"):

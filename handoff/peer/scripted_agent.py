@@ -53,6 +53,7 @@ from handoff.protocol.reports import template
 from handoff.providers.scripted import EXIT, SIGNALS_VARIABLE, TOOK, WAITING
 from handoff.providers.signals import PROMPT, STOP
 from handoff.role import NAME
+from handoff.verdicts import Status, Verdict
 
 MESSAGE = "Read and follow "
 PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
@@ -206,7 +207,7 @@ def implement(brief: dict[str, Any]) -> None:
     if "report" in script:
         submit(brief, str(script["report"]).replace("HEAD", head))
         return
-    status = script.get("status", "done")
+    status = script.get("status", Status.DONE)
     question = script.get("question", "None")
     submit(brief, (
         f"---\nstatus: {status}\ncommit: '{head}'\n---\n## Changes\n"
@@ -321,7 +322,7 @@ def review_report(brief: dict[str, Any], behaviour: dict[str, Any],
     must = [*fresh, *(behaviour.get("must_fix") or [])]
     blocking = must or any(a["status"] != "fixed" for a in ledger) or \
         any(w["answer"] != "justified" for w in weakened)
-    verdict = "fail" if blocking else "pass"
+    verdict = Verdict.FAIL if blocking else Verdict.PASS
     front: dict[str, Any] = {"verdict": verdict, "commit": commit, "must_fix": must,
                              "should_fix": []}
     if ledger:

@@ -77,7 +77,7 @@ class Request:
         return cls(role, round_, report, file, pid)
 
 
-class Verdict:
+class Reply:
     __slots__ = ("filed", "problems")
 
     def __init__(self, filed: str | None, problems: list[str]) -> None:
@@ -88,7 +88,7 @@ class Verdict:
         return json.dumps({"filed": self.filed, "problems": self.problems}).encode() + b"\n"
 
 
-Judge = Callable[[Request], Verdict]
+Judge = Callable[[Request], Reply]
 
 
 class Cut:
@@ -137,7 +137,7 @@ class Intake:
     def fileno(self) -> int:
         return self._sock.fileno() if self._sock is not None else -1
 
-    def serve(self, judge: Judge) -> list[Verdict]:
+    def serve(self, judge: Judge) -> list[Reply]:
         """Answer every peer waiting now (none: an empty list), each as soon as its whole
         request is in. A request that cannot be read gets its problem as the verdict; a peer
         that hung up before the verdict gets none, and nothing it sent is filed (see
@@ -148,7 +148,7 @@ class Intake:
         kept for `cut()`. New connections are taken for READ_TIMEOUT, so one call returns
         within twice that (and the judging) whatever the clients do; later ones wait in the
         backlog, whose readiness wakes the orchestrator again."""
-        verdicts: list[Verdict] = []
+        verdicts: list[Reply] = []
         if self._sock is None:
             return verdicts
         clients: list[_Client] = []
@@ -175,7 +175,7 @@ class Intake:
         cut, self._cut = self._cut, []
         return cut
 
-    def _take(self, clients: list[_Client], verdicts: list[Verdict]) -> None:
+    def _take(self, clients: list[_Client], verdicts: list[Reply]) -> None:
         """Accept what waits, up to MAX_CLIENTS in all; a process of another user is answered
         at once."""
         assert self._sock is not None
@@ -191,7 +191,7 @@ class Intake:
                 conn.close()
                 continue
             if uid is not None and uid != os.getuid():
-                verdict = Verdict(None, [f"the submitting process runs as uid {uid}, not as the "
+                verdict = Reply(None, [f"the submitting process runs as uid {uid}, not as the "
                                          "ticket's owner"])
                 with conn:
                     try:
@@ -202,7 +202,7 @@ class Intake:
                 continue
             clients.append(_Client(conn, pid, time.monotonic() + READ_TIMEOUT))
 
-    def _progress(self, client: _Client, judge: Judge, verdicts: list[Verdict]) -> bool:
+    def _progress(self, client: _Client, judge: Judge, verdicts: list[Reply]) -> bool:
         """Read what client sent since; answer it once its request is whole, cut it once its
         time is up. True when it is done with."""
         try:
@@ -220,7 +220,7 @@ class Intake:
                "of connecting: closed unjudged")
         self._cut.append(Cut(client.pid, why))
         # best effort, never waiting: a real `handoff submit` that was merely slow says why
-        _send(client.conn, Verdict(None, [f"the request did not reach the orchestrator whole "
+        _send(client.conn, Reply(None, [f"the request did not reach the orchestrator whole "
                                           f"within {READ_TIMEOUT:g} s; nothing was filed"]),
               wait=False)
         return True
@@ -255,7 +255,7 @@ class _Client:
         self.line: bytes | None = None  # the whole request, once read
 
 
-def _answer(client: _Client, judge: Judge) -> Verdict | None:
+def _answer(client: _Client, judge: Judge) -> Reply | None:
     """Judge client's request (`line`; None: cut short or too large) and send the verdict;
     None when there is nobody to answer."""
     verdict = _judge_if_waiting(client.conn, client.line, client.pid, judge)
@@ -267,7 +267,7 @@ def _answer(client: _Client, judge: Judge) -> Verdict | None:
     return verdict
 
 
-def _send(conn: socket.socket, verdict: Verdict, wait: bool = True) -> None:
+def _send(conn: socket.socket, verdict: Reply, wait: bool = True) -> None:
     """A verdict is a few hundred bytes, taken by the socket's buffer at once; a client that
     reads nothing is still given up on after READ_TIMEOUT. wait=False: only what the buffer
     takes now, errors ignored."""
@@ -283,13 +283,13 @@ def _send(conn: socket.socket, verdict: Verdict, wait: bool = True) -> None:
 
 
 def _judge_if_waiting(conn: socket.socket, line: bytes | None, pid: int,
-                      judge: Judge) -> Verdict | None:
+                      judge: Judge) -> Reply | None:
     if line is None:
-        return Verdict(None, ["the request to the orchestrator was cut short or too large"])
+        return Reply(None, ["the request to the orchestrator was cut short or too large"])
     try:
         request = Request.from_json(json.loads(line), pid)
     except ValueError as exc:
-        return Verdict(None, [f"the request to the orchestrator is malformed ({exc})"])
+        return Reply(None, [f"the request to the orchestrator is malformed ({exc})"])
     if _hung_up(conn):
         # the peer gave up waiting (it says so, and that nothing was filed): keep it true
         return None

@@ -16,10 +16,9 @@ from typing import Any
 
 from handoff.protocol.frontmatter import FrontmatterError, split
 from handoff.role import Kind
+from handoff.verdicts import STATUSES, VERDICTS, Status, Verdict
 
 IMPL_SECTIONS = ("Changes", "Verification", "Deviations", "Open questions")
-STATUSES = ("done", "blocked", "partial")
-VERDICTS = ("pass", "fail")
 #: a ledger answer: the earlier must-fix is fixed at this commit, or it is not
 FIXED, NOT_FIXED = "fixed", "not-fixed"
 #: an answer about a weakened test: the change meant it (the plan says so), or it did not
@@ -205,7 +204,7 @@ def parse(text: str, kind: str, expect: dict[str, Any] | None = None,
         missing = [s for s in IMPL_SECTIONS if s.lower() not in sections]
         if missing:
             problems.append("missing section(s): " + ", ".join(f"'## {s}'" for s in missing))
-        if status == "blocked" and not sections.get("open questions"):
+        if status == Status.BLOCKED and not sections.get("open questions"):
             problems.append("a blocked report must ask its question under '## Open questions'")
         report = Report(role=role, commit=commit, status=str(status), sections=sections, body=body)
     else:
@@ -218,10 +217,10 @@ def parse(text: str, kind: str, expect: dict[str, Any] | None = None,
                         should_fix=should, ledger=_answers(data, problems),
                         weakened=_justified(data, problems), sections=_sections(body), body=body)
         blocking = must or report.not_fixed() or report.unjustified()
-        if verdict == "fail" and not blocking and "must_fix" not in " ".join(problems):
+        if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
             problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "
                             "one answered not-fixed)")
-        if verdict == "pass" and blocking:
+        if verdict == Verdict.PASS and blocking:
             problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
                             "answered not-fixed or weakened tests answered unjustified: make it "
                             "'fail' or move them to should_fix")

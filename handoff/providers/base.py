@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +91,19 @@ def first_message(brief: Path) -> str:
     return f"Read and follow {shown(brief)}"
 
 
+class Level(StrEnum):
+    """How a line of `handoff doctor` stands."""
+
+    OK = "OK"
+    WARN = "WARN"
+    FAIL = "FAIL"
+
+
 @dataclass(frozen=True)
 class Check:
     """One line of `handoff doctor`: OK, WARN or FAIL, and how to mend it."""
 
-    level: str
+    level: Level
     what: str
     detail: str
     fix: str = ""
@@ -298,9 +307,9 @@ class Provider:
     def screen_check(self, dialog: Dialog, what: str, detail: str) -> Check:
         """A start-up screen that will show: fine when the role lets handoff answer it."""
         if dialog.keys and dialog.name in self.spec.answer:
-            return Check("OK", what, f"{detail}; handoff answers its screen (answer: "
+            return Check(Level.OK, what, f"{detail}; handoff answers its screen (answer: "
                          f"[{dialog.name}])")
-        return Check("WARN", what, f"{detail}: its screen would stop the peer (the ticket goes "
+        return Check(Level.WARN, what, f"{detail}: its screen would stop the peer (the ticket goes "
                      "to needs-human)", dialog.fix)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers import sessions as session_files
-from handoff.providers.base import SANDBOXED, Check, Launch, Provider, is_root
+from handoff.providers.base import SANDBOXED, Check, Launch, Level, Provider, is_root
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import signal_command
@@ -338,7 +338,7 @@ class Claude(Provider):
         found: list[Check] = []
         if self.mode == "bypass" and is_root() and env.get("IS_SANDBOX") != "1" \
                 and env.get(SANDBOXED) != "1":
-            found.append(Check("FAIL", "claude as root", "Claude Code refuses "
+            found.append(Check(Level.FAIL, "claude as root", "Claude Code refuses "
                                "--dangerously-skip-permissions as root unless IS_SANDBOX=1",
                                "run handoff as a normal user, or in a sandbox export "
                                "IS_SANDBOX=1 before handoff starts"))
@@ -350,11 +350,11 @@ class Claude(Provider):
         unset = [" or ".join(names) for names in backend.needs
                  if not any(env.get(n) for n in names)]
         if unset:
-            return [Check("FAIL", "claude back-end", f"{self.reaches(env)}; but "
+            return [Check(Level.FAIL, "claude back-end", f"{self.reaches(env)}; but "
                           f"{', '.join(unset)} is not set",
                           f"export {unset[0].split(' or ')[0]}=… before handoff starts (Claude "
                           f"Code on {backend.name} needs it)")]
-        return [Check("OK", "claude back-end", self.reaches(env))]
+        return [Check(Level.OK, "claude back-end", self.reaches(env))]
 
     def account_checks(self, repo: Path, env: dict[str, str]) -> list[Check]:
         """Onboarding, credentials and trust, read from Claude Code's state file (~/.claude.json,
@@ -363,7 +363,7 @@ class Claude(Provider):
         data = read_state(path)
         found: list[Check] = []
         if not data.get("hasCompletedOnboarding"):
-            found.append(Check("FAIL", "claude set-up", f"{path} says Claude Code's first-run "
+            found.append(Check(Level.FAIL, "claude set-up", f"{path} says Claude Code's first-run "
                                "set-up was never finished: a peer would stop on it",
                                "run `claude` once in a terminal and finish the set-up"))
         if self.backend(env)[0].name != "anthropic":
@@ -373,7 +373,7 @@ class Claude(Provider):
         key = env.get("ANTHROPIC_API_KEY")
         logged_in = (config_dir(env) / ".credentials.json").exists() or data.get("oauthAccount")
         if not token and not key and not logged_in:
-            found.append(Check("WARN", "claude login", "no ANTHROPIC_API_KEY or "
+            found.append(Check(Level.WARN, "claude login", "no ANTHROPIC_API_KEY or "
                                "ANTHROPIC_AUTH_TOKEN and no stored login were found",
                                "log in with `claude` /login, or export a key before handoff"))
         if key and not token:

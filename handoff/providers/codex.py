@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.providers import sessions as session_files
-from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
@@ -148,14 +148,14 @@ class Codex(Provider):
         found: list[Check] = []
         provider = str(config.get("model_provider") or "openai")
         if provider == "openai" and not (home / "auth.json").exists():
-            found.append(Check("FAIL", "codex login", f"Codex uses OpenAI's own login and "
+            found.append(Check(Level.FAIL, "codex login", f"Codex uses OpenAI's own login and "
                                f"{home / 'auth.json'} does not exist: it would stop on its "
                                "sign-in screen", SIGN_IN.fix))
         elif provider != "openai":
             spec_p = (config.get("model_providers") or {}).get(provider) or {}
             key = spec_p.get("env_key") if isinstance(spec_p, dict) else None
             if isinstance(key, str) and key and not env.get(key):
-                found.append(Check("FAIL", "codex key", f"model provider {provider!r} reads "
+                found.append(Check(Level.FAIL, "codex key", f"model provider {provider!r} reads "
                                    f"its key from {key}, which is not set",
                                    f"export {key} before handoff starts"))
         if not trusted(config, repo):

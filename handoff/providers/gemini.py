@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
 from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
@@ -148,10 +148,10 @@ class Gemini(Provider):
             data = {}
         chosen = ((data.get("security") or {}).get("auth") or {}).get("selectedType")
         if not chosen:
-            return [Check("FAIL", "gemini auth", f"{path} names no authentication method: "
+            return [Check(Level.FAIL, "gemini auth", f"{path} names no authentication method: "
                           "gemini would ask, and lose the brief", AUTH_FIX)]
         if chosen == "gemini-api-key" and not env.get("GEMINI_API_KEY"):
-            return [Check("FAIL", "gemini key", "gemini authenticates with an API key and "
+            return [Check(Level.FAIL, "gemini key", "gemini authenticates with an API key and "
                           "GEMINI_API_KEY is not set", "export GEMINI_API_KEY before handoff")]
         return hook_checks(data, path)
 
@@ -359,24 +359,24 @@ def hook_checks(settings: Mapping[str, Any], path: Path) -> list[Check]:
     home = state_home()
     why = skipped_because(home / "gemini-system-defaults.json")
     if why is not None and os.geteuid() != 0:
-        return [Check("WARN", "gemini hooks", f"gemini would skip the settings file that holds "
+        return [Check(Level.WARN, "gemini hooks", f"gemini would skip the settings file that holds "
                       f"handoff's hooks: {why}; {SCREEN_ONLY}",
                       "nothing to mend for the ticket to run; hooks need handoff to run as "
                       "root (in a container, say): gemini takes no other layer handoff could "
                       "add without writing your own settings")]
     if why is not None:
-        return [Check("WARN", "gemini hooks", f"gemini would skip the settings file that holds "
+        return [Check(Level.WARN, "gemini hooks", f"gemini would skip the settings file that holds "
                       f"handoff's hooks under {home}: {why}; {SCREEN_ONLY}",
                       "set HANDOFF_HOME to a folder no group or other may write to, nor any "
                       "folder above it (the default ~/.local/state/handoff is one)")]
     command = signal_command(home / "signals", PROMPT)
     if EXPANDED.search(command):
-        return [Check("WARN", "gemini hooks", f"the hook's command ({command}) holds a '$': "
+        return [Check(Level.WARN, "gemini hooks", f"the hook's command ({command}) holds a '$': "
                       f"gemini would read it as a variable; {SCREEN_ONLY}",
                       "set HANDOFF_HOME to a path without '$' (or install handoff in one)")]
     config = settings.get("hooksConfig")
     if isinstance(config, dict) and config.get("enabled") is False:
-        return [Check("WARN", "gemini hooks", f"{path} switches gemini's hooks off "
+        return [Check(Level.WARN, "gemini hooks", f"{path} switches gemini's hooks off "
                       f"(hooksConfig.enabled: false); {SCREEN_ONLY}",
                       "remove hooksConfig.enabled: false from it to let handoff hear each "
                       "turn begin and end")]

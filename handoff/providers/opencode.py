@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from handoff.providers.base import Check, Launch, Provider
+from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, ScreenRules, lines_of
 from handoff.providers.signals import script as signal_script
@@ -202,7 +202,7 @@ class Opencode(Provider):
         installed = self.state_dirs(env)[0] / "node_modules"
         if installed.is_dir():
             return []
-        return [Check("WARN", "opencode plugin API", f"{installed} does not exist yet: at each "
+        return [Check(Level.WARN, "opencode plugin API", f"{installed} does not exist yet: at each "
                       "peer's start opencode installs @opencode-ai/plugin there from the npm "
                       "registry and loads handoff's plugin only after (offline it retried for "
                       "about 70 s first)", "run `opencode` once where the npm registry is "

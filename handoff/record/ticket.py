@@ -26,7 +26,7 @@ from typing import Any
 
 from handoff.errors import NotFound, UsageError
 from handoff.inputs import REASON_LIMIT, clip
-from handoff.phases import PHASES
+from handoff.phases import PHASES, Phase
 from handoff.record import durable
 from handoff.record.events import EventLog, now
 from handoff.record.store import atomic_write, validate_ticket_id
@@ -47,7 +47,7 @@ class State:
     ticket: str
     repo: str
     repo_key: str
-    phase: str = "awaiting-approval"
+    phase: Phase = Phase.AWAITING_APPROVAL
     round: int = 0
     gate_bounces: int = 0
     rejections: int = 0
@@ -140,6 +140,7 @@ class State:
                                 f"{type(default).__name__}")
         if data.get("phase", PHASES[0]) not in PHASES:
             raise ValueError(f"unknown phase {data['phase']!r}")
+        data = {**data, "phase": Phase(data.get("phase", PHASES[0]))}
         try:
             Team.from_records(data.get("team", []))
         except (UsageError, ValueError, AttributeError) as exc:
@@ -356,7 +357,7 @@ class TicketDir:
             durable.sync(self.state_file)
             atomic_write(self.backup_file, text)
 
-    def move(self, state: State, phase: str, reason: str | None = None,
+    def move(self, state: State, phase: Phase, reason: str | None = None,
              **fields: Any) -> dict[str, Any]:
         """The one way a ticket changes phase: state saved, then its `phase` event (returned).
         reason None keeps the state's reason as it was; fields go into the event."""

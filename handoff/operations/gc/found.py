@@ -12,6 +12,7 @@ from typing import Any, Literal
 from handoff.errors import HandoffError
 from handoff.machinery.repo import Repo
 from handoff.operations.standing import recovered_state
+from handoff.phases import Phase
 from handoff.record.store import validate_ticket_id
 from handoff.record.ticket import State, TicketDir
 
@@ -64,7 +65,7 @@ class Record:
 
     @property
     def closed(self) -> bool:
-        return self.state.phase == "closed"
+        return self.state.phase == Phase.CLOSED
 
 
 def read_records(home: Path) -> list[Record]:

@@ -16,6 +16,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
 from handoff.operations.gc.sessions import InUse
+from handoff.phases import Phase
 from handoff.record.ticket import free
 from handoff.role import NAME
 
@@ -135,7 +136,7 @@ def _other_owner(home: Path, wt: TicketWorktrees, path: Path) -> str:
         phase = json.loads((record / "state.json").read_text(encoding="utf-8")).get("phase")
     except (OSError, ValueError, AttributeError):
         phase = None  # unreadable: not provably closed
-    if phase == "closed":
+    if phase == Phase.CLOSED:
         return ""
     return (f"it belongs to ticket {wt.ticket} of HANDOFF_HOME {other}, whose record lives "
             f"({record})")
