@@ -101,3 +101,11 @@ def test_yaml_aliases_are_read_within_a_bound_and_refused_past_it() -> None:
         split("---\n" + "\n".join(nested) + "\n---\nbody\n")
     assert "(frontmatter line 4)" in str(caught.value)
     assert "stand for more than 10000 values" in str(caught.value)
+
+
+def test_a_word_of_a_vocabulary_is_written_as_its_plain_string() -> None:
+    from handoff.phases import Phase
+    from handoff.verdicts import Verdict
+
+    text = join({"verdict": Verdict.FAIL, "phase": Phase.NEEDS_HUMAN}, "body\n")
+    assert text.startswith("---\nverdict: fail\nphase: needs-human\n---\n"), text

@@ -207,7 +207,7 @@ def implement(brief: dict[str, Any]) -> None:
     if "report" in script:
         submit(brief, str(script["report"]).replace("HEAD", head))
         return
-    status = script.get("status", Status.DONE)
+    status = script.get("status", Status.DONE.value)
     question = script.get("question", "None")
     submit(brief, (
         f"---\nstatus: {status}\ncommit: '{head}'\n---\n## Changes\n"
@@ -322,7 +322,7 @@ def review_report(brief: dict[str, Any], behaviour: dict[str, Any],
     must = [*fresh, *(behaviour.get("must_fix") or [])]
     blocking = must or any(a["status"] != "fixed" for a in ledger) or \
         any(w["answer"] != "justified" for w in weakened)
-    verdict = Verdict.FAIL if blocking else Verdict.PASS
+    verdict = (Verdict.FAIL if blocking else Verdict.PASS).value
     front: dict[str, Any] = {"verdict": verdict, "commit": commit, "must_fix": must,
                              "should_fix": []}
     if ledger:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -81,6 +82,14 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     return data, "".join(lines[end + 1:])
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML's safe dumper, which writes a word of handoff's vocabularies (a StrEnum: a phase,
+    a verdict) as the plain string it is."""
+
+
+_Dumper.add_multi_representer(StrEnum, lambda dumper, word: dumper.represent_str(str(word)))
+
+
 def join(data: dict[str, Any], body: str) -> str:
-    head = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
+    head = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{head}---\n{body}"

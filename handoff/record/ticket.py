@@ -129,6 +129,8 @@ class State:
         """The state in data; TypeError or ValueError when a field is missing or of the wrong
         type, so a damaged file is caught when it is read, not deep in the loop."""
         known = {f.name: f for f in fields(cls)}
+        if isinstance(data.get("phase"), str) and data["phase"] in PHASES:
+            data = {**data, "phase": Phase(data["phase"])}
         for name, value in data.items():
             spec = known.get(name)
             if spec is None:
@@ -140,7 +142,6 @@ class State:
                                 f"{type(default).__name__}")
         if data.get("phase", PHASES[0]) not in PHASES:
             raise ValueError(f"unknown phase {data['phase']!r}")
-        data = {**data, "phase": Phase(data.get("phase", PHASES[0]))}
         try:
             Team.from_records(data.get("team", []))
         except (UsageError, ValueError, AttributeError) as exc:
