@@ -25,8 +25,8 @@ from handoff.machinery.tmux import Tmux
 
 T = TypeVar("T")
 
-#: the real-CLI fixtures (claude, codex and their stand-in servers)
-pytest_plugins = ("tests.realcli",)
+#: the real-CLI fixtures (claude, codex and their stand-in servers); the config tests' files
+pytest_plugins = ("tests.realcli", "tests.configfiles")
 
 PYTHON = sys.executable
 

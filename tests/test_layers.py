@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("cli", "peer", "operations", "loop", "machinery", "config", "providers", "protocol", "record",
           "base")
 #: the modules at the top of the package, each in the layer it serves
-TOP = {"config": "config", "errors": "base", "inputs": "base", "role": "base", "phases": "base",
+TOP = {"errors": "base", "inputs": "base", "role": "base", "phases": "base",
        "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",
        "trace": "base",
        "__init__": "base", "__main__": "cli"}
@@ -42,9 +42,12 @@ def imports(path: Path, root: Path = ROOT, typing: bool = True) -> list[tuple[in
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("handoff"):
             # `from handoff.loop import gate` imports handoff.loop.gate (the package's own
-            # __init__ ran already, as for any submodule: no edge to it of its own)
+            # __init__ ran already, as for any submodule: no edge to it of its own), and
+            # `from handoff import config` the package handoff.config
+            folder = root / node.module.replace(".", "/")
             modules = [f"{node.module}.{a.name}" for a in node.names
-                       if (root / node.module.replace(".", "/") / f"{a.name}.py").exists()]
+                       if (folder / f"{a.name}.py").exists()
+                       or (folder / a.name / "__init__.py").exists()]
             found += [(node.lineno, m) for m in modules]
             if len(modules) < len(node.names):
                 found.append((node.lineno, node.module))
@@ -68,12 +71,20 @@ def upward(root: Path) -> list[str]:
     for path in sorted((root / "handoff").rglob("*.py")):
         here = layer_of(module_name(path, root))
         for line, target in imports(path, root):
-            if target in ("handoff",) or (target.count(".") == 1 and target.split(".")[1] in LAYERS):
-                continue  # a layer's package itself (its docstring)
+            if target in ("handoff",) or _docstring_only(target, root):
+                continue  # a layer's package that is its docstring alone
             there = layer_of(target)
             if LAYERS.index(there) < LAYERS.index(here):
                 found.append(f"{path.relative_to(root)}:{line} ({here}) imports {target} ({there})")
     return found
+
+
+def _docstring_only(target: str, root: Path) -> bool:
+    """A layer's package whose __init__ imports no module of handoff (handoff.config's and
+    handoff.providers' do: an import of either is an import of their modules)."""
+    init = root / target.replace(".", "/") / "__init__.py"
+    return (target.count(".") == 1 and target.split(".")[1] in LAYERS and init.exists()
+            and not imports(init, root))
 
 
 def circles(root: Path) -> list[list[str]]:
@@ -149,7 +160,32 @@ def test_a_planted_function_level_import_is_seen(tmp_path: Path) -> None:
 def test_every_folder_is_a_layer_the_architecture_names() -> None:
     folders = {p.name for p in (ROOT / "handoff").iterdir()
                if p.is_dir() and (p / "__init__.py").exists()}
-    assert folders == set(LAYERS) - {"config", "base"}
+    assert folders == set(LAYERS) - {"base"}
     drawn = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     for folder in folders:
         assert f"\n{folder}/" in drawn, f"docs/architecture.md does not draw {folder}/"
+
+
+def test_every_module_of_a_folder_is_in_the_folders_layer() -> None:
+    """handoff.config.keys is config's as handoff.config is, however deep a module sits."""
+    found = {module_name(p): layer_of(module_name(p)) for p in (ROOT / "handoff").rglob("*.py")
+             if len(p.relative_to(ROOT / "handoff").parts) > 1}
+    config = {m for m, layer in found.items() if m.startswith("handoff.config.")}
+    assert len(config) >= 6 and {found[m] for m in config} == {"config"}
+    assert all(layer == m.split(".")[1] for m, layer in found.items()), found
+
+
+def test_an_import_of_a_package_that_imports_its_modules_is_checked(tmp_path: Path) -> None:
+    """`from handoff.config import Config` and `from handoff import config` import
+    handoff.config's modules: from a layer below, either points up (a package that is its
+    docstring alone imports nothing)."""
+    shutil.copytree(ROOT / "handoff", tmp_path / "handoff",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    store = tmp_path / "handoff" / "record" / "store.py"
+    kept = store.read_text()
+    for planted in ("from handoff.config import Config", "from handoff import config"):
+        store.write_text(kept + f"\n\ndef planted() -> None:\n    {planted}  # noqa\n")
+        assert any("record/store.py" in line and "imports handoff.config (config)" in line
+                   for line in upward(tmp_path)), planted
+    store.write_text(kept + "\n\ndef planted() -> None:\n    from handoff import loop  # noqa\n")
+    assert upward(tmp_path) == []
