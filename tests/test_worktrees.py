@@ -1,20 +1,20 @@
-"""handoff.machinery.worktrees: per-ticket implementer and reviewer worktrees, never losing work."""
+"""handoff.machinery.worktrees: a ticket's checkouts made, reset between rounds and removed,
+never losing work."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from handoff.config import Share
-from handoff.errors import Busy, ExternalFailure, NotFound, UsageError, WorkAtRisk
+from handoff.errors import NotFound, UsageError, WorkAtRisk
 from handoff.machinery.repo import Repo
-from handoff.machinery.worktrees import TicketWorktrees, branch_name, registered, repo_lock
-from tests.conftest import PYTHON, commit_file, git, wait_until
+from handoff.machinery.ticket_branch import branch_name
+from handoff.machinery.worktrees import TicketWorktrees
+from tests.conftest import PYTHON, commit_file, git
 
 TICKET = "T-1"
 
@@ -287,89 +287,6 @@ def test_remove_all_with_force_removes_dirty_worktrees(repo: Path, base: str) ->
     assert Repo.at(repo).branch_head(branch_name(TICKET)) == base
 
 
-def test_existing_branch_without_the_base_is_a_usage_error(repo: Path, base: str) -> None:
-    git(repo, "branch", branch_name(TICKET), base)
-    newer = commit_file(repo, "later.txt", "later\n", "main moves on")
-    wt = worktrees(repo)
-    with pytest.raises(UsageError) as info:
-        wt.create_implementer(newer)
-    assert branch_name(TICKET) in info.value.message
-    assert not wt.path("implementer").exists()
-    assert Repo.at(repo).branch_head(branch_name(TICKET)) == base
-
-
-def test_a_branch_handoff_did_not_make_is_never_taken_over(repo: Path, base: str) -> None:
-    """A branch a peer of another ticket planted (with a backdoor), or a person's: refused even
-    when it holds the base, and nothing is made."""
-    git(repo, "checkout", "-q", "-b", branch_name(TICKET))
-    planted = commit_file(repo, "backdoor.txt", "evil\n", "planted")
-    git(repo, "checkout", "-q", "main")
-    wt = worktrees(repo)
-    with pytest.raises(UsageError) as info:
-        wt.create_implementer(base)
-    assert branch_name(TICKET) in info.value.message and planted[:10] in info.value.message
-    assert not wt.path("implementer").exists()
-    assert git(repo, "rev-parse", branch_name(TICKET)) == planted
-
-
-def test_the_branch_handoff_made_is_taken_again_on_resume(repo: Path, base: str) -> None:
-    wt = worktrees(repo)
-    work = wt.create_implementer(base)
-    commit = commit_file(work, "feature.txt", "feature\n")
-    assert wt.advance_branch(base, commit) == ""
-    assert wt.remove("implementer") is True
-    path = wt.create_implementer(base)
-    assert wt.head("implementer") == commit and (path / "feature.txt").exists()
-
-
-def test_a_symbolic_ticket_branch_is_never_followed(repo: Path, base: str) -> None:
-    """A peer that made its ticket branch a symbolic ref to main would have the branch's next
-    move move main."""
-    wt = worktrees(repo)
-    work = wt.create_implementer(base)
-    commit = commit_file(work, "feature.txt", "feature\n")
-    git(repo, "symbolic-ref", f"refs/heads/{branch_name(TICKET)}", "refs/heads/main")
-    problem = wt.advance_branch(base, commit)
-    assert "symbolic ref to refs/heads/main" in problem and "symbolic-ref --delete" in problem
-    assert git(repo, "rev-parse", "refs/heads/main") == base, "main did not move"
-    with pytest.raises(UsageError):
-        wt.branch_tip()
-
-
-def test_post_create_runs_in_each_new_worktree(repo: Path, base: str) -> None:
-    script = ("import os, pathlib, sys; p = pathlib.Path('setup.log'); "
-              "p.write_text((p.read_text() if p.exists() else '') + sys.argv[1] + ' ' + "
-              "os.getcwd() + '\\n')")
-    wt = worktrees(repo, post_create=((PYTHON, "-c", script, "one"),
-                                      (PYTHON, "-c", script, "two")))
-    for path in (wt.create_implementer(base), wt.create_detached("reviewer", base)):
-        lines = (path / "setup.log").read_text(encoding="utf-8").splitlines()
-        assert lines == [f"one {path}", f"two {path}"]
-    assert not (repo / "setup.log").exists()
-
-
-def test_post_create_not_rerun_on_resume(repo: Path, base: str) -> None:
-    script = ("import pathlib; p = pathlib.Path('runs.txt'); "
-              "p.write_text((p.read_text() if p.exists() else '') + 'x')")
-    wt = worktrees(repo, post_create=((PYTHON, "-c", script),))
-    path = wt.create_implementer(base)
-    wt.create_implementer(base)
-    assert (path / "runs.txt").read_text(encoding="utf-8") == "x"
-
-
-def test_failing_post_create_is_a_clear_error(repo: Path, base: str) -> None:
-    failing = (PYTHON, "-c", "import sys; sys.stderr.write('setup exploded\\n'); sys.exit(4)")
-    wt = worktrees(repo, post_create=(failing,))
-    with pytest.raises(ExternalFailure) as info:
-        wt.create_implementer(base)
-    message = info.value.message
-    assert "post_create" in message
-    assert "setup exploded" in message
-    assert str(wt.path("implementer")) in message
-    assert ".handoff.yaml" in info.value.hint
-    assert wt.path("implementer").is_dir()
-
-
 def test_point_resets_the_checkout_but_keeps_shares_and_setup_output(
         repo: Path, base: str, tmp_path: Path) -> None:
     (repo / "deps").mkdir()
@@ -405,163 +322,7 @@ def test_point_resets_the_checkout_but_keeps_shares_and_setup_output(
     assert "probe.txt" in patch and "build/out.o" not in patch
 
 
-# ---- the per-repo lock (item 18) ----------------------------------------------------------
-
-HOLD = """
-import sys, time
-from pathlib import Path
-from handoff.machinery.worktrees import repo_lock
-with repo_lock(Path(sys.argv[1])):
-    Path(sys.argv[2]).write_text("held")
-    while not Path(sys.argv[3]).exists():
-        time.sleep(0.01)
-"""
-
-TAKE_TURNS = """
-import os, sys
-from pathlib import Path
-from handoff.machinery.worktrees import repo_lock
-for _ in range(int(sys.argv[3])):
-    with repo_lock(Path(sys.argv[1])):
-        with open(sys.argv[2], "a") as log:
-            log.write(f"in {os.getpid()}\\n")
-            log.flush()
-            os.sched_yield()
-            log.write(f"out {os.getpid()}\\n")
-"""
-
-
-def test_the_lock_lets_one_process_in_at_a_time(repo: Path, tmp_path: Path) -> None:
-    log = tmp_path / "turns.log"
-    common = Repo.at(repo).common_dir
-    workers = [subprocess.Popen([PYTHON, "-c", TAKE_TURNS, str(common), str(log), "25"])
-               for _ in range(8)]
-    assert [w.wait(timeout=60) for w in workers] == [0] * 8
-    lines = log.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 2 * 8 * 25
-    for enter, leave in zip(lines[::2], lines[1::2], strict=True):
-        assert enter.startswith("in ") and leave == "out " + enter[3:], (enter, leave)
-
-
-def test_a_held_lock_is_waited_for_then_refused_clearly(repo: Path, tmp_path: Path) -> None:
-    common = Repo.at(repo).common_dir
-    held, release = tmp_path / "held", tmp_path / "release"
-    holder = subprocess.Popen([PYTHON, "-c", HOLD, str(common), str(held), str(release)])
-    try:
-        wait_until(held.exists, what="the other process to hold the lock")
-        started = time.monotonic()
-        with pytest.raises(Busy) as info, repo_lock(common, timeout=0.5):
-            pass
-        assert 0.5 <= time.monotonic() - started < 5
-        assert f"pid {holder.pid}" in info.value.message
-        assert str(common) in info.value.message
-        assert info.value.hint
-    finally:
-        release.write_text("go")
-        holder.wait(timeout=30)
-    with repo_lock(common, timeout=5):
-        pass
-
-
-def test_the_lock_dies_with_its_holder(repo: Path, tmp_path: Path) -> None:
-    common = Repo.at(repo).common_dir
-    held = tmp_path / "held"
-    holder = subprocess.Popen([PYTHON, "-c", HOLD, str(common), str(held), str(tmp_path / "x")])
-    wait_until(held.exists, what="the other process to hold the lock")
-    holder.kill()
-    holder.wait(timeout=30)
-    with repo_lock(common, timeout=5):
-        pass
-
-
-def test_the_lock_is_reentrant_in_one_thread(repo: Path) -> None:
-    common = Repo.at(repo).common_dir
-    with repo_lock(common, timeout=1), repo_lock(common, timeout=1):
-        assert registered(Repo.at(repo)) == {repo.resolve()}
-
-
-HALF_ADD = """
-import sys, time
-from pathlib import Path
-from handoff.machinery.worktrees import repo_lock
-common, held, release = (Path(a) for a in sys.argv[1:4])
-with repo_lock(common):
-    # what another handoff's `git worktree add` leaves for an instant, in git's own order:
-    # its admin dir locked, gitdir written, commondir created but not yet written
-    half = common / "worktrees" / "other-ticket"
-    half.mkdir(parents=True)
-    (half / "locked").write_text("initializing")
-    (half / "gitdir").write_text(str(common.parent / ".worktrees" / "other" / ".git") + "\\n")
-    (half / "commondir").touch()
-    held.write_text("held")
-    while not release.exists():
-        time.sleep(0.01)
-    for name in ("commondir", "gitdir", "locked"):
-        (half / name).unlink()
-    half.rmdir()
-"""
-
-
-def test_worktree_operations_never_see_another_handoffs_half_done_add(
-        repo: Path, base: str, tmp_path: Path) -> None:
-    """While another handoff process holds the repo's lock in the middle of a worktree add,
-    making a worktree waits for it instead of reading the half-written worktree (git: "failed
-    to read .git/worktrees/<x>/commondir") and failing."""
-    common = Repo.at(repo).common_dir
-    held, release = tmp_path / "held", tmp_path / "release"
-    other = subprocess.Popen([PYTHON, "-c", HALF_ADD, str(common), str(held), str(release)])
-    outcome: list[object] = []
-
-    def make() -> None:
-        try:
-            outcome.append(worktrees(repo).create_detached("reviewer", base))
-        except Exception as exc:  # reported by the assertions below
-            outcome.append(exc)
-
-    try:
-        wait_until(held.exists, what="the other process to be half-way through its add")
-        adder = threading.Thread(target=make)
-        adder.start()
-        adder.join(timeout=1.0)
-        assert adder.is_alive() and not outcome, f"it did not wait: {outcome}"
-    finally:
-        release.write_text("go")
-    adder.join(timeout=30)
-    assert other.wait(timeout=30) == 0
-    assert outcome == [worktrees(repo).path("reviewer")]
-    assert registered_paths(repo) == {repo.resolve(), worktrees(repo).path("reviewer").resolve()}
-
-
 # ---- a folder that is not a worktree (items 3 and 12) -------------------------------------
-
-def test_is_live_only_for_a_worktree_of_this_repo(repo: Path, base: str, tmp_path: Path) -> None:
-    wt = worktrees(repo)
-    path = wt.create_implementer(base)
-    assert wt.is_live(path)
-    plain = wt.path("reviewer")
-    plain.mkdir()
-    assert not wt.is_live(plain), "an empty folder inside the repo is not a worktree"
-    other = tmp_path / "other"
-    other.mkdir()
-    git(other, "init", "-q", "-b", "main")
-    commit_file(other, "x.txt", "x\n")
-    git(other, "worktree", "add", "-q", "--detach", str(tmp_path / "foreign"), "HEAD")
-    assert not wt.is_live(tmp_path / "foreign"), "a worktree of another repo"
-    admin = wt.admin_dir(path)
-    assert admin is not None and admin.parent == (repo / ".git" / "worktrees").resolve()
-    gitdir = (admin / "gitdir").read_text()
-    (admin / "gitdir").write_text(str(tmp_path / "elsewhere" / ".git") + "\\n")
-    assert not wt.is_live(path), "git's record must point back at the folder"
-    (admin / "gitdir").write_text(gitdir)
-    assert wt.is_live(path)
-    dot_git = (path / ".git").read_text()
-    (path / ".git").unlink()
-    (path / ".git").symlink_to(wt.path("elsewhere") / ".git")
-    assert not wt.is_live(path), "a .git that is a link is never followed"
-    (path / ".git").unlink()
-    (path / ".git").write_text(dot_git)
-    assert wt.is_live(path)
-
 
 def test_remove_never_deletes_a_folder_that_is_not_a_worktree(repo: Path, base: str) -> None:
     wt = worktrees(repo)
@@ -675,46 +436,6 @@ def test_head_of_a_folder_that_is_not_a_worktree_is_a_clear_error(repo: Path, ba
     assert str(path) in info.value.message and "resume" in info.value.hint
 
 
-# ---- setup that did not complete (item 9) -------------------------------------------------
-
-def test_setup_runs_again_after_a_failed_post_create_is_fixed(repo: Path, base: str,
-                                                              tmp_path: Path) -> None:
-    failing = (PYTHON, "-c", "import sys; sys.exit(3)")
-    with pytest.raises(ExternalFailure):
-        worktrees(repo, post_create=(failing,)).create_implementer(base)
-    path = worktrees(repo).path("implementer")
-    assert worktrees(repo).is_live(path) and not worktrees(repo).setup_done(path)
-    fixed = (PYTHON, "-c", "import pathlib; pathlib.Path('set-up.txt').write_text('yes')")
-    made = worktrees(repo, post_create=(fixed,)).ensure("implementer", base)
-    assert not made.created and made.setup
-    assert (path / "set-up.txt").read_text(encoding="utf-8") == "yes"
-    assert worktrees(repo).setup_done(path)
-    record = worktrees(repo).record_file("implementer")
-    assert record.is_relative_to(repo / ".git" / "handoff") and \
-        worktrees(repo).record("implementer")["setup_done"] is True
-    admin = worktrees(repo).admin_dir(path)
-    assert admin is not None and not (admin / "handoff-setup-done").exists(), \
-        "never in the admin folder, which its peer may write"
-    assert git(path, "status", "--porcelain", "--ignored") == "?? set-up.txt", \
-        "the mark lives in git's own dir, not in the checkout"
-
-
-def test_a_failed_setup_of_the_reviewer_runs_again_when_it_is_pointed(
-        repo: Path, base: str, tmp_path: Path) -> None:
-    flag = tmp_path / "fail"
-    flag.write_text("x")
-    script = (f"import pathlib, sys; sys.exit(3 if pathlib.Path({str(flag)!r}).exists() else 0)")
-    wt = worktrees(repo, post_create=((PYTHON, "-c", script),))
-    with pytest.raises(ExternalFailure):
-        wt.create_detached("reviewer", base)
-    rev = wt.path("reviewer")
-    assert not wt.setup_done(rev)
-    flag.unlink()
-    assert wt.point("reviewer", base, tmp_path / "scratch.patch").setup
-    assert wt.setup_done(rev)
-    assert not wt.point("reviewer", base, tmp_path / "scratch.patch").setup
-
-
 # ---- a team's checkouts ---------------------------------------------------------------------------
 
 
@@ -724,8 +445,6 @@ def test_every_checkout_sits_detached(repo: Path, base: str) -> None:
     for name in ("qa", "security", "gate"):
         assert is_detached(wt.create_detached(name, base))
     assert wt.present() == ["implementer", "qa", "security", "gate"]
-    assert wt.bytecode_env("security") == wt.bytecode_env("gate") == \
-        {"PYTHONDONTWRITEBYTECODE": "1"} and not wt.bytecode_env("implementer")
 
 
 def test_remove_all_removes_every_checkout_of_the_ticket_saving_the_detached_ones_work(
@@ -743,70 +462,3 @@ def test_remove_all_removes_every_checkout_of_the_ticket_saving_the_detached_one
     assert not (repo / ".worktrees").exists() and registered_paths(repo) == {repo.resolve()}
 
 
-def test_the_branch_moves_to_a_testers_commit_and_the_implementers_checkout_follows(
-        repo: Path, base: str) -> None:
-    wt = worktrees(repo)
-    work = wt.create_implementer(base)
-    start = commit_file(work, "calc.py", "def add(a, b):\n    return a + b\n", "round 1")
-    assert wt.advance_branch(base, start) == ""
-    qa = wt.create_detached("qa", start)
-    tests = commit_file(qa, "tests/test_more.py", "import unittest\n", "tests")
-    assert wt.advance_branch(start, tests) == ""
-    assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == tests
-    assert git(work, "rev-parse", "HEAD") == tests and (work / "tests" / "test_more.py").is_file()
-    assert git(work, "status", "--porcelain") == ""
-
-
-def test_the_branch_is_not_moved_over_the_implementers_uncommitted_work(repo: Path,
-                                                                       base: str) -> None:
-    wt = worktrees(repo)
-    work = wt.create_implementer(base)
-    qa = wt.create_detached("qa", base)
-    tests = commit_file(qa, "calc.py", "changed by the tester\n", "tests")
-    (work / "calc.py").write_text("the implementer's uncommitted work\n")
-    problem = wt.advance_branch(base, tests)
-    assert "calc.py" in problem and "overwritten" in problem
-    assert git(repo, "rev-parse", f"refs/heads/{branch_name('T-1')}") == base, "not moved"
-    assert (work / "calc.py").read_text() == "the implementer's uncommitted work\n"
-
-
-def test_a_gitignored_env_file_is_copied_into_each_worktree_as_its_own(repo: Path,
-                                                                       base: str) -> None:
-    """`share: [{path: .env, mode: copy}]`, the documented way to give every worktree the
-    settings a checkout never holds."""
-    (repo / ".gitignore").write_text("__pycache__/\n.env\n")
-    git(repo, "commit", "-qam", ".env is ignored")
-    (repo / ".env").write_text("DATABASE_URL=postgres://localhost/dev\n")
-    wt = worktrees(repo, shares=(Share(".env", "copy"),))
-    implementer = wt.create_implementer(git(repo, "rev-parse", "HEAD"))
-    reviewer = wt.create_detached("reviewer", git(repo, "rev-parse", "HEAD"))
-    for checkout in (implementer, reviewer):
-        copied = checkout / ".env"
-        assert copied.read_text() == "DATABASE_URL=postgres://localhost/dev\n"
-        assert not copied.is_symlink(), "its own copy: a peer's edit stays in its worktree"
-    (implementer / ".env").write_text("PORT=1\n")
-    assert (repo / ".env").read_text() == "DATABASE_URL=postgres://localhost/dev\n"
-    assert wt.dirty(implementer) == [], "the copy is the setup's, not the peer's work"
-
-
-def test_a_share_is_never_written_through_a_link_the_commit_holds(repo: Path, base: str,
-                                                                   tmp_path: Path) -> None:
-    """A commit whose folder on a share's path is a link (to a folder outside the checkout):
-    the share is not made there, and nothing lands where the link points."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (repo / "deps").mkdir()
-    (repo / "deps" / "cache").mkdir()
-    (repo / "deps" / "cache" / "lib.txt").write_text("the person's dependency\n")
-    (repo / ".gitignore").write_text("__pycache__/\ndeps/cache/\n")
-    git(repo, "commit", "-qam", "ignore the cache")
-    wt = worktrees(repo, shares=(Share("deps/cache", mode="copy"),))
-    impl = wt.create_implementer(base)
-    shutil.rmtree(impl / "deps")  # its own copy of the share, made with it
-    (impl / "deps").symlink_to(outside, target_is_directory=True)
-    git(impl, "add", "deps")
-    git(impl, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "deps is a link")
-    commit = git(impl, "rev-parse", "HEAD")
-    reviewer = wt.create_detached("reviewer", commit)
-    assert (reviewer / "deps").is_symlink()
-    assert list(outside.iterdir()) == [], "nothing was copied through the link"

@@ -25,8 +25,9 @@ import handoff
 from handoff.config import Config
 from handoff.machinery import credentials, sandbox
 from handoff.machinery.repo import Repo
+from handoff.machinery.repo_worktrees import WORKTREES_DIR
 from handoff.machinery.sandbox import HIDE, READ, WRITE, Fence
-from handoff.machinery.worktrees import GATE, WORKTREES_DIR, TicketWorktrees
+from handoff.machinery.worktrees import GATE, TicketWorktrees
 from handoff.providers import Provider
 from handoff.record.grants import Grants
 from handoff.record.store import private_dir

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.inputs import clip, joined
-from handoff.machinery import limits
+from handoff.machinery.bounded import end_left as end_cgroup
 from handoff.machinery.groups import GRACE, end_group
 from handoff.machinery.launcher import yield_cpu
 from handoff.machinery.limits import Fenced
@@ -270,7 +270,7 @@ def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | 
     if data.get("boot") == boot_id():  # its cgroups: what left the group is in them still
         for folder in data.get("cgroups") or []:
             if isinstance(folder, str):
-                limits.end_left(Path(folder), GRACE)
+                end_cgroup(Path(folder), GRACE)
     record.unlink(missing_ok=True)
     return {"pid": data.get("pid"), "command": data.get("argv", []),
             "left_by": data.get("orchestrator"), "started": data.get("started"),

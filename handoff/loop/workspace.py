@@ -21,14 +21,16 @@ from handoff.errors import NotFound, UsageError
 from handoff.loop import fences, filer
 from handoff.loop.monitor import Timing
 from handoff.machinery import limits, reaper, sandbox
+from handoff.machinery.checkout_setup import SetupFence
 from handoff.machinery.groups import end_lock_holder
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.ports import PortBook
 from handoff.machinery.proc import TIMEOUT_VARIABLE
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import Support
+from handoff.machinery.ticket_branch import branch_name
 from handoff.machinery.tmux import Tmux
-from handoff.machinery.worktrees import GATE, SetupFence, TicketWorktrees, branch_name
+from handoff.machinery.worktrees import GATE, TicketWorktrees
 from handoff.phases import Phase
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod

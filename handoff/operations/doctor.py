@@ -15,7 +15,7 @@ from handoff import config as config_mod
 from handoff import platforms
 from handoff.config import Config
 from handoff.errors import HandoffError, MissingTool
-from handoff.machinery import limits, sandbox, tools
+from handoff.machinery import limit_mechanism, limits, sandbox, tools
 from handoff.machinery.peers import allowlisted_env
 from handoff.providers import Check, Provider, get
 from handoff.providers.base import SANDBOXED, Level, proven_range
@@ -252,7 +252,7 @@ def limits_check(cfg: Config) -> Check:
     if caps.processes is None and caps.memory is None:
         return Check(Level.WARN, "limits", f"{line}: a fork bomb or a memory hog in a peer or the "
                      "gate can take this machine", "set sandbox.limits (docs/configuration.md)")
-    weaker = limits.mechanism().weaker()
+    weaker = limit_mechanism.mechanism().weaker()
     if weaker:
         return Check(Level.WARN, "limits", f"{line}; weaker: {weaker}",
                      "run handoff where it may divide a cgroup with the pids and memory "

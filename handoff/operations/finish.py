@@ -29,7 +29,7 @@ from handoff.errors import Busy, HandoffError, NotMerged, UsageError
 from handoff.loop import after
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, short_sha
-from handoff.machinery.worktrees import branch_name
+from handoff.machinery.ticket_branch import branch_name
 from handoff.operations import forge, lifecycle, train
 from handoff.operations.merging import (
     MODES,

@@ -407,7 +407,7 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
     """Close a ticket on its host: its branch and final report fetched here first (nothing
     of its work is left only there; report: kept already), then the host's `close`, then its
     refs in the mirror, then the placement. What the host said."""
-    from handoff.machinery.worktrees import branch_name
+    from handoff.machinery.ticket_branch import branch_name
 
     remote = Remote(cfg.host(placement.host))
     repo = Repo.at(Path(placement.repo))
@@ -443,7 +443,7 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
 def forget_refs(mirror: Path, ticket: str) -> None:
     """`host-forget`: the ticket's refs in the mirror (its base, its branch) deleted on the
     host, so a closed ticket leaves nothing there."""
-    from handoff.machinery.worktrees import branch_name
+    from handoff.machinery.ticket_branch import branch_name
 
     if not (mirror / ".git").is_dir() or mirror.parent.name != MIRRORS:
         raise UsageError(f"{mirror} is not a mirror handoff made")
@@ -469,7 +469,7 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
     its branch, merged into the local base branch as a local finish merges (nothing runs that
     the host sent: git objects only), then the ticket closed there. What to print."""
     from handoff.machinery.repo import short_sha
-    from handoff.machinery.worktrees import branch_name
+    from handoff.machinery.ticket_branch import branch_name
     from handoff.operations.merging import (
         MODES,
         base_branch,

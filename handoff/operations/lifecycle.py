@@ -24,8 +24,10 @@ from handoff.machinery import sandbox, tools
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, session_name, with_env
 from handoff.machinery.ports import PortBook
 from handoff.machinery.repo import Repo, short_sha
+from handoff.machinery.repo_worktrees import WORKTREES_DIR
+from handoff.machinery.ticket_branch import branch_name
 from handoff.machinery.tmux import ServerGone, Tmux, socket_name
-from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees, branch_name
+from handoff.machinery.worktrees import TicketWorktrees
 from handoff.operations.doctor import ready_to_start
 from handoff.operations.results import Closed, Running, Stopped
 from handoff.operations.standing import find_ticket, recovered_state

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from handoff.errors import NotMerged, UsageError, WorkAtRisk
 from handoff.machinery.repo import Repo, git, short_sha
-from handoff.machinery.worktrees import person_checkouts
+from handoff.machinery.repo_worktrees import person_checkouts
 
 MODES = ("merge", "squash")
 

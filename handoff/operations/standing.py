@@ -87,8 +87,8 @@ def state_from_events(tdir: TicketDir) -> State:
     # only for a ticket whose state.json and backup are both gone: their modules start tmux's
     # and git's libraries, which `status` does without
     from handoff.machinery.peers import session_name
+    from handoff.machinery.ticket_branch import branch_name
     from handoff.machinery.tmux import socket_name
-    from handoff.machinery.worktrees import branch_name
 
     events, _ = tdir.events.read()
 

@@ -5,8 +5,8 @@ person reads it, and the ticket goes on or ends with a clear event.
 
 The bombs end by themselves (511 shells at most, tests/faults/attacker.py BOMB) and the hogs
 stop at 2 GiB, so a limit that fails costs this machine no more than that; handoff's limits
-on this machine are cgroup v1, checked by tests/test_limits.py before any bomb here runs
-unchecked."""
+on this machine are cgroup v1, checked by tests/test_limit_mechanism.py before any bomb
+here runs unchecked."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from handoff.machinery import limits
+from handoff.machinery import limit_mechanism, limits
 from tests.faults.attacker import BOMB_THROUGH
 from tests.faults.catalog import fault
 from tests.faults.test_sandbox import ATTACKER, attacker, started_with
@@ -40,8 +40,8 @@ LIMITS = {"processes": 64, "memory": "256MiB", "tmp": "8MiB"}
 @pytest.fixture(autouse=True)
 def held_here() -> None:
     """Every case below trusts the cgroups of this machine (CI's image: root, cgroup v1)."""
-    found = limits.mechanism()
-    assert found.holder(limits.PIDS) and found.holder(limits.MEMORY), found
+    found = limit_mechanism.mechanism()
+    assert found.holder(limit_mechanism.PIDS) and found.holder(limit_mechanism.MEMORY), found
 
 
 def configure(home: Path, roles: dict[str, Any] | None = None, **more: Any) -> None:

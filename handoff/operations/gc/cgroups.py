@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.machinery import limits
+from handoff.machinery import bounded, limits
 from handoff.operations.gc.found import Leftover, Options, Record
 
 
@@ -22,16 +22,16 @@ def cgroup_leftovers(home: Path, records: list[Record], options: Options) -> lis
         if owner.rsplit("#", 1)[0] in live:
             continue
         dirs = [Path(d) for d in data.get("dirs", []) if isinstance(d, str)]
-        busy = [d for d in dirs if limits.members(d)]
+        busy = [d for d in dirs if bounded.members(d)]
         where = ", ".join(map(str, dirs)) or f"{home / limits.RECORDS / name}.json"
         if busy:
             found.append(Leftover("cgroup", where, f"{_whose(owner)}; processes still run in "
-                                  f"it ({len(limits.members(busy[0]))} in {busy[0]}): kept",
+                                  f"it ({len(bounded.members(busy[0]))} in {busy[0]}): kept",
                                   removable=False))
             continue
         item = Leftover("cgroup", where, f"{_whose(owner)}, empty", removable=True)
         if not options.dry_run:
-            item.removed = limits.remove(dirs, name, home / limits.RECORDS)
+            item.removed = bounded.remove(dirs, name, home / limits.RECORDS)
             if not item.removed:
                 item.removable, item.why = False, f"{item.why}; the kernel kept it: named"
         found.append(item)

@@ -13,7 +13,8 @@ from handoff import processes
 from handoff.errors import HandoffError, WorkAtRisk
 from handoff.machinery import reaper
 from handoff.machinery.repo import Repo
-from handoff.machinery.worktrees import WORKTREES_DIR, TicketWorktrees
+from handoff.machinery.repo_worktrees import WORKTREES_DIR
+from handoff.machinery.worktrees import TicketWorktrees
 from handoff.operations.gc.found import DISCARDED, Leftover, Options, Record, valid_id
 from handoff.operations.gc.sessions import InUse
 from handoff.phases import Phase
