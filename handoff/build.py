@@ -1,6 +1,6 @@
 """Which handoff this is: its published version, and a digest of its code that tells two
 installations of one version apart (an edited checkout, a half-done upgrade). A host runs the
-same handoff as this machine or none of its tickets (handoff.operations.hosts)."""
+same handoff as this machine or none of its tickets (handoff.operations.remote)."""
 
 from __future__ import annotations
 

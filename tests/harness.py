@@ -293,3 +293,13 @@ def stop_runner(runner: subprocess.Popen[bytes]) -> None:
     if runner.poll() is None:
         runner.kill()
     runner.wait(timeout=30)
+
+
+def assert_clean_error(done: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
+    """done failed as the CLI's contract says: its exit code, one `handoff: error:` line with
+    each of needles, no traceback."""
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.stderr.startswith("handoff: error:"), done.stderr
+    for needle in needles:
+        assert needle in done.stderr, (needle, done.stderr)

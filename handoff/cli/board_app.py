@@ -406,7 +406,7 @@ def _on_host(home: Path, row: Row, args: list[str],
     the ssh argv that runs it in this terminal."""
     from handoff import config
     from handoff.errors import ExternalFailure
-    from handoff.operations import hosts
+    from handoff.operations import remote
     from handoff.record import placed
 
     placement = placed.load(home, row.ticket)
@@ -414,8 +414,8 @@ def _on_host(home: Path, row: Row, args: list[str],
         raise ExternalFailure(f"{row.ticket} is no longer placed on {row.host}")
     cfg = config.load(home, None)
     if terminal:
-        return hosts.terminal_argv(cfg, placement, args), ""
-    status, said = hosts.forward(cfg, placement, args)
+        return remote.terminal_argv(cfg, placement, args), ""
+    status, said = remote.forward(cfg, placement, args)
     if status != 0:
         raise ExternalFailure(f"on {row.host}: {said}")
     return [], said

@@ -1,22 +1,27 @@
 """The command line's side of tickets on hosts (docs/hosts.md): where a new ticket goes, a
-ticket's command handed to the host it runs on, `resume --all` there, and the commands of a
-host (`hosts`, and the hidden `host-info`, `host-report` and `host-forget` that the placing
-machine runs over ssh). The work itself is handoff.operations.hosts'."""
+ticket's command handed to the host it runs on as it was typed (OnItsHost, the class of
+every such command), `resume --all` there, and the commands of a host (`hosts`, and the
+hidden `host-info`, `host-report` and `host-forget` that the placing machine runs over ssh).
+The work itself is handoff.operations.hosts' and handoff.operations.remote's."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from handoff.cli.options import JsonOpt, RepoOpt
 from handoff.errors import UsageError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the click typer carries (0.26-0.28, pyproject.toml): for mypy alone
+    from typer._click import Context, Parameter
+
     from handoff.config import Config
     from handoff.operations.lifecycle import PlanToStart
     from handoff.record.placed import Placement
@@ -91,21 +96,79 @@ def placed(ticket: str) -> tuple[Path, Config, Placement] | None:
     return home, config.load(home, None), found
 
 
-def forward(ticket: str | None, args: list[str], terminal: bool = False) -> None:
+#: where OnItsHost keeps the words typed after the command's name (the meta of a context is
+#: shared by every context of the command line)
+TYPED = "handoff.typed"
+#: OnItsHost.terminal_with of a command that always needs the terminal (attach)
+ALWAYS = "always"
+
+
+class OnItsHost(TyperCommand):
+    """A command about one ticket that runs where the ticket runs. For a ticket placed on a
+    host, the words the person typed after the command's name go to the host's handoff as they
+    are, but --repo (a path of this machine: the host is given its mirror instead); what it
+    printed is shown here, and this command ends with its exit status. So no command spells
+    its options again for the host: the command itself runs for a ticket of this machine."""
+
+    #: the flag with which the command needs this terminal on the host (log --follow: over
+    #: ssh -t, its screen here); ALWAYS: it always does (attach)
+    terminal_with: ClassVar[str] = ""
+    #: the flags with which it runs here, wherever the ticket runs (resume --all names no one
+    #: ticket; resume --foreground runs an orchestrator in this terminal)
+    here_with: ClassVar[tuple[str, ...]] = ()
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        ctx.meta[TYPED] = list(args)  # as typed: click consumes them
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Context) -> Any:
+        ticket = ctx.params.get("ticket")
+        if isinstance(ticket, str) and not any(ctx.params.get(flag) for flag in self.here_with):
+            terminal = self.terminal_with == ALWAYS or bool(ctx.params.get(self.terminal_with))
+            run_there(ticket, [str(self.name), *for_the_host(ctx.meta[TYPED], self.params)],
+                      terminal)
+        return super().invoke(ctx)
+
+
+def on_its_host(terminal_with: str = "", here_with: tuple[str, ...] = ()) -> type[OnItsHost]:
+    """OnItsHost for a command with these rules (OnItsHost's fields say what they mean)."""
+    rules = {"terminal_with": terminal_with, "here_with": here_with}
+    return cast("type[OnItsHost]", type("OnItsHost", (OnItsHost,), rules))
+
+
+def for_the_host(typed: Sequence[str], params: Sequence[Parameter]) -> list[str]:
+    """The words typed for a command but --repo and its path, read as click reads them: the
+    word after an option that takes a value is that value, whatever it looks like, and every
+    word after `--` is an argument."""
+    valued = {name for p in params if isinstance(p, TyperOption) and not p.is_flag
+              for name in p.opts}
+    kept: list[str] = []
+    words = iter(typed)
+    for word in words:
+        if word == "--":
+            return [*kept, word, *words]
+        value = list(itertools.islice(words, 1)) if word in valued else []
+        if word != "--repo" and not word.startswith("--repo="):
+            kept += [word, *value]
+    return kept
+
+
+def run_there(ticket: str, args: list[str], terminal: bool = False) -> None:
     """When the ticket runs on a host: `handoff ARGS` run there for it, what it printed shown
-    here, and this command ends with its exit status. Nothing when it runs here."""
-    found = placed(ticket) if ticket is not None else None
+    here, and this command ends with its exit status (terminal: in this terminal, over ssh -t,
+    in place of this process). Nothing when it runs here."""
+    found = placed(ticket)
     if found is None:
         return
     from handoff.machinery.ssh import environment
-    from handoff.operations import hosts
+    from handoff.operations import remote
 
     _, cfg, where = found
     if terminal:
-        argv = hosts.terminal_argv(cfg, where, args)
+        argv = remote.terminal_argv(cfg, where, args)
         os.execvpe(argv[0], argv, {**environment(), **({"TERM": os.environ["TERM"]}
                                                         if "TERM" in os.environ else {})})
-    status, said = hosts.forward(cfg, where, args)
+    status, said = remote.forward(cfg, where, args)
     if said:
         typer.echo(said, err=status != 0)
     raise typer.Exit(status)
@@ -121,20 +184,20 @@ def resume_all(home: Path) -> int:
         return 0
     from handoff import config
     from handoff.errors import ExternalFailure
-    from handoff.operations import hosts as hosts_mod
+    from handoff.operations import remote
 
     cfg = config.load(home, None)
     failed = 0
     for name in sorted(names):
         try:
-            status, out, err = hosts_mod.Remote(cfg.host(name)).run(
-                ["resume", "--all"], hosts_mod.WORK_DEADLINE)
+            status, out, err = remote.Remote(cfg.host(name)).run(["resume", "--all"],
+                                                                 remote.WORK_DEADLINE)
         except (ExternalFailure, UsageError) as exc:
             typer.echo(f"{name}: {exc.message}", err=True)
             failed += 1
             continue
         failed += status != 0
-        for line in hosts_mod.printable((out + err).strip()).splitlines():
+        for line in remote.printable((out + err).strip()).splitlines():
             typer.echo(f"{name}: {line}")
     return failed
 
@@ -146,11 +209,11 @@ def hosts(as_json: JsonOpt = False) -> None:
     """The other machines tickets can run on (config.yaml's hosts): reachable, the same
     handoff, and their tickets at work. Exit 1 when one is not ready."""
     from handoff import config
-    from handoff.operations import hosts as hosts_mod
+    from handoff.operations import remote
     from handoff.record.store import state_home
 
     cfg = config.load(state_home(), None)
-    states = hosts_mod.host_states(cfg)
+    states = remote.host_states(cfg)
     if as_json:
         typer.echo(json.dumps([{"name": h.name, "ready": not h.problem(), "problem": h.problem(),
                                 "handoff": h.handoff, "code": h.code, "at_work": h.at_work,
@@ -171,10 +234,10 @@ def host_info(as_json: JsonOpt = False,
               mirror: Annotated[str, typer.Option("--mirror")] = "") -> None:
     """What this machine says of itself as a host (asked over ssh by the machine placing
     tickets here); --mirror NAME makes that repository's mirror here first."""
-    from handoff.operations import hosts as hosts_mod
+    from handoff.operations import remote
     from handoff.record.store import state_home
 
-    about = hosts_mod.about_here(state_home(), mirror)
+    about = remote.about_here(state_home(), mirror)
     typer.echo(json.dumps(about) if as_json else "\n".join(f"{k}: {v}" for k, v in about.items()))
 
 
@@ -192,16 +255,8 @@ def host_report(ticket: str, repo: RepoOpt = None) -> None:
 
 def host_forget(mirror: Path, ticket: str) -> None:
     """Delete a closed ticket's refs from its mirror here (asked over ssh by `close`)."""
-    from handoff.operations import hosts as hosts_mod
+    from handoff.operations import remote
     from handoff.record.store import state_home, validate_ticket_id
 
-    hosts_mod.forget_refs(mirror, validate_ticket_id(ticket))
-    hosts_mod.rest_if_idle(state_home())
-
-
-def register(app: typer.Typer) -> None:
-    """The commands of hosts, added to app where it calls this (help lists them there)."""
-    app.command()(hosts)
-    app.command(name="host-info", hidden=True)(host_info)
-    app.command(name="host-report", hidden=True)(host_report)
-    app.command(name="host-forget", hidden=True)(host_forget)
+    remote.forget_refs(mirror, validate_ticket_id(ticket))
+    remote.rest_if_idle(state_home())

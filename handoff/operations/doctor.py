@@ -148,20 +148,20 @@ def run(home: Path, repo: Path | None) -> list[Check]:
 
 def host_checks(cfg: Config) -> list[Check]:
     """Each host: reachable over its ssh argv, running the same handoff (version and code),
-    and how loaded it is; all asked side by side (handoff.operations.hosts)."""
+    and how loaded it is; all asked side by side (handoff.operations.remote)."""
     if not cfg.hosts:
         return []
-    from handoff.operations import hosts
+    from handoff.operations import remote
 
     found = []
-    for state in hosts.host_states(cfg):
+    for state in remote.host_states(cfg):
         what = f"host {state.name}"
         if not state.reachable:
             found.append(Check(Level.FAIL, what, state.error,
                                f"reach it by hand with its argv: {' '.join(cfg.host(state.name).ssh)}"))
         elif not state.same:
             found.append(Check(Level.FAIL, what, state.problem(),
-                               hosts.install_hint(cfg.host(state.name))))
+                               remote.install_hint(cfg.host(state.name))))
         else:
             found.append(Check(Level.OK, what, f"handoff {state.handoff}, the same code; "
                                f"{state.at_work} of {state.max_parallel} tickets at work, "

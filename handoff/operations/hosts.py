@@ -1,7 +1,7 @@
 """Tickets on other machines (hosts), reached over SSH (docs/hosts.md).
 
-A host runs handoff itself: the same version and code as this machine (`about_here`, asked by
-`handoff hosts` and doctor). A ticket placed there runs there whole: its worktrees, its tmux
+A host runs handoff itself: the same version and code as this machine (remote.about_here, asked
+by `handoff hosts` and doctor). A ticket placed there runs there whole: its worktrees, its tmux
 on the host's private socket, its peers, its gate and its ticket directory. What crosses:
 
 * the code, by git over ssh: the base commit is pushed into a repository handoff owns on the
@@ -10,226 +10,51 @@ on the host's private socket, its peers, its gate and its ticket directory. What
   a push anywhere but that mirror, no hook of theirs run (`--no-verify`);
 * the plan, on the stdin of the host's `handoff start`;
 * every command about the ticket (`status`, `stop`, `close` …): the host's handoff with the
-  same words, its answer shown here (`forward`);
+  same words, its answer shown here (remote.forward; the command line hands a ticket's
+  command there as it was typed: handoff.cli.elsewhere.OnItsHost);
 * its final report, copied here when it is closed (`keep_report`): its record stays on the
   host, and the placement here goes.
 
-Every call is one bounded ssh command (handoff.machinery.ssh); a host that does not answer is
-`unreachable`, with ssh's words, and its tickets go on there meanwhile.
+Here are the verbs of a ticket placed on a host, as this machine does them: where it goes, its
+start, what the hosts say of their tickets, its close and finish, and gc on every host. How
+this machine talks to a host, and answers as one, is handoff.operations.remote's: every call
+one bounded ssh command; a host that does not answer is `unreachable`, with ssh's words, and
+its tickets go on there meanwhile.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shlex
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from handoff.build import code_digest, version
 from handoff.config import Config, Host
-from handoff.errors import ExternalFailure, HandoffError, UsageError
+from handoff.errors import ExternalFailure, UsageError
 from handoff.inputs import REPORT_LIMIT
-from handoff.machinery import proc
 from handoff.machinery.repo import Repo
-from handoff.machinery.ssh import FENCED, Ssh, environment
+from handoff.operations.remote import (
+    ASK_DEADLINE,
+    BASE_PREFIX,
+    WORK_DEADLINE,
+    Remote,
+    forward,
+    host_states,
+    install_hint,
+    last_words,
+    load_here,
+    printable,
+)
+from handoff.operations.results import ClosedOnHost, FinishedOnHost
 from handoff.record import placed
 from handoff.record.placed import Placement
-from handoff.record.store import atomic_write, private_dir
+from handoff.record.store import atomic_write
 
-MIRRORS = "mirrors"
 #: where the final reports of tickets closed on hosts are kept here: <host>/<ticket>/
 FROM_HOSTS = "from-hosts"
-#: seconds for the questions every listing asks (status, hosts): a person is waiting
-ASK_DEADLINE = 15.0
-#: seconds for a command that does work there (start, close), or moves code (push, fetch)
-WORK_DEADLINE = 300.0
-BASE_PREFIX = "handoff-base/"
-
-
-def about_here(home: Path, mirror: str = "") -> dict[str, Any]:
-    """What `handoff host-info --json` says of this machine as a host; mirror: a repository's
-    name (`<repo>-<key>`) whose mirror is made here if it is not yet."""
-    from handoff.config import load
-
-    cfg = load(home, None)
-    at_work, waiting = load_here(home)
-    return {"handoff": version(), "code": code_digest(), "home": str(home),
-            "python": sys.version.split()[0], "max_parallel": cfg.parallel,
-            "at_work": at_work, "waiting": waiting,
-            "mirror": str(make_mirror(home, mirror)) if mirror else ""}
-
-
-def load_here(home: Path) -> tuple[int, int]:
-    """How many tickets of this home are at work, and how many wait in its queue: by phase,
-    not by slot, since a ticket just started is at work before its orchestrator has taken its
-    slot, and the next placement must not count that slot free."""
-    from handoff.phases import AT_WORK, Phase
-    from handoff.record.ticket import all_tickets
-
-    phases = []
-    for tdir in all_tickets(home):
-        try:
-            phases.append(tdir.load().phase)
-        except HandoffError:
-            continue
-    return sum(p in AT_WORK for p in phases), sum(p == Phase.QUEUED for p in phases)
-
-
-def make_mirror(home: Path, name: str) -> Path:
-    """The repository the host keeps for one of the person's: made once, with an empty
-    checkout whose HEAD never moves (pushes go to other refs), so git accepts every push."""
-    if not name or "/" in name or name.startswith(".") or len(name) > 120:
-        raise UsageError(f"{name!r:.60} is not a mirror's name")
-    private_dir(home)
-    folder = private_dir(home / MIRRORS) / name
-    if not (folder / ".git").is_dir():
-        folder.mkdir(mode=0o700, exist_ok=True)
-        proc.run(["git", "init", "-q", "-b", "handoff-mirror", str(folder)])
-    return folder
-
-
-@dataclass
-class HostState:
-    """A host as `handoff hosts` shows it: what it said of itself, or why it said nothing."""
-
-    name: str
-    reachable: bool
-    error: str = ""
-    handoff: str = ""
-    code: str = ""
-    at_work: int = 0
-    waiting: int = 0
-    max_parallel: int = 0
-    said: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def same(self) -> bool:
-        return self.handoff == version() and self.code == code_digest()
-
-    def problem(self) -> str:
-        """What keeps tickets off it ('' when nothing)."""
-        if not self.reachable:
-            return self.error
-        if not self.same:
-            return (f"it runs handoff {self.handoff} (code {self.code}), this machine "
-                    f"{version()} (code {code_digest()})")
-        return ""
-
-
-class Remote:
-    """handoff on one host."""
-
-    def __init__(self, host: Host) -> None:
-        self.host = host
-        self.ssh = Ssh(host.name, host.ssh)
-
-    def run(self, args: Sequence[str], deadline: float = ASK_DEADLINE,
-            input_text: str | None = None) -> tuple[int, str, str]:
-        return self.ssh.run([*self.host.handoff, *args], deadline, input_text)
-
-    def ask(self, args: Sequence[str], deadline: float = ASK_DEADLINE) -> Any:
-        """The JSON a --json command printed there; ExternalFailure with what it said when it
-        failed or printed something else (another program on its PATH, an old handoff)."""
-        status, out, err = self.run(args, deadline)
-        if status != 0:
-            raise ExternalFailure(f"host {self.host.name}: handoff {args[0]} failed: "
-                                  f"{printable(_said(err or out, status))}",
-                                  install_hint(self.host))
-        try:
-            return printable(json.loads(out))
-        except ValueError:
-            raise ExternalFailure(f"host {self.host.name}: `{shlex.join(self.host.handoff)} "
-                                  f"{args[0]}` did not answer as handoff does: "
-                                  f"{printable(_said(out or err, status))}",
-                                  install_hint(self.host)) from None
-
-    def state(self, mirror: str = "") -> HostState:
-        try:
-            said = self.ask(["host-info", "--json", *(["--mirror", mirror] if mirror else [])])
-        except ExternalFailure as exc:
-            return HostState(self.host.name, False, exc.message)
-        if not isinstance(said, dict):
-            return HostState(self.host.name, False, "host-info answered no object")
-        limit = int(said.get("max_parallel") or 1)
-        if self.host.max_parallel:
-            limit = min(limit, self.host.max_parallel)
-        return HostState(self.host.name, True, "", str(said.get("handoff", "")),
-                         str(said.get("code", "")), int(said.get("at_work") or 0),
-                         int(said.get("waiting") or 0), limit, said)
-
-    # ---- code, by git over this host's ssh ---------------------------------------------------
-    def _git_env(self) -> dict[str, str]:
-        """git's ssh is ours: the host's argv without its destination (git adds that from the
-        URL, then the command), fenced as every other call."""
-        ssh = [self.host.ssh[0], *FENCED, *self.host.ssh[1:-1]]
-        return {**os.environ, **environment(), "GIT_SSH_COMMAND": shlex.join(ssh),
-                "GIT_SSH_VARIANT": "ssh", "GIT_TERMINAL_PROMPT": "0"}
-
-    def url(self, mirror: str) -> str:
-        destination = self.host.ssh[-1]
-        user, at, machine = destination.rpartition("@")
-        if ":" in machine:  # an IPv6 address
-            machine = f"[{machine}]"
-        return f"ssh://{user}{at}{machine}{mirror}"
-
-    def push(self, repo: Repo, commit: str, ref: str, mirror: str) -> None:
-        """commit to ref in the host's mirror (forced: the ref is handoff's own)."""
-        proc.run(["git", "-C", str(repo.top), "push", "--quiet", "--no-verify",
-                  self.url(mirror), f"+{commit}:refs/heads/{ref}"],
-                 timeout=WORK_DEADLINE, env=self._git_env())
-
-    def fetch(self, repo: Repo, mirror: str, ref: str, local: str) -> None:
-        """The mirror's ref into local refs/heads/local, only as a fast-forward (a branch of
-        that name here that went elsewhere is never overwritten: git refuses, and says so)."""
-        proc.run(["git", "-C", str(repo.top), "fetch", "--quiet", "--no-tags",
-                  "--no-write-fetch-head", self.url(mirror),
-                  f"refs/heads/{ref}:refs/heads/{local}"],
-                 timeout=WORK_DEADLINE, env=self._git_env())
-
-
-def install_hint(host: Host) -> str:
-    return (f"install the same handoff there ({version()}): from this checkout or release, "
-            f"`pip install tmux-handoff=={version()}` on {host.name}, with its CLIs logged in; "
-            "if it is installed off the PATH of a non-interactive login, set hosts: "
-            f"{host.name}: handoff: [~/.local/bin/handoff] (or its path)")
-
-
-#: C0 and C1 control characters but tab and newline: what a terminal takes as a command
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(value: Any) -> Any:
-    """A host's words, fit for this terminal: every string (in lists and mappings too) without
-    control characters, so a host can say anything but can never move the cursor, set the
-    title or send the terminal a command."""
-    if isinstance(value, str):
-        return _CONTROL.sub("", value)
-    if isinstance(value, list):
-        return [printable(v) for v in value]
-    if isinstance(value, dict):
-        return {printable(k): printable(v) for k, v in value.items()}
-    return value
-
-
-def _said(text: str, status: int) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return " / ".join(lines[-3:])[-400:] if lines else f"exit {status}"
-
-
-def host_states(cfg: Config, names: Sequence[str] = ()) -> list[HostState]:
-    """Every host's state (or those named), asked side by side: the slowest bounds the wait."""
-    hosts = [h for h in cfg.hosts.values() if not names or h.name in names]
-    if not hosts:
-        return []
-    with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
-        return list(pool.map(lambda h: Remote(h).state(), hosts))
 
 
 # ---- placement ------------------------------------------------------------------------------
@@ -296,7 +121,7 @@ def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
     if status != 0:
         placed.forget(home, ticket)
         raise ExternalFailure(f"host {host.name}: handoff start failed: "
-                              f"{printable(_said(err or out, status))}")
+                              f"{printable(last_words(err or out, status))}")
     return Started(placement, printable((out + err).strip()))
 
 
@@ -351,25 +176,6 @@ def _unreachable(placement: Placement, why: str, took: float,
                     f"handoff close {placement.ticket} forgets it here"}
 
 
-# ---- one ticket's commands, run where it is ---------------------------------------------------
-
-def forward(cfg: Config, placement: Placement, args: Sequence[str],
-            deadline: float = WORK_DEADLINE) -> tuple[int, str]:
-    """The host's `handoff ARGS --repo MIRROR` for the ticket: its exit status and all it
-    printed."""
-    status, out, err = Remote(cfg.host(placement.host)).run(
-        [*args, "--repo", placement.mirror], deadline)
-    return status, printable((out + err).rstrip())
-
-
-def terminal_argv(cfg: Config, placement: Placement, args: Sequence[str]) -> list[str]:
-    """The ssh command line that runs `handoff ARGS --repo MIRROR` on the host in this
-    terminal (attach, log --follow)."""
-    host = cfg.host(placement.host)
-    return Ssh(host.name, host.ssh).command([*host.handoff, *args, "--repo", placement.mirror],
-                                            terminal=True)
-
-
 def kept_report(home: Path, host: str, ticket: str) -> Path:
     """Where the final report of ticket, closed on host, is kept here."""
     return home / FROM_HOSTS / host / ticket / "final-report.md"
@@ -386,7 +192,8 @@ def keep_report(home: Path, remote: Remote, placement: Placement) -> tuple[Path 
         return None, ""
     if status != 0:
         raise ExternalFailure(f"host {placement.host}: handoff host-report failed: "
-                              f"{printable(_said(err or out, status))}", install_hint(remote.host))
+                              f"{printable(last_words(err or out, status))}",
+                              install_hint(remote.host))
     text = printable(out)
     if not text.strip():
         return None, ""
@@ -403,10 +210,10 @@ def keep_report(home: Path, remote: Remote, placement: Placement) -> tuple[Path 
 
 
 def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool = False,
-             force: bool = False, report: Path | None = None) -> str:
+             force: bool = False, report: Path | None = None) -> ClosedOnHost:
     """Close a ticket on its host: its branch and final report fetched here first (nothing
     of its work is left only there; report: kept already), then the host's `close`, then its
-    refs in the mirror, then the placement. What the host said."""
+    refs in the mirror, then the placement."""
     from handoff.machinery.ticket_branch import branch_name
 
     remote = Remote(cfg.host(placement.host))
@@ -419,12 +226,12 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
         if "couldn't find remote ref" not in exc.message:  # never made: nothing to keep
             raise
         fetched = False
-    kept_note = ""
+    report_left = ""
     if report is None:
         try:
             report, _ = keep_report(home, remote, placement)
         except ExternalFailure as exc:  # its record stays there: the report is not lost
-            kept_note = f", its final report stays on the host only ({exc.message})"
+            report_left = exc.message
     status, said = forward(cfg, placement, ["close", placement.ticket,
                                             *(["--keep-worktrees"] if keep_worktrees else []),
                                             *(["--force"] if force else [])])
@@ -433,41 +240,29 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
     if not keep_worktrees:
         remote.run(["host-forget", placement.mirror, placement.ticket], ASK_DEADLINE)
     placed.forget(home, placement.ticket)
-    note = f"its branch {branch} is here now" if fetched else "it had made no branch"
-    if report is not None:
-        note += f", its final report is {report}"
-    note += kept_note
-    return f"{said}\n{placement.ticket}: closed on host {placement.host}; {note}".strip()
+    return ClosedOnHost(placement.ticket, placement.host, said.strip(),
+                        branch if fetched else "", report, report_left)
 
 
-def forget_refs(mirror: Path, ticket: str) -> None:
-    """`host-forget`: the ticket's refs in the mirror (its base, its branch) deleted on the
-    host, so a closed ticket leaves nothing there."""
-    from handoff.machinery.ticket_branch import branch_name
-
-    if not (mirror / ".git").is_dir() or mirror.parent.name != MIRRORS:
-        raise UsageError(f"{mirror} is not a mirror handoff made")
-    for ref in (f"refs/heads/{BASE_PREFIX}{ticket}", f"refs/heads/{branch_name(ticket)}"):
-        proc.run(["git", "-C", str(mirror), "update-ref", "-d", ref], check=False)
-
-
-def rest_if_idle(home: Path) -> bool:
-    """End this home's warm process when no ticket's orchestrator runs here any more: a host
-    whose last ticket closed keeps no process of handoff's. True when it was ended."""
-    from handoff.machinery import relay
-    from handoff.record.lock import holder
-    from handoff.record.ticket import all_tickets
-
-    if any(holder(t.lock_file) is not None for t in all_tickets(home)):
-        return False
-    relay.end(home)
-    return True
+def _passed_at(home: Path, cfg: Config, placement: Placement) -> str:
+    """The commit that passed review on the host, as the host says it (a claim: its shape is
+    checked here, and finish_on checks the branch it fetches holds it)."""
+    (row,) = rows(home, cfg, placement.ticket)
+    ticket, host = placement.ticket, placement.host
+    if row["phase"] != "passed":
+        raise UsageError(f"{ticket} is {row['phase']} on host {host}, not passed: only a "
+                         "ticket that passed review is merged",
+                         str(row.get("reason") or f"wait until it passes: handoff status {ticket}"))
+    commit = str(row.get("commit") or "")
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise ExternalFailure(f"host {host} names no commit for {ticket} ({commit!r:.50})")
+    return commit
 
 
-def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[str]:
+def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> FinishedOnHost:
     """`finish` of a ticket on a host: the commit that passed review there fetched here with
     its branch, merged into the local base branch as a local finish merges (nothing runs that
-    the host sent: git objects only), then the ticket closed there. What to print."""
+    the host sent: git objects only), then the ticket closed there."""
     from handoff.machinery.repo import short_sha
     from handoff.machinery.ticket_branch import branch_name
     from handoff.operations.merging import (
@@ -480,15 +275,8 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
 
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
-    (row,) = rows(home, cfg, placement.ticket)
+    commit = _passed_at(home, cfg, placement)
     ticket, host = placement.ticket, placement.host
-    if row["phase"] != "passed":
-        raise UsageError(f"{ticket} is {row['phase']} on host {host}, not passed: only a "
-                         "ticket that passed review is merged",
-                         str(row.get("reason") or f"wait until it passes: handoff status {ticket}"))
-    commit = str(row.get("commit") or "")
-    if not re.fullmatch(r"[0-9a-f]{40}", commit):  # what the host says is a claim
-        raise ExternalFailure(f"host {host} names no commit for {ticket} ({commit!r:.50})")
     repo = Repo.at(Path(placement.repo))
     branch = branch_name(ticket)
     remote = Remote(cfg.host(host))
@@ -509,16 +297,9 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> list[
     new, notes = merge(repo, base, commit, branch, mode, lambda: (
         f"{title}\n\nTicket {ticket}, reviewed at {short_sha(commit)} on {branch} on host "
         f"{host}.\n" + (f"{said_of_it}\n" if said_of_it else "")))
-    said = [*notes]
-    if new:
-        said.append(f"{ticket}: {branch} ({short_sha(commit)}) merged into {base.branch}: "
-                    f"{short_sha(base.head)} → {short_sha(new)} ({mode}; nothing pushed)")
-        if not repo.is_ancestor(base.head, commit):
-            # its plan, gate checkout and fence are on the host: nothing here can test it
-            said.append(f"note: {base.branch} had moved since {ticket} was reviewed on {host}: "
-                        "the merged result was not tested here; run your tests before you push")
-    said.append(close_on(home, cfg, placement, report=kept))
-    return said
+    untested = bool(new) and not repo.is_ancestor(base.head, commit)
+    return FinishedOnHost(close_on(home, cfg, placement, report=kept), mode, base.branch,
+                          base.head, new, commit, branch, untested, tuple(notes))
 
 
 def gc_on(home: Path, cfg: Config, dry_run: bool, force: bool,

@@ -125,3 +125,64 @@ class Train:
         tested = [f"merged result: {self.tested}"] if self.tested else []
         return tested + [line for done in self.finished for line in [*done.notes, *done.said]] \
             + list(self.pushed)
+
+
+@dataclass(frozen=True)
+class ClosedOnHost:
+    """`handoff close` of a ticket on a host: its work fetched here, closed there; its record
+    stays on the host, its placement here is gone."""
+
+    ticket: str
+    host: str
+    #: what the host's own `close` printed
+    host_said: str
+    #: its branch, here now ('' when it had made none)
+    branch: str
+    #: its final report, kept here (None: it had none, or it could not be fetched)
+    report: Path | None
+    #: why its final report stays on the host only ('' when it was kept or it had none)
+    report_left: str = ""
+
+    @property
+    def said(self) -> list[str]:
+        note = f"its branch {self.branch} is here now" if self.branch else "it had made no branch"
+        if self.report is not None:
+            note += f", its final report is {self.report}"
+        if self.report_left:
+            note += f", its final report stays on the host only ({self.report_left})"
+        return [*([self.host_said] if self.host_said else []),
+                f"{self.ticket}: closed on host {self.host}; {note}"]
+
+
+@dataclass(frozen=True)
+class FinishedOnHost:
+    """`handoff finish` of a ticket on a host: the commit that passed there merged into the
+    base branch here, then the ticket closed there."""
+
+    closed: ClosedOnHost
+    mode: str  # merge or squash
+    base: str
+    before: str
+    #: the base branch's new commit ('' when it already held the change: nothing merged)
+    after: str
+    #: the commit reviewed on the host, and its branch here
+    commit: str
+    branch: str
+    #: the base had moved since the review: the merged result was tested nowhere
+    untested: bool
+    #: what the merge said (printed with the rest, as a hosted finish always printed it)
+    merge_said: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        ticket, host = self.closed.ticket, self.closed.host
+        lines = list(self.merge_said)
+        if self.after:
+            lines.append(f"{ticket}: {self.branch} ({short_sha(self.commit)}) merged into "
+                         f"{self.base}: {short_sha(self.before)} → {short_sha(self.after)} "
+                         f"({self.mode}; nothing pushed)")
+        if self.untested:
+            # its plan, gate checkout and fence are on the host: nothing here can test it
+            lines.append(f"note: {self.base} had moved since {ticket} was reviewed on {host}: "
+                         "the merged result was not tested here; run your tests before you push")
+        return lines + self.closed.said

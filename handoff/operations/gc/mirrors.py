@@ -1,5 +1,5 @@
 """gc's mirrors: the repositories this machine keeps as a host for machines that place tickets
-here (handoff.operations.hosts), once no ticket uses one.
+here (handoff.operations.remote), once no ticket uses one.
 
 A mirror holds only what was pushed to it (a ticket's base, `handoff-base/<ticket>`) and what
 its tickets made (`handoff/<ticket>`), and `close` fetches the latter back before it deletes
@@ -18,7 +18,7 @@ from handoff.machinery.repo import git
 from handoff.operations.gc.found import Leftover, Options, Record
 
 MIRRORS = "mirrors"
-#: the refs a mirror's tickets live by (handoff.operations.hosts.BASE_PREFIX and branch_name)
+#: the refs a mirror's tickets live by (handoff.operations.remote.BASE_PREFIX and branch_name)
 TICKET_REFS = ("refs/heads/handoff-base/", "refs/heads/handoff/")
 
 

@@ -1,0 +1,71 @@
+"""A ticket's run as the command line holds it (`start`, `resume`, `demo`): its plan approved,
+asked at the terminal when a person is there; its orchestrator run in this terminal or its
+tmux window; and its end said, with the exit code a script tells the outcomes apart by."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from handoff.errors import EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_NEEDS_HUMAN, EXIT_OK
+
+if TYPE_CHECKING:
+    from handoff.loop.workspace import Workspace
+    from handoff.record.ticket import State
+
+#: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
+#: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
+OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALATED,
+                 "needs-human": EXIT_NEEDS_HUMAN}
+
+
+def run_here(ws: Workspace) -> int:
+    """The orchestrator run in this terminal (--foreground), its events printed as they come;
+    the exit code of how it ended."""
+    from handoff.loop.orchestrator import Orchestrator
+    from handoff.operations.render import event_line
+
+    state = Orchestrator(ws, lambda event: typer.echo(event_line(event))).run()
+    return outcome(ws, state)
+
+
+def outcome(ws: Workspace, state: State, after: str = "") -> int:
+    """A run's end said: the final report (passed or escalated), then after; its exit code."""
+    if state.phase in ("passed", "escalated"):
+        typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
+    if after:
+        typer.echo(after)
+    return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
+
+
+def approve(ws: Workspace, yes: bool) -> bool:
+    """The ticket's plan approved: by --yes, else by the person at this terminal when there is
+    one (the plan shown, then asked); with no one to ask, the ticket waits for approval."""
+    from handoff.operations import lifecycle
+
+    if yes:
+        lifecycle.approve(ws)
+        typer.echo(lifecycle.sandbox_line(ws))
+        return True
+    if sys.stdin is None or not sys.stdin.isatty():
+        lifecycle.ask_for_approval(ws)
+        return False
+    typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
+    typer.echo("".join(f"  {line}\n" for line in lifecycle.approval_summary(ws)))
+    if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
+        lifecycle.approve(ws)
+        return True
+    return False
+
+
+def launch(ws: Workspace, foreground: bool) -> int:
+    """An approved ticket's orchestrator run: here (foreground: the run's exit code), or in its
+    tmux window (0, once it runs there)."""
+    from handoff.operations import lifecycle
+
+    if foreground:
+        return run_here(ws)
+    typer.echo("\n".join(lifecycle.run_approved(ws).said))
+    return 0

@@ -1,0 +1,306 @@
+"""The commands that start a ticket's run, carry it on and end it: `start`, `resume`,
+`answer`, `recycle`, `stop` and `close`, and `submit`, a peer's report filed. Each parses its
+options, calls the core (handoff.operations.lifecycle) and prints what it returns; a command
+about a ticket on a host is run there as typed (handoff.cli.elsewhere.OnItsHost, given by
+app.py), and `close` of one fetches its work here first (handoff.operations.hosts)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from handoff.cli import elsewhere, output, running
+from handoff.cli.options import RepoOpt, RoleArg, TicketArg, ticket_ids
+from handoff.errors import HandoffError, UsageError
+
+if TYPE_CHECKING:
+    from handoff.operations.lifecycle import PlanToStart
+
+#: the tickets of one `start --plans` that start after each other: (ticket, what it waits for)
+Batch = tuple[tuple[str, tuple[str, ...]], ...]
+
+PlansArg = Annotated[list[str] | None, typer.Argument(
+    metavar="TICKET | PLAN...", show_default=False,
+    help="The ticket's id; with --plans, the plan files, a ticket each.")]
+PlanOpt = Annotated[Path | None, typer.Option("--plan", help="The plan (Markdown).",
+                                              exists=False, show_default=False)]
+PlansOpt = Annotated[bool, typer.Option("--plans", help="The arguments are plans: each starts "
+                                        "a ticket named by its frontmatter's 'ticket:', else "
+                                        "by its file name (plans/PROJ-12.md: PROJ-12).")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Approve the plan without asking.")]
+NowOpt = Annotated[bool, typer.Option("--now", help="Start at once, even when max_parallel "
+                                      "tickets are at work (it still counts).")]
+ForegroundOpt = Annotated[bool, typer.Option("--foreground", help="Run the orchestrator in "
+                                             "this terminal instead of its tmux window.")]
+MaxRoundsOpt = Annotated[int | None, typer.Option("--max-rounds", min=1)]
+BaseOpt = Annotated[str, typer.Option("--base", help="Branch or commit to start from.")]
+SummaryOpt = Annotated[str, typer.Option("--summary", help="What was asked (ticket.md).")]
+HostOpt = Annotated[str | None, typer.Option(
+    "--host", help="Where it runs: a host of config.yaml's hosts, local, or auto (the "
+    "first with a free slot, this machine first); default: config.yaml's placement.",
+    show_default=False)]
+AfterOpt = Annotated[list[str] | None, typer.Option(
+    "--after", metavar="TICKET", help="A ticket it builds on (again for more, or A,B): it "
+    "waits until they pass, then starts from their work (beside the plan's after:).",
+    show_default=False)]
+
+
+@dataclass(frozen=True)
+class Starting:
+    """How `start` starts each of its tickets: the same for every plan of --plans."""
+
+    yes: bool
+    now: bool
+    max_rounds: int | None
+    base: str
+    repo: Path | None
+    #: the tickets each builds on (--after)
+    after: tuple[str, ...] = ()
+
+
+def start(ticket: PlansArg = None, plan: PlanOpt = None, plans: PlansOpt = False,
+          yes: YesOpt = False, now: NowOpt = False, foreground: ForegroundOpt = False,
+          max_rounds: MaxRoundsOpt = None, base: BaseOpt = "HEAD", summary: SummaryOpt = "",
+          host: HostOpt = None, after: AfterOpt = None, repo: RepoOpt = None) -> None:
+    """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
+    Beyond max_parallel tickets at work on this machine it waits in the queue."""
+    from handoff.protocol import plan as plan_mod
+
+    how = Starting(yes, now, max_rounds, base, repo, tuple(
+        name.strip() for item in after or [] for name in item.split(",") if name.strip()))
+    starts = _plans_to_start(ticket or [], plan, plans, foreground, summary)
+    placement = elsewhere.placement(host, foreground)
+    # the tickets of one --plans may start after each other, in any order
+    batch = tuple((one.ticket, plan_mod.parse(one.text, str(one.path)).after + how.after)
+                  for one in starts) if plans else ()
+    if placement != "local" and (how.after or any(deps for _, deps in batch)):
+        raise UsageError("a ticket that starts after others runs on this machine: their work "
+                         "is here", "drop --host, or start it once they are merged")
+    if not plans:  # its exit code says how a --foreground run ended
+        if placement != "local":
+            raise typer.Exit(_start_placed(placement, starts[0], how, summary))
+        raise typer.Exit(_start_one(starts[0], how, foreground, summary, brief=False))
+    raise typer.Exit(_start_batch(starts, how, placement, batch))
+
+
+def _plans_to_start(args: list[str], plan: Path | None, plans: bool, foreground: bool,
+                    summary: str) -> list[PlanToStart]:
+    """The tickets `start` was given: one id and its --plan, or (--plans) a ticket a plan."""
+    from handoff.operations import lifecycle
+
+    if plans:
+        if plan is not None or foreground or summary:
+            raise UsageError("--plans takes the plans as its arguments, and starts each in its "
+                             "own window: --plan, --summary and --foreground are for one ticket",
+                             "handoff start --plans plans/*.md --yes")
+        if not args:
+            raise UsageError("--plans needs the plan files", "handoff start --plans plans/*.md")
+        return lifecycle.plans_to_start([Path(a) for a in args])
+    if len(args) != 1 or plan is None:
+        raise UsageError("start takes one ticket id and its --plan (or --plans and plan "
+                         "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
+                         "--plans plans/*.md")
+    return [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
+
+
+def _start_placed(placement: str, one: PlanToStart, how: Starting, summary: str) -> int:
+    """One ticket started where placement (a host, or auto) puts it: on a host, or here after
+    all, in its tmux window."""
+    return elsewhere.start_on(placement, one, how.yes, how.now, how.max_rounds, how.base,
+                              summary, how.repo, here=functools.partial(
+                                  _start_one, one, how, False, summary, brief=False))
+
+
+def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
+                 batch: Batch) -> int:
+    """`start --plans`: each ticket started in its own window, one that fails said and the
+    rest started all the same; exit 1 when any failed."""
+    failed = 0
+    for one in starts:
+        try:
+            failed += (_start_placed(placement, one, how, "") if placement != "local" else
+                       _start_one(one, how, False, "", brief=True, batch=batch)) != 0
+        except HandoffError as exc:
+            output.failed(one.ticket, exc)
+            failed += 1
+    typer.echo(f"{len(starts) - failed} of {len(starts)} started; where each stands: "
+               "handoff status, or handoff watch")
+    return 1 if failed else 0
+
+
+def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, brief: bool,
+               batch: Batch = ()) -> int:
+    from handoff.operations import lifecycle
+    from handoff.record import starts
+    from handoff.record.store import state_home
+
+    home = state_home()
+    # what a person waits for goes before other tickets' orchestrators' first steps; not the
+    # approval (a person's time) nor an orchestrator run here (it would wait for itself)
+    with starts.InFlight(home):
+        ws, notes = lifecycle.create(home, lifecycle.NewTicket(
+            ticket=one.ticket, repo=how.repo or Path.cwd(), plan_text=one.text, summary=summary,
+            base=how.base, max_rounds=how.max_rounds, now=how.now, notes=not brief,
+            after=how.after, batch=batch))
+    ticket = one.ticket
+    output.notes(notes)
+    if not running.approve(ws, how.yes):
+        typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
+                   "approves it and starts the loop", err=True)
+        return 1
+    queue = lifecycle.queue_note(ws)
+    if queue:
+        typer.echo(f"{ticket}: {queue}", err=True)
+    if foreground:
+        return running.launch(ws, foreground)
+    with starts.InFlight(home):
+        if brief:
+            typer.echo(f"{ticket}: the orchestrator runs in tmux session "
+                       f"{lifecycle.run_in_window(ws)}")
+            return 0
+        return running.launch(ws, foreground)
+
+
+def resume(
+    ticket: Annotated[str | None, typer.Argument(autocompletion=ticket_ids,
+                                                 show_default=False)] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every ticket whose run was cut off (a "
+                                        "reboot, a kill): each in its own window, queued "
+                                        "ones in their places.")] = False,
+    foreground: Annotated[bool, typer.Option("--foreground")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve a waiting plan.")] = False,
+    more_rounds: Annotated[int | None, typer.Option(
+        "--more-rounds", metavar="N", help="Carry an escalated ticket on for N more rounds "
+        "(its open findings go to the next round).", show_default=False)] = None,
+    onto: Annotated[str | None, typer.Option(
+        "--onto", metavar="BRANCH", help="Carry a passed (or escalated) ticket onto BRANCH's "
+        "head: merged into its work, a round of its own, the gate and fresh reviewers (2 more "
+        "rounds unless --more-rounds says).", show_default=False)] = None,
+    repo: RepoOpt = None,
+) -> None:
+    """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    if every:
+        if ticket is not None or foreground or yes or more_rounds is not None or onto:
+            raise UsageError("--all resumes every ticket whose run was cut off, each in its "
+                             "own window: it takes no ticket, --foreground, --yes, "
+                             "--more-rounds or --onto", "handoff resume --all")
+        raise typer.Exit(_resume_all(state_home(), repo))
+    if ticket is None:
+        raise UsageError("resume needs a ticket (or --all)", "handoff resume PROJ-12")
+    if onto is not None:
+        from handoff.operations.onto import resume_onto
+
+        ws, carried = resume_onto(state_home(), ticket, repo, onto, more_rounds)
+        typer.echo(carried)
+        raise typer.Exit(running.launch(ws, foreground))
+    if yes and not foreground:  # as the board's approve
+        started = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
+        output.notes(started.notes)
+        typer.echo("\n".join(started.said))
+        raise typer.Exit(0)
+    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
+    output.notes(notes)
+    if ws.state().phase == "awaiting-approval" and not running.approve(ws, yes):
+        raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
+    raise typer.Exit(running.launch(ws, foreground))
+
+
+def _resume_all(home: Path, repo: Path | None) -> int:
+    from handoff.machinery.repo import Repo
+    from handoff.operations import lifecycle
+
+    failed_there = elsewhere.resume_all(home) if repo is None else 0
+    found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
+    if not found:
+        typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
+                   "where each stands)")
+        return 1 if failed_there else 0
+    failed = 0
+    for tdir in found:
+        try:
+            ws, notes = lifecycle.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
+            output.notes(notes)
+            typer.echo(f"{tdir.ticket}: resumed in tmux session {lifecycle.run_in_window(ws)}")
+            if not lifecycle.in_line(home, tdir):
+                typer.echo(f"note: {tdir.ticket} took no slot within "
+                           f"{lifecycle.IN_LINE_BOUND:.0f}s: the next may start before it "
+                           f"(handoff log {tdir.ticket} says why)", err=True)
+        except HandoffError as exc:
+            failed += 1
+            output.failed(tdir.ticket, exc)
+    typer.echo(f"{len(found) - failed} of {len(found)} resumed")
+    return 1 if failed or failed_there else 0
+
+
+def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
+    """Kill a peer and start it fresh on its current brief."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    typer.echo(f"{role} of {ticket} restarted on {brief}")
+
+
+def submit(
+    report: Path,
+    directory: Annotated[str | None, typer.Option("--dir", help="The ticket directory.")] = None,
+    role: Annotated[str | None, typer.Option("--role")] = None,
+    round_: Annotated[int | None, typer.Option("--round")] = None,
+) -> None:
+    """File a report (run by a peer). Prints every problem, exit 1, when it is not accepted."""
+    from handoff.cli import filing
+
+    raise typer.Exit(filing.submit(report, directory, role, round_))
+
+
+def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
+    """Answer a blocked ticket; the implementer carries on with the answer."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    path, restarted = lifecycle.answer_ticket(state_home(), ticket, repo, text)
+    typer.echo(f"answer filed as {path}")
+    if restarted:
+        typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
+
+
+def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
+    """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    result = lifecycle.stop_ticket(state_home(), ticket, repo)
+    output.notes(result.notes)
+    typer.echo(result.said)
+
+
+def close(
+    ticket: TicketArg,
+    keep_worktrees: Annotated[bool, typer.Option("--keep-worktrees")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Discard uncommitted work in the "
+                                        "worktrees.")] = False,
+    repo: RepoOpt = None,
+) -> None:
+    """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
+    On a host: its branch and final report are fetched here first; its record stays there."""
+    from handoff.operations import lifecycle
+    from handoff.record.store import state_home
+
+    on_host = elsewhere.placed(ticket)
+    if on_host is not None:
+        from handoff.operations import hosts
+
+        typer.echo("\n".join(hosts.close_on(*on_host, keep_worktrees, force).said))
+        return
+
+    result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    output.notes(result.notes)
+    typer.echo("\n".join(result.said))

@@ -1,0 +1,58 @@
+"""handoff.cli.looking: the commands that look and change nothing: status (every ticket, a
+broken one listed beside the rest), log (a torn line skipped and said; --follow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from handoff.record.events import EventLog
+from tests.conftest import wait_until
+from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, spawn, ticket_path, write_plan
+
+
+def test_status_empty_and_log_survives_a_torn_line(repo: Path, tmp_path: Path,
+                                                   handoff_home: Path) -> None:
+    assert json.loads(handoff("status", "--json").stdout) == []
+    assert "no tickets yet" in handoff("status").stdout
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "T-6", "--plan", str(plan), "--yes", "--foreground",
+                   cwd=repo).returncode == 0
+    log_file = ticket_path(handoff_home, "T-6") / "events.jsonl"
+    whole = len(log_file.read_text().splitlines())
+    with log_file.open("a") as handle:
+        handle.write('{"time": "2026-01-01T00:00:00", "kind": "torn')
+    done = handoff("log", "T-6", "--json", cwd=repo)
+    assert done.returncode == 0
+    assert len(json.loads(done.stdout)) == whole
+    assert "skipped 1 unreadable line" in done.stderr
+
+
+def test_status_lists_a_broken_ticket_without_hiding_the_others(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    for ticket in ("T-8", "T-9"):
+        assert handoff("start", ticket, "--plan", str(plan), cwd=repo,
+                       input_text="").returncode == 1
+    (ticket_path(handoff_home, "T-8") / "state.json").write_text("[]")
+    rows = {r["ticket"]: r for r in json.loads(handoff("status", "--json").stdout)}
+    assert rows["T-9"]["phase"] == "awaiting-approval"
+    assert rows["T-8"]["phase"] == "unreadable" and "state.json" in rows["T-8"]["reason"]
+    text = handoff("status")
+    assert text.returncode == 0 and "unreadable" in text.stdout and "T-9" in text.stdout
+
+
+def test_log_follow_prints_new_events_as_they_come(repo: Path, tmp_path: Path,
+                                                   handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "T-L", "--plan", str(plan), cwd=repo).returncode == 1
+    out = tmp_path / "follow.log"
+    follower = spawn("log", "T-L", "--follow", cwd=repo, log=out)
+    try:
+        wait_until(lambda: "ticket created" in out.read_text(), what="the existing events")
+        EventLog(ticket_path(handoff_home, "T-L") / "events.jsonl").append(
+            "answer", round=1, role="human", file="answer-1.md")
+        wait_until(lambda: "answered (answer-1.md)" in out.read_text(), what="the new event")
+    finally:
+        follower.kill()
+        follower.wait()
