@@ -1,7 +1,7 @@
-"""The `handoff` command line: each command parses its options, calls the core (lifecycle,
-standing, finish, gc, ...) and renders what it returns; what to do is decided in the core.
-Besides that it holds only the conversation at a terminal (the approval prompt) and how a
-foreground run's events are printed.
+"""The `handoff` command line: each command parses its options, calls the core (create,
+resume, closing, standing, finish, gc, ...) and renders what it returns; what to do is decided
+in the core. Besides that it holds only the conversation at a terminal (the approval prompt) and
+how a foreground run's events are printed.
 
 Exit codes (defined in handoff/errors.py, listed in docs/cli.md): 0 ok (for a run: passed),
 1 failed, 2 usage, 3 not found, 4 busy (another orchestrator), 5 refused to protect work,
@@ -39,7 +39,7 @@ from handoff.errors import (
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
-    from handoff.operations.lifecycle import PlanToStart
+    from handoff.operations.create import PlanToStart
     from handoff.record.ticket import State
 
 
@@ -141,19 +141,19 @@ def _outcome(ws: Workspace, state: State, after: str = "") -> int:
 
 
 def _approve(ws: Workspace, yes: bool) -> bool:
-    from handoff.operations import lifecycle
+    from handoff.operations import approval
 
     if yes:
-        lifecycle.approve(ws)
-        typer.echo(lifecycle.sandbox_line(ws))
+        approval.approve(ws)
+        typer.echo(approval.sandbox_line(ws))
         return True
     if sys.stdin is None or not sys.stdin.isatty():
-        lifecycle.ask_for_approval(ws)
+        approval.ask_for_approval(ws)
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
-    typer.echo("".join(f"  {line}\n" for line in lifecycle.approval_summary(ws)))
+    typer.echo("".join(f"  {line}\n" for line in approval.approval_summary(ws)))
     if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
-        lifecycle.approve(ws)
+        approval.approve(ws)
         return True
     return False
 
@@ -165,11 +165,11 @@ def _notes(notes: Sequence[str]) -> None:
 
 
 def _launch(ws: Workspace, foreground: bool) -> int:
-    from handoff.operations import lifecycle
+    from handoff.operations.resume import run_approved
 
     if foreground:
         return _run(ws)
-    typer.echo("\n".join(lifecycle.run_approved(ws).said))
+    typer.echo("\n".join(run_approved(ws).said))
     return 0
 
 
@@ -312,7 +312,7 @@ def start(
 ) -> None:
     """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
     Beyond max_parallel tickets at work on this machine it waits in the queue."""
-    from handoff.operations import lifecycle
+    from handoff.operations.create import PlanToStart, plans_to_start, read_plan
     from handoff.protocol import plan as plan_mod
 
     args = ticket or []
@@ -325,13 +325,13 @@ def start(
                              "handoff start --plans plans/*.md --yes")
         if not args:
             raise UsageError("--plans needs the plan files", "handoff start --plans plans/*.md")
-        starts = lifecycle.plans_to_start([Path(a) for a in args])
+        starts = plans_to_start([Path(a) for a in args])
     else:
         if len(args) != 1 or plan is None:
             raise UsageError("start takes one ticket id and its --plan (or --plans and plan "
                              "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
                              "--plans plans/*.md")
-        starts = [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
+        starts = [PlanToStart(args[0], plan, read_plan(plan))]
     placement = elsewhere.placement(host, foreground)
     # the tickets of one --plans may start after each other, in any order
     batch = tuple((one.ticket, plan_mod.parse(one.text, str(one.path)).after + builds_on)
@@ -370,7 +370,8 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
                base: str, summary: str, repo: Path | None, brief: bool,
                after: tuple[str, ...] = (),
                batch: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> int:
-    from handoff.operations import lifecycle
+    from handoff.operations.create import NewTicket, create, queue_note
+    from handoff.operations.resume import run_in_window
     from handoff.record import starts
     from handoff.record.store import state_home
 
@@ -378,7 +379,7 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
     # what a person waits for goes before other tickets' orchestrators' first steps; not the
     # approval (a person's time) nor an orchestrator run here (it would wait for itself)
     with starts.InFlight(home):
-        ws, notes = lifecycle.create(home, lifecycle.NewTicket(
+        ws, notes = create(home, NewTicket(
             ticket=one.ticket, repo=repo or Path.cwd(), plan_text=one.text, summary=summary,
             base=base, max_rounds=max_rounds, now=now, notes=not brief, after=after,
             batch=batch))
@@ -388,7 +389,7 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)
         return 1
-    queue = lifecycle.queue_note(ws)
+    queue = queue_note(ws)
     if queue:
         typer.echo(f"{ticket}: {queue}", err=True)
     if foreground:
@@ -396,7 +397,7 @@ def _start_one(one: PlanToStart, yes: bool, now: bool, foreground: bool, max_rou
     with starts.InFlight(home):
         if brief:
             typer.echo(f"{ticket}: the orchestrator runs in tmux session "
-                       f"{lifecycle.run_in_window(ws)}")
+                       f"{run_in_window(ws)}")
             return 0
         return _launch(ws, foreground)
 
@@ -420,7 +421,7 @@ def resume(
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
-    from handoff.operations import lifecycle
+    from handoff.operations.resume import open_to_resume, resume_approved
     from handoff.record.store import state_home
 
     if every:
@@ -442,11 +443,11 @@ def resume(
         typer.echo(carried)
         raise typer.Exit(_launch(ws, foreground))
     if yes and not foreground:  # as the board's approve
-        running = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
+        running = resume_approved(state_home(), ticket, repo, more_rounds)
         _notes(running.notes)
         typer.echo("\n".join(running.said))
         raise typer.Exit(0)
-    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
+    ws, notes = open_to_resume(state_home(), ticket, repo, more_rounds)
     _notes(notes)
     if ws.state().phase == "awaiting-approval" and not _approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
@@ -455,10 +456,10 @@ def resume(
 
 def _resume_all(home: Path, repo: Path | None) -> int:
     from handoff.machinery.repo import Repo
-    from handoff.operations import lifecycle
+    from handoff.operations import resume
 
     failed_there = elsewhere.resume_all(home) if repo is None else 0
-    found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
+    found = resume.left_behind(home, Repo.at(repo).key if repo is not None else None)
     if not found:
         typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
                    "where each stands)")
@@ -466,12 +467,12 @@ def _resume_all(home: Path, repo: Path | None) -> int:
     failed = 0
     for tdir in found:
         try:
-            ws, notes = lifecycle.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
+            ws, notes = resume.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
             _notes(notes)
-            typer.echo(f"{tdir.ticket}: resumed in tmux session {lifecycle.run_in_window(ws)}")
-            if not lifecycle.in_line(home, tdir):
+            typer.echo(f"{tdir.ticket}: resumed in tmux session {resume.run_in_window(ws)}")
+            if not resume.in_line(home, tdir):
                 typer.echo(f"note: {tdir.ticket} took no slot within "
-                           f"{lifecycle.IN_LINE_BOUND:.0f}s: the next may start before it "
+                           f"{resume.IN_LINE_BOUND:.0f}s: the next may start before it "
                            f"(handoff log {tdir.ticket} says why)", err=True)
         except HandoffError as exc:
             failed += 1
@@ -542,10 +543,11 @@ def attach(ticket: TicketArg,
            repo: RepoOpt = None) -> None:
     """Attach to the ticket's tmux session (Ctrl-b d detaches); on a host, over ssh -t."""
     elsewhere.forward(ticket, ["attach", ticket, *(["--role", role] if role else [])], terminal=True)
-    from handoff.operations import lifecycle
+    from handoff.operations.opening import open_ticket
+    from handoff.operations.tending import attach_argv
     from handoff.record.store import state_home
 
-    argv = lifecycle.attach_argv(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    argv = attach_argv(open_ticket(state_home(), ticket, repo), role)
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     os.execvpe(argv[0], argv, env)
 
@@ -554,10 +556,11 @@ def attach(ticket: TicketArg,
 def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
     elsewhere.forward(ticket, ["recycle", ticket, role])
-    from handoff.operations import lifecycle
+    from handoff.operations import tending
+    from handoff.operations.opening import open_ticket
     from handoff.record.store import state_home
 
-    brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    brief = tending.recycle(open_ticket(state_home(), ticket, repo), role)
     typer.echo(f"{role} of {ticket} restarted on {brief}")
 
 
@@ -578,10 +581,10 @@ def submit(
 def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     """Answer a blocked ticket; the implementer carries on with the answer."""
     elsewhere.forward(ticket, ["answer", ticket, text])
-    from handoff.operations import lifecycle
+    from handoff.operations.tending import answer_ticket
     from handoff.record.store import state_home
 
-    path, restarted = lifecycle.answer_ticket(state_home(), ticket, repo, text)
+    path, restarted = answer_ticket(state_home(), ticket, repo, text)
     typer.echo(f"answer filed as {path}")
     if restarted:
         typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
@@ -591,10 +594,10 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
 def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
     elsewhere.forward(ticket, ["stop", ticket])
-    from handoff.operations import lifecycle
+    from handoff.operations.closing import stop_ticket
     from handoff.record.store import state_home
 
-    result = lifecycle.stop_ticket(state_home(), ticket, repo)
+    result = stop_ticket(state_home(), ticket, repo)
     _notes(result.notes)
     typer.echo(result.said)
 
@@ -609,7 +612,7 @@ def close(
 ) -> None:
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
     On a host: its branch and final report are fetched here first; its record stays there."""
-    from handoff.operations import lifecycle
+    from handoff.operations.closing import close_ticket
     from handoff.record.store import state_home
 
     on_host = elsewhere.placed(ticket)
@@ -619,7 +622,7 @@ def close(
         typer.echo(hosts.close_on(*on_host, keep_worktrees, force))
         return
 
-    result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    result = close_ticket(state_home(), ticket, repo, keep_worktrees, force)
     _notes(result.notes)
     typer.echo("\n".join(result.said))
 

@@ -18,7 +18,7 @@ from handoff.errors import UsageError
 
 if TYPE_CHECKING:
     from handoff.config import Config
-    from handoff.operations.lifecycle import PlanToStart
+    from handoff.operations.create import PlanToStart
     from handoff.record.placed import Placement
 
 
