@@ -75,7 +75,9 @@ def test_version_prints_the_distribution_version_and_loads_nothing_heavy() -> No
               if line.startswith("import time:")}
     assert "handoff.cli.app" in loaded
     heavy = {m for m in loaded if m.split(".")[0] in ("libtmux", "git", "yaml")
-             or m in ("handoff.config", "handoff.operations.doctor", "handoff.operations.lifecycle",
+             or m in ("handoff.config", "handoff.operations.doctor", "handoff.operations.opening",
+                      "handoff.operations.create", "handoff.operations.resume",
+                      "handoff.operations.closing", "handoff.operations.tending",
                       "handoff.loop.orchestrator", "handoff.machinery.tmux")}
     assert heavy == set(), "--version must not load the machinery behind the commands"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from handoff.errors import EXIT_ESCALATED
-from handoff.operations.lifecycle import close_ticket
+from handoff.operations.closing import close_ticket
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (

@@ -146,8 +146,8 @@ def test_a_planted_function_level_import_is_seen(tmp_path: Path) -> None:
     gate = tmp_path / "handoff" / "loop" / "gate.py"
     kept = gate.read_text()
     gate.write_text(kept + "\n\ndef planted() -> None:\n"
-                    "    from handoff.operations import lifecycle  # noqa\n")
-    assert any("loop/gate.py" in line and "handoff.operations.lifecycle" in line
+                    "    from handoff.operations import closing  # noqa\n")
+    assert any("loop/gate.py" in line and "handoff.operations.closing" in line
                for line in upward(tmp_path))
     gate.write_text(kept)
     merging = tmp_path / "handoff" / "operations" / "merging.py"

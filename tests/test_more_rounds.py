@@ -1,13 +1,18 @@
-"""`handoff resume TICKET --more-rounds N`: an escalated ticket carried on, through the real CLI
-with the scripted agents, real tmux and git."""
+"""`handoff resume TICKET --more-rounds N` (handoff.operations.more_rounds): an escalated ticket
+carried on, through the real CLI with the scripted agents, real tmux and git; and which limit a
+ticket stopped at, and what is refused, read from real ticket directories."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from handoff.errors import EXIT_ESCALATED, EXIT_USAGE
+from handoff.errors import EXIT_ESCALATED, EXIT_USAGE, UsageError
+from handoff.loop.rules import Limits
+from handoff.machinery.repo import short_sha
+from handoff.operations.more_rounds import Bound, bound_hit, check_more_rounds, extend, limits_of
 from tests.conftest import git
 from tests.harness import (
     ADD_ONLY,
@@ -25,6 +30,7 @@ from tests.harness import (
     ticket_path,
     write_plan,
 )
+from tests.tickets import moved, new_ticket
 
 FINDINGS = "## The reviewers' must-fix findings to address this round"
 GATE = "## The verification gate failed"
@@ -220,3 +226,77 @@ def test_a_ticket_directory_from_before_teams_still_resumes(repo: Path, tmp_path
     brief = (folder / "inbox" / "implementer" / "brief-2.md").read_text()
     carried = brief.split(FINDINGS)[1]
     assert "`F1` `tests/test_calc.py:" in carried and "test_mul" in carried
+
+
+# ---- the limits and the refusals, read from the ticket directory ---------------------------
+
+@pytest.mark.parametrize(("phase", "hint"), [
+    ("passed", "'handoff finish T-1' merges it"),
+    ("closed", "start a new ticket"),
+    ("needs-human", "'handoff answer T-1 TEXT'"),
+    ("awaiting-approval", "'handoff resume T-1 --yes'"),
+    ("reviewing", "it is still running"),
+])
+def test_only_an_escalated_ticket_gets_more_rounds(repo: Path, handoff_home: Path, phase: str,
+                                                   hint: str) -> None:
+    ws = new_ticket(handoff_home, repo)
+    moved(ws, phase)
+    with pytest.raises(UsageError) as refused:
+        check_more_rounds(ws.tdir, 1)
+    assert refused.value.message.startswith(f"T-1 is {phase}, not escalated")
+    assert hint in (refused.value.hint or "")
+    moved(ws, "escalated")
+    check_more_rounds(ws.tdir, 1)
+    with pytest.raises(UsageError) as none:
+        check_more_rounds(ws.tdir, 0)
+    assert none.value.message == "--more-rounds must be at least 1 (got 0)"
+    ws.tdir.state_file.write_text("{", encoding="utf-8")  # read from its backup, not mended
+    check_more_rounds(ws.tdir, 2)
+    assert ws.tdir.state_file.read_text(encoding="utf-8") == "{"
+
+
+def test_a_last_review_that_failed_at_max_rounds_is_the_round_limit(
+        repo: Path, handoff_home: Path) -> None:
+    ws = new_ticket(handoff_home, repo)
+    state = moved(ws, "escalated", round=2, max_rounds=2, verdicts={"1": "fail", "2": "fail"},
+                  findings={"1": ["calc.py:a"], "2": ["calc.py:b"]})
+    assert limits_of(state) == Limits(2, state.max_gate_bounces)
+    assert bound_hit(ws, state) == Bound("max-rounds", [])
+    state.max_rounds = 3  # below its limit: it escalated for another reason
+    assert bound_hit(ws, state) is None
+    state.max_rounds, state.verdicts["2"] = 2, "pass"
+    assert bound_hit(ws, state) is None
+
+
+def test_a_must_fix_that_came_back_is_no_limit(repo: Path, handoff_home: Path) -> None:
+    ws = new_ticket(handoff_home, repo)
+    state = moved(ws, "escalated", round=2, max_rounds=2, verdicts={"1": "fail", "2": "fail"},
+                  findings={"1": ["calc.py:a"], "2": ["calc.py:a"]}, reason="came back")
+    assert bound_hit(ws, state) is None
+    before = ws.tdir.state_file.read_text(encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        extend(ws, 1)
+    assert "escalated without reaching a limit (came back)" in refused.value.message
+    assert "handoff/T-1" in (refused.value.hint or "")
+    assert ws.tdir.state_file.read_text(encoding="utf-8") == before  # nothing changed
+    assert not [e for e in ws.tdir.events.read()[0] if e["kind"] == "more-rounds"]
+
+
+def test_a_failed_gate_at_its_limit_carries_its_log_to_the_next_round(
+        repo: Path, handoff_home: Path) -> None:
+    ws = new_ticket(handoff_home, repo)
+    commit = git(repo, "rev-parse", "HEAD")
+    state = moved(ws, "escalated", round=1, gate_bounces=1, max_gate_bounces=1,
+                  gates={"1": "fail"}, commits={"1": commit})
+    log = ws.tdir.gate_log(1)
+    log.write_text("$ python -m unittest\n# cwd /work\nFAIL: test_add\n# the gate failed "
+                   "(exit 1)\n", encoding="utf-8")
+    bound = bound_hit(ws, state)
+    assert bound is not None and bound.name == "max-gate-bounces"
+    [(title, note)] = bound.notes
+    assert title == "The verification gate failed"
+    assert note == (f"the gate failed (exit 1) at {short_sha(commit)}; the full output is in "
+                    f"`{log}`. Its end:\n\n```\nFAIL: test_add\n```")
+    log.unlink()  # no log: the note still says the gate failed
+    bound = bound_hit(ws, state)
+    assert bound is not None and bound.notes[0][1].startswith("the gate failed at ")

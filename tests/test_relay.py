@@ -18,7 +18,7 @@ import pytest
 from handoff.cli import warm
 from handoff.config import PEER_NICE
 from handoff.machinery import relay
-from handoff.operations.lifecycle import ORCHESTRATOR_NICE
+from handoff.operations.resume import ORCHESTRATOR_NICE
 from handoff.processes import alive
 from handoff.record.address import Address
 from handoff.record.lock import holder

@@ -2,7 +2,7 @@
 commands in the order `handoff --help` lists them, and `main`. Each command lives with its
 family (tickets.py: start, resume, answer, recycle, stop, close, submit; looking.py: status,
 watch, log, attach; finishing.py: finish, conflicts; upkeep.py: init, doctor, providers, gc,
-demo; elsewhere.py: the commands of hosts): it parses its options, calls the core (lifecycle,
+demo; elsewhere.py: the commands of hosts): it parses its options, calls the core (create, resume, closing,
 standing, finish, gc, ...) and renders what it returns; what to do is decided in the core. A
 command about one ticket that runs where the ticket runs is given elsewhere.OnItsHost here:
 for a ticket on a host, the words typed go there, once, before the command runs.

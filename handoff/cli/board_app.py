@@ -5,7 +5,7 @@ command starts without it. The rows come from `Board`, refreshed in a thread tha
 ticket directories' watcher (handoff/machinery/watch.py) and wakes when a file there changes, with a slow
 rescan as a safety net (a killed orchestrator drops its lock without touching a file).
 
-Every key calls the same core function the matching command does (handoff/operations/lifecycle.py); a
+Every key calls the same core function the matching command does (handoff/operations/); a
 HandoffError shows as one line at the bottom of the board, never as a traceback.
 """
 
@@ -31,9 +31,9 @@ from textual.widgets import DataTable, Footer, Input, Static
 from handoff.errors import HandoffError
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 
-# lifecycle (and libtmux with it) is imported now, not when a key is pressed: libtmux reads
+# the verbs (and libtmux with them) are imported now, not when a key is pressed: libtmux reads
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
-from handoff.operations import lifecycle
+from handoff.operations import closing, opening, resume, tending
 from handoff.operations.board import Board, Row
 from handoff.phases import Phase
 from handoff.record.store import private_dir
@@ -330,8 +330,8 @@ class BoardApp(App[None]):
             if row.host:
                 argv = _on_host(self.home, row, ["attach", row.ticket], terminal=True)[0]
             else:
-                ws = lifecycle.open_ticket(self.home, row.ticket, _repo(row))
-                argv = lifecycle.attach_argv(ws, None)
+                ws = opening.open_ticket(self.home, row.ticket, _repo(row))
+                argv = tending.attach_argv(ws, None)
         except HandoffError as exc:
             self.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
             return
@@ -425,7 +425,7 @@ def answer(home: Path, row: Row, text: str) -> str:
     """As `handoff answer`: file it, and start the orchestrator again if none runs."""
     if row.host:
         return _on_host(home, row, ["answer", row.ticket, text])[1]
-    path, restarted = lifecycle.answer_ticket(home, row.ticket, _repo(row), text)
+    path, restarted = tending.answer_ticket(home, row.ticket, _repo(row), text)
     return f"answer filed as {path.name}" + ("; orchestrator restarted in tmux" if restarted
                                               else "")
 
@@ -434,7 +434,7 @@ def approve(home: Path, row: Row) -> str:
     """As `handoff resume TICKET --yes`."""
     if row.host:
         return _on_host(home, row, ["resume", row.ticket, "--yes"])[1]
-    running = lifecycle.resume_approved(home, row.ticket, _repo(row))
+    running = resume.resume_approved(home, row.ticket, _repo(row))
     return "; ".join([f"{row.ticket} approved: the orchestrator runs in tmux session "
                       f"{running.session}", *running.notes])
 
@@ -442,14 +442,14 @@ def approve(home: Path, row: Row) -> str:
 def recycle(home: Path, row: Row, role: str) -> str:
     if row.host:
         return _on_host(home, row, ["recycle", row.ticket, role])[1]
-    brief = lifecycle.recycle(lifecycle.open_ticket(home, row.ticket, _repo(row)), role)
+    brief = tending.recycle(opening.open_ticket(home, row.ticket, _repo(row)), role)
     return f"{role} of {row.ticket} restarted on {brief.name}"
 
 
 def stop(home: Path, row: Row) -> str:
     if row.host:
         return _on_host(home, row, ["stop", row.ticket])[1]
-    result = lifecycle.stop_ticket(home, row.ticket, _repo(row))
+    result = closing.stop_ticket(home, row.ticket, _repo(row))
     return "; ".join([result.said, *result.notes])
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the click typer carries (0.26-0.28, pyproject.toml): for my
     from typer._click import Context, Parameter
 
     from handoff.config import Config
-    from handoff.operations.lifecycle import PlanToStart
+    from handoff.operations.create import PlanToStart
     from handoff.record.placed import Placement
 
 

@@ -68,9 +68,9 @@ def attach(ticket: TicketArg,
            role: Annotated[str | None, typer.Option("--role", autocompletion=windows)] = None,
            repo: RepoOpt = None) -> None:
     """Attach to the ticket's tmux session (Ctrl-b d detaches); on a host, over ssh -t."""
-    from handoff.operations import lifecycle
+    from handoff.operations import opening, tending
     from handoff.record.store import state_home
 
-    argv = lifecycle.attach_argv(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    argv = tending.attach_argv(opening.open_ticket(state_home(), ticket, repo), role)
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     os.execvpe(argv[0], argv, env)

@@ -43,19 +43,19 @@ def outcome(ws: Workspace, state: State, after: str = "") -> int:
 def approve(ws: Workspace, yes: bool) -> bool:
     """The ticket's plan approved: by --yes, else by the person at this terminal when there is
     one (the plan shown, then asked); with no one to ask, the ticket waits for approval."""
-    from handoff.operations import lifecycle
+    from handoff.operations import approval
 
     if yes:
-        lifecycle.approve(ws)
-        typer.echo(lifecycle.sandbox_line(ws))
+        approval.approve(ws)
+        typer.echo(approval.sandbox_line(ws))
         return True
     if sys.stdin is None or not sys.stdin.isatty():
-        lifecycle.ask_for_approval(ws)
+        approval.ask_for_approval(ws)
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
-    typer.echo("".join(f"  {line}\n" for line in lifecycle.approval_summary(ws)))
+    typer.echo("".join(f"  {line}\n" for line in approval.approval_summary(ws)))
     if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
-        lifecycle.approve(ws)
+        approval.approve(ws)
         return True
     return False
 
@@ -63,9 +63,9 @@ def approve(ws: Workspace, yes: bool) -> bool:
 def launch(ws: Workspace, foreground: bool) -> int:
     """An approved ticket's orchestrator run: here (foreground: the run's exit code), or in its
     tmux window (0, once it runs there)."""
-    from handoff.operations import lifecycle
+    from handoff.operations import resume
 
     if foreground:
         return run_here(ws)
-    typer.echo("\n".join(lifecycle.run_approved(ws).said))
+    typer.echo("\n".join(resume.run_approved(ws).said))
     return 0

@@ -1,8 +1,8 @@
 """The commands that start a ticket's run, carry it on and end it: `start`, `resume`,
 `answer`, `recycle`, `stop` and `close`, and `submit`, a peer's report filed. Each parses its
-options, calls the core (handoff.operations.lifecycle) and prints what it returns; a command
-about a ticket on a host is run there as typed (handoff.cli.elsewhere.OnItsHost, given by
-app.py), and `close` of one fetches its work here first (handoff.operations.hosts)."""
+options, calls the core (handoff.operations: create, resume, closing, tending) and prints what
+it returns; a command about a ticket on a host is run there as typed
+(handoff.cli.elsewhere.OnItsHost, given by app.py), and `close` of one fetches its work here first (handoff.operations.hosts)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from handoff.cli.options import RepoOpt, RoleArg, TicketArg, ticket_ids
 from handoff.errors import HandoffError, UsageError
 
 if TYPE_CHECKING:
-    from handoff.operations.lifecycle import PlanToStart
+    from handoff.operations.create import PlanToStart
 
 #: the tickets of one `start --plans` that start after each other: (ticket, what it waits for)
 Batch = tuple[tuple[str, tuple[str, ...]], ...]
@@ -91,7 +91,7 @@ def start(ticket: PlansArg = None, plan: PlanOpt = None, plans: PlansOpt = False
 def _plans_to_start(args: list[str], plan: Path | None, plans: bool, foreground: bool,
                     summary: str) -> list[PlanToStart]:
     """The tickets `start` was given: one id and its --plan, or (--plans) a ticket a plan."""
-    from handoff.operations import lifecycle
+    from handoff.operations import create
 
     if plans:
         if plan is not None or foreground or summary:
@@ -100,12 +100,12 @@ def _plans_to_start(args: list[str], plan: Path | None, plans: bool, foreground:
                              "handoff start --plans plans/*.md --yes")
         if not args:
             raise UsageError("--plans needs the plan files", "handoff start --plans plans/*.md")
-        return lifecycle.plans_to_start([Path(a) for a in args])
+        return create.plans_to_start([Path(a) for a in args])
     if len(args) != 1 or plan is None:
         raise UsageError("start takes one ticket id and its --plan (or --plans and plan "
                          "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
                          "--plans plans/*.md")
-    return [lifecycle.PlanToStart(args[0], plan, lifecycle.read_plan(plan))]
+    return [create.PlanToStart(args[0], plan, create.read_plan(plan))]
 
 
 def _start_placed(placement: str, one: PlanToStart, how: Starting, summary: str) -> int:
@@ -135,7 +135,7 @@ def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
 
 def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, brief: bool,
                batch: Batch = ()) -> int:
-    from handoff.operations import lifecycle
+    from handoff.operations import create, resume
     from handoff.record import starts
     from handoff.record.store import state_home
 
@@ -143,7 +143,7 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
     # what a person waits for goes before other tickets' orchestrators' first steps; not the
     # approval (a person's time) nor an orchestrator run here (it would wait for itself)
     with starts.InFlight(home):
-        ws, notes = lifecycle.create(home, lifecycle.NewTicket(
+        ws, notes = create.create(home, create.NewTicket(
             ticket=one.ticket, repo=how.repo or Path.cwd(), plan_text=one.text, summary=summary,
             base=how.base, max_rounds=how.max_rounds, now=how.now, notes=not brief,
             after=how.after, batch=batch))
@@ -153,7 +153,7 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
         typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
                    "approves it and starts the loop", err=True)
         return 1
-    queue = lifecycle.queue_note(ws)
+    queue = create.queue_note(ws)
     if queue:
         typer.echo(f"{ticket}: {queue}", err=True)
     if foreground:
@@ -161,7 +161,7 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
     with starts.InFlight(home):
         if brief:
             typer.echo(f"{ticket}: the orchestrator runs in tmux session "
-                       f"{lifecycle.run_in_window(ws)}")
+                       f"{resume.run_in_window(ws)}")
             return 0
         return running.launch(ws, foreground)
 
@@ -184,7 +184,7 @@ def resume(
     repo: RepoOpt = None,
 ) -> None:
     """Carry a ticket on from its directory alone (after a crash, a stop or a reboot)."""
-    from handoff.operations import lifecycle
+    from handoff.operations import resume
     from handoff.record.store import state_home
 
     if every:
@@ -202,11 +202,11 @@ def resume(
         typer.echo(carried)
         raise typer.Exit(running.launch(ws, foreground))
     if yes and not foreground:  # as the board's approve
-        started = lifecycle.resume_approved(state_home(), ticket, repo, more_rounds)
+        started = resume.resume_approved(state_home(), ticket, repo, more_rounds)
         output.notes(started.notes)
         typer.echo("\n".join(started.said))
         raise typer.Exit(0)
-    ws, notes = lifecycle.open_to_resume(state_home(), ticket, repo, more_rounds)
+    ws, notes = resume.open_to_resume(state_home(), ticket, repo, more_rounds)
     output.notes(notes)
     if ws.state().phase == "awaiting-approval" and not running.approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
@@ -215,10 +215,10 @@ def resume(
 
 def _resume_all(home: Path, repo: Path | None) -> int:
     from handoff.machinery.repo import Repo
-    from handoff.operations import lifecycle
+    from handoff.operations import resume
 
     failed_there = elsewhere.resume_all(home) if repo is None else 0
-    found = lifecycle.left_behind(home, Repo.at(repo).key if repo is not None else None)
+    found = resume.left_behind(home, Repo.at(repo).key if repo is not None else None)
     if not found:
         typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
                    "where each stands)")
@@ -226,12 +226,12 @@ def _resume_all(home: Path, repo: Path | None) -> int:
     failed = 0
     for tdir in found:
         try:
-            ws, notes = lifecycle.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
+            ws, notes = resume.open_to_resume(home, tdir.ticket, Path(tdir.load().repo))
             output.notes(notes)
-            typer.echo(f"{tdir.ticket}: resumed in tmux session {lifecycle.run_in_window(ws)}")
-            if not lifecycle.in_line(home, tdir):
+            typer.echo(f"{tdir.ticket}: resumed in tmux session {resume.run_in_window(ws)}")
+            if not resume.in_line(home, tdir):
                 typer.echo(f"note: {tdir.ticket} took no slot within "
-                           f"{lifecycle.IN_LINE_BOUND:.0f}s: the next may start before it "
+                           f"{resume.IN_LINE_BOUND:.0f}s: the next may start before it "
                            f"(handoff log {tdir.ticket} says why)", err=True)
         except HandoffError as exc:
             failed += 1
@@ -242,10 +242,10 @@ def _resume_all(home: Path, repo: Path | None) -> int:
 
 def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
-    from handoff.operations import lifecycle
+    from handoff.operations import opening, tending
     from handoff.record.store import state_home
 
-    brief = lifecycle.recycle(lifecycle.open_ticket(state_home(), ticket, repo), role)
+    brief = tending.recycle(opening.open_ticket(state_home(), ticket, repo), role)
     typer.echo(f"{role} of {ticket} restarted on {brief}")
 
 
@@ -263,10 +263,10 @@ def submit(
 
 def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     """Answer a blocked ticket; the implementer carries on with the answer."""
-    from handoff.operations import lifecycle
+    from handoff.operations import tending
     from handoff.record.store import state_home
 
-    path, restarted = lifecycle.answer_ticket(state_home(), ticket, repo, text)
+    path, restarted = tending.answer_ticket(state_home(), ticket, repo, text)
     typer.echo(f"answer filed as {path}")
     if restarted:
         typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
@@ -274,10 +274,10 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
 
 def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     """Stop the orchestrator and the peers; 'handoff resume' carries on later."""
-    from handoff.operations import lifecycle
+    from handoff.operations import closing
     from handoff.record.store import state_home
 
-    result = lifecycle.stop_ticket(state_home(), ticket, repo)
+    result = closing.stop_ticket(state_home(), ticket, repo)
     output.notes(result.notes)
     typer.echo(result.said)
 
@@ -291,7 +291,7 @@ def close(
 ) -> None:
     """Stop the peers, remove the worktrees (refusing to lose work), keep branch and record.
     On a host: its branch and final report are fetched here first; its record stays there."""
-    from handoff.operations import lifecycle
+    from handoff.operations import closing
     from handoff.record.store import state_home
 
     on_host = elsewhere.placed(ticket)
@@ -301,6 +301,6 @@ def close(
         typer.echo("\n".join(hosts.close_on(*on_host, keep_worktrees, force).said))
         return
 
-    result = lifecycle.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
+    result = closing.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
     output.notes(result.notes)
     typer.echo("\n".join(result.said))

@@ -50,9 +50,10 @@ COMMAND_NICE = 3
 #: what `start`, `resume` and `close` import: loaded here once, in every child for free. The
 #: last line is what an orchestrator and `close` imported on first use in each child (a child's
 #: new modules, listed): psutil, the final report's renderer, and what reads the role files
-PRELOADED = ("handoff.cli.app", "handoff.cli.crash", "handoff.operations.lifecycle",
-             "handoff.loop.orchestrator", "handoff.operations.doctor",
-             "handoff.operations.standing", "handoff.machinery.gitcmd",
+PRELOADED = ("handoff.cli.app", "handoff.cli.crash", "handoff.operations.create",
+             "handoff.operations.resume", "handoff.operations.closing",
+             "handoff.operations.tending", "handoff.loop.orchestrator",
+             "handoff.operations.doctor", "handoff.operations.standing", "handoff.machinery.gitcmd",
              "psutil", "handoff.operations.render", "handoff.roles", "importlib.resources.readers",
              "zipfile")
 

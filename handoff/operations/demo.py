@@ -174,22 +174,24 @@ def run(home: Path, keep: bool, say: Callable[[str], None],
     """A demo ticket made, approved and run here (show: each event as it happens), then closed
     and its repo removed unless keep."""
     from handoff.loop.orchestrator import Orchestrator
-    from handoff.operations import lifecycle
+    from handoff.operations.approval import approve
+    from handoff.operations.closing import close
+    from handoff.operations.create import NewTicket, create
 
     started = time.monotonic()
     ticket, repo, text = new_demo()
     say(f"demo repo: {repo} (word_count has a bug; its tests fail)")
     try:
-        ws = lifecycle.create(home, lifecycle.NewTicket(
+        ws = create(home, NewTicket(
             ticket=ticket, repo=repo, plan_text=text, summary="Fix word_count.",
             socket=demo_socket(), now=True)).workspace  # scripted peers: no queue
     except HandoffError:
         remove_demo(repo)  # nothing was started in it
         raise
-    lifecycle.approve(ws)
+    approve(ws)
     state = Orchestrator(ws, show).run()
     if not keep:
-        lifecycle.close(ws)
+        close(ws)
     removed = not keep and remove_demo(repo)
     verdicts = ", ".join(f"round {r} {v}" for r, v in sorted(state.verdicts.items()))
     return DemoRun(ticket, repo, ws.tdir.path, state.phase, verdicts,

@@ -15,7 +15,7 @@ is then moved:
 * base checked out nowhere: `git update-ref` with the old value, so a branch that moved in the
   meantime is refused, never overwritten.
 
-Each merged ticket is then closed as `handoff close` closes it (`lifecycle.close_ticket`).
+Each merged ticket is then closed as `handoff close` closes it (`closing.close_ticket`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from handoff.loop import after
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, short_sha
 from handoff.machinery.ticket_branch import branch_name
-from handoff.operations import forge, lifecycle, train
+from handoff.operations import closing, forge, opening, train
 from handoff.operations.merging import (
     MODES,
     Base,
@@ -72,7 +72,7 @@ def finish_tickets(home: Path, tickets: Sequence[str], repo: Path | None,
     if mode not in MODES:
         raise UsageError(f"unknown finish mode {mode!r}", "use --merge or --squash")
     names = _names(home, tickets, repo, all_passed)
-    train_ = _ordered([_passed(lifecycle.open_ticket(home, name, repo)) for name in names])
+    train_ = _ordered([_passed(opening.open_ticket(home, name, repo)) for name in names])
     repo_ = train_[0].ws.repo
     base = _one_base(repo_, train_)
     _ensure_built_on_merged(home, repo_, base, train_)
@@ -197,7 +197,7 @@ def _ensure_built_on_merged(home: Path, repo: Repo, base: Base,
             if dep.commit and not dep.merged and repo.is_ancestor(dep.commit, commit) \
                     and not repo.is_ancestor(dep.commit, base.head) and dep.ticket not in missing:
                 missing.append(dep.ticket)
-                state = lifecycle.open_ticket(home, dep.ticket, repo.top).state()
+                state = opening.open_ticket(home, dep.ticket, repo.top).state()
                 todo.append((dep.commit, list(state.after)))
     if missing:
         whole = [name for name in _by_dependency(home, repo, [*missing, *named])]
@@ -209,7 +209,7 @@ def _ensure_built_on_merged(home: Path, repo: Repo, base: Base,
 
 
 def _by_dependency(home: Path, repo: Repo, names: Sequence[str]) -> list[str]:
-    return [p.ticket for p in _ordered([_passed(lifecycle.open_ticket(home, name, repo.top))
+    return [p.ticket for p in _ordered([_passed(opening.open_ticket(home, name, repo.top))
                                         for name in names])]
 
 
@@ -256,7 +256,7 @@ def _held(tickets: Sequence[Passed]) -> Iterator[None]:
             try:
                 stack.enter_context(TicketLock(passed.ws.tdir.lock_file, wait=HELD_WAIT))
             except Busy:
-                owner = lifecycle.orchestrator_running(passed.ws)
+                owner = opening.orchestrator_running(passed.ws)
                 raise Busy(f"{passed.ticket} is busy: its orchestrator or another finish "
                            f"(pid {owner or '?'}) held it for {HELD_WAIT:g}s", "wait for it "
                            "to end ('handoff status' shows its run), then run finish again; "
@@ -341,7 +341,7 @@ def _close(home: Path, repo: Path | None, base: Base, link: Link, mode: str) -> 
         passed.ws.tdir.events.append("finish", round=passed.state.round, mode=mode,
                                      base=base.branch, before=link.before, after=link.after,
                                      merged=passed.commit, by="hand")
-    closed = lifecycle.close_ticket(home, passed.ticket, repo)
+    closed = closing.close_ticket(home, passed.ticket, repo)
     notes = [] if link.merged else [
         f"{base.branch} already holds what {short_sha(passed.commit)} changes: nothing to merge"]
     return Finished(closed, mode, base.branch, link.before, link.after if link.merged else "",

@@ -2,7 +2,8 @@
 a host (handoff.operations.hosts): which branch a ticket merges into, that its checkout is
 clean, the merge made as objects (`git merge-tree --write-tree`, `git commit-tree`: no index,
 no checkout of the person's) and the base moved to it, and nothing of the ticket's loop: this
-module imports no lifecycle, so hosts and doctor reach it without a circle.
+module imports none of the ticket verbs (create, resume, closing, ...), so hosts and doctor
+reach it without a circle.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from handoff.loop import rules
 from handoff.loop.context import TicketContext
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import git, short_sha
-from handoff.operations import lifecycle
+from handoff.operations.more_rounds import limits_of
+from handoff.operations.opening import ensure_idle
 from handoff.operations.standing import find_ticket
 from handoff.phases import Phase
 from handoff.record.lock import TicketLock
@@ -70,7 +71,7 @@ def carry(ws: Workspace, onto: str, more: int | None = None) -> str:
         merged = "" if conflicts else ws.worktrees.head(IMPLEMENTER)
         before = state.base_commit
         state.base, state.base_commit = onto.removeprefix("refs/heads/"), head
-        after = rules.extended(lifecycle.limits_of(state), state.reviews, state.gate_bounces,
+        after = rules.extended(limits_of(state), state.reviews, state.gate_bounces,
                                more)
         state.max_rounds, state.max_gate_bounces = after.max_rounds, after.max_gate_bounces
         tdir.save(state)
@@ -142,6 +143,6 @@ def resume_onto(home: Path, ticket: str, repo: Path | None, onto: str,
                 more: int | None) -> tuple[Workspace, str]:
     """`handoff resume TICKET --onto BRANCH`: the ticket opened, carried, ready to run."""
     tdir = find_ticket(home, ticket, repo)
-    lifecycle.ensure_idle(tdir)
+    ensure_idle(tdir)
     ws = Workspace.open(home, tdir)
     return ws, carry(ws, onto, more)

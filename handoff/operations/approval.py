@@ -1,0 +1,88 @@
+"""A new ticket's plan approved: what a person approves besides the plan's text (who runs,
+from where, how far, with which powers), the approval itself, and the note when nobody is
+there to give it."""
+
+from __future__ import annotations
+
+import os
+
+from handoff.loop import notify
+from handoff.loop.workspace import Workspace
+from handoff.machinery import sandbox
+from handoff.machinery.ticket_branch import branch_name
+from handoff.phases import Phase
+from handoff.record.store import file_digest
+from handoff.record.ticket import State
+from handoff.role import IMPLEMENTER
+
+
+def approval_summary(ws: Workspace) -> list[str]:
+    """What a person approves besides the plan's text: who runs, from where, how far, and
+    with which powers (shown above the plan by `start`)."""
+    state, plan = ws.state(), ws.plan()
+    lines = []
+    for role in state.roles.roles:
+        provider = ws.provider(role.name)
+        power = ("permissions bypassed: it acts without asking" if provider.mode == "bypass"
+                 else f"permission mode {provider.mode}: it stops on each question")
+        reach = provider.reaches(dict(os.environ))
+        spec = ws.spec(role.name)
+        what = role.name if role.name == role.kind else f"{role.name} ({role.kind}" + (
+            f", {spec.focus}" if spec.focus else "") + ")"
+        lines.append(f"{what}: {provider.name}{' (' + reach + ')' if reach else ''}; {power}")
+    lines += independence(ws)
+    if ws.config.scanners:
+        lines.append("scanners: " + ", ".join(
+            s.name + ("" if s.required else " (optional)") for s in ws.config.scanners))
+    lines.append(f"base: {state.base} at {state.base_commit[:12]}; branch {branch_name(state.ticket)}")
+    gate = " ".join(plan.test) if plan.test else "none (the plan names no test command)"
+    lines.append(f"rounds: at most {state.max_rounds} review round(s); gate: {gate}")
+    lines.append(sandbox_line(ws))
+    return lines
+
+
+def independence(ws: Workspace) -> list[str]:
+    """A warning when every reviewer runs on the implementer's CLI: one model family reviewing
+    its own work finds less (the review still runs)."""
+    state = ws.state()
+    implementer = ws.spec(IMPLEMENTER).provider
+    if implementer in ("scripted", "command") or any(
+            ws.spec(r).provider != implementer for r in state.roles.reviewers):
+        return []
+    return [f"note: every reviewer runs on {implementer}, the implementer's CLI: the review is "
+            "not independent (a reviewer on another installed CLI finds more)"]
+
+
+def sandbox_line(ws: Workspace) -> str:
+    """The sandbox in force, in one line (UsageError for sandbox: on where it cannot be)."""
+    found = ws.sandbox()
+    if found is not None:
+        return (f"sandbox: {found.why}: each peer writes only its worktree (the implementer "
+                "and testers also the commits they make; handoff alone moves the branch), its "
+                "CLI's state and its drafts; it sees no credentials, no other ticket, no other "
+                "process; the network stays open")
+    if ws.config.sandbox.mode == "off":
+        return ("sandbox: off (your config): the peers run as you, with whatever your user can "
+                "read and write; only what they commit on the branch is judged")
+    return (f"sandbox: none, {sandbox.support().why}: the peers run as you, with whatever your "
+            "user can read and write (handoff doctor says how to mend it)")
+
+
+def approve(ws: Workspace) -> State:
+    state = ws.state()
+    if state.phase != "awaiting-approval":
+        return state
+    state.round = 1
+    state.plan_digest = file_digest(ws.tdir.plan_md)
+    if state.after:  # it starts once they have passed, from their work (the orchestrator)
+        ws.tdir.move(state, Phase.WAITING, f"plan approved; it waits for {', '.join(state.after)}")
+    else:
+        ws.tdir.move(state, Phase.IMPLEMENTING, "plan approved")
+    return state
+
+
+def ask_for_approval(ws: Workspace) -> None:
+    """Nobody answered the approval prompt (no terminal): the person is told the plan waits."""
+    state = ws.state()
+    notify.approval_wanted(state, ws.config.notify, ws.repo.top, lambda kind, **fields: (
+        ws.tdir.events.append(kind, round=state.round, **fields)))
