@@ -56,6 +56,12 @@ def test_the_testers_take_their_turns_in_the_teams_order() -> None:
     assert rules.next_tester((), {}) is None
 
 
+def test_a_round_whose_testers_all_reported_before_a_crash_goes_to_the_gate() -> None:
+    move = rules.round_tested()
+    assert (move.phase, move.next_round, move.after_answer) == (Phase.GATING, False, "")
+    assert move.reason == "every tester of the round reported"
+
+
 # ---- after the gate ---------------------------------------------------------------------------
 
 
@@ -65,6 +71,12 @@ def test_the_testers_take_their_turns_in_the_teams_order() -> None:
 def test_the_gate_passes_when_its_command_and_every_required_scanner_pass(
         test_passed: bool | None, block: bool, passes: bool) -> None:
     assert rules.gate_passes(test_passed, block) is passes
+
+
+def test_a_gate_with_nothing_to_run_goes_to_the_reviewers() -> None:
+    move = rules.gate_skipped()
+    assert (move.phase, move.next_round) == (Phase.REVIEWING, False)
+    assert move.reason == "the plan names no test command"
 
 
 def test_a_passed_gate_goes_to_the_reviewers() -> None:
@@ -232,6 +244,58 @@ def test_another_answer_about_control_files_goes_to_the_implementer() -> None:
     answered = rules.after_answer("put CLAUDE.md back", "gating", ["CLAUDE.md"])
     assert answered.allowed == () and answered.move.next_round
     assert answered.move.notes == (("A person answered", "put CLAUDE.md back"),)
+
+
+# ---- the plan, the machine's slots, the tickets it starts after -------------------------------
+
+
+@pytest.mark.parametrize("phase", [Phase.IMPLEMENTING, Phase.REVIEWING, Phase.GATING])
+def test_a_plan_changed_after_approval_asks_a_person_and_the_answer_carries_the_phase_on(
+        phase: Phase) -> None:
+    move = rules.plan_changed("/t/plan.md", "T-1", phase)
+    assert (move.phase, move.after_answer, move.next_round) == (Phase.NEEDS_HUMAN, phase, False)
+    assert move.reason.startswith("/t/plan.md changed after it was approved")
+    assert "handoff answer T-1 \"approved\"" in move.reason
+
+
+@pytest.mark.parametrize("phase", [Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING])
+def test_no_free_slot_queues_the_ticket_to_go_back_to_its_phase(phase: Phase) -> None:
+    move = rules.no_slot(phase, "1 of 1 tickets at work (max_parallel), it is next")
+    assert move == Move(Phase.QUEUED, "1 of 1 tickets at work (max_parallel), it is next",
+                        back_to=phase)
+    assert move.after_answer == ""
+
+
+@pytest.mark.parametrize("phase", [Phase.TESTING, Phase.GATING, Phase.REVIEWING])
+def test_a_queued_ticket_that_gets_a_slot_goes_back_where_it_queued_from(phase: Phase) -> None:
+    assert rules.got_slot(phase, 2) == Move(phase, "it got a slot (max_parallel 2)")
+
+
+@pytest.mark.parametrize("queued_for", ["", "needs-human", "queued", "nonsense"])
+def test_a_queued_ticket_whose_record_names_no_phase_at_work_goes_to_the_implementer(
+        queued_for: str) -> None:
+    move = rules.got_slot(queued_for, 1)
+    assert (move.phase, move.back_to) == (Phase.IMPLEMENTING, "")
+
+
+def test_a_ticket_whose_tickets_before_it_passed_starts_from_their_work() -> None:
+    move = rules.started_after("A-1 and A-2 passed", "abc1234")
+    assert (move.phase, move.next_round) == (Phase.IMPLEMENTING, False)
+    assert move.reason == "A-1 and A-2 passed: it starts from their work (abc1234)"
+
+
+def test_a_ticket_it_starts_after_that_will_not_pass_asks_a_person() -> None:
+    move = rules.after_unmet("A-1 escalated", "T-2")
+    assert (move.phase, move.after_answer) == (Phase.NEEDS_HUMAN, Phase.IMPLEMENTING)
+    assert move.reason.startswith("A-1 escalated: it was to start from that work")
+    assert "'handoff answer T-2 go'" in move.reason and "'handoff close T-2'" in move.reason
+
+
+def test_work_it_starts_after_that_does_not_merge_asks_a_person_naming_the_conflicts() -> None:
+    move = rules.after_conflicts(["calc.py (A-1, A-2)", "README.md (A-2)"], "T-2")
+    assert (move.phase, move.after_answer) == (Phase.NEEDS_HUMAN, Phase.IMPLEMENTING)
+    assert "conflicts in calc.py (A-1, A-2); README.md (A-2)" in move.reason
+    assert "'handoff answer T-2 go' starts it from its base alone" in move.reason
 
 
 # ---- the limits, for resume --more-rounds ------------------------------------------------------

@@ -2,7 +2,8 @@
 `answer`, `recycle`, `stop` and `close`, and `submit`, a peer's report filed. Each parses its
 options, calls the core (handoff.operations: create, resume, closing, tending) and prints what
 it returns; a command about a ticket on a host is run there as typed
-(handoff.cli.elsewhere.OnItsHost, given by app.py), and `close` of one fetches its work here first (handoff.operations.hosts)."""
+(handoff.cli.elsewhere.OnItsHost, given by app.py), and `close` of one fetches its work here
+first (handoff.operations.hosts)."""
 
 from __future__ import annotations
 
