@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from handoff.errors import EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_NEEDS_HUMAN, EXIT_OK
+from handoff.phases import Phase
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 
 #: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
 #: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
-OUTCOME_CODES = {"passed": EXIT_OK, "closed": EXIT_OK, "escalated": EXIT_ESCALATED,
-                 "needs-human": EXIT_NEEDS_HUMAN}
+OUTCOME_CODES = {Phase.PASSED: EXIT_OK, Phase.CLOSED: EXIT_OK, Phase.ESCALATED: EXIT_ESCALATED,
+                 Phase.NEEDS_HUMAN: EXIT_NEEDS_HUMAN}
 
 
 def run_here(ws: Workspace) -> int:
@@ -33,7 +34,7 @@ def run_here(ws: Workspace) -> int:
 
 def outcome(ws: Workspace, state: State, after: str = "") -> int:
     """A run's end said: the final report (passed or escalated), then after; its exit code."""
-    if state.phase in ("passed", "escalated"):
+    if state.phase in (Phase.PASSED, Phase.ESCALATED):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
     if after:
         typer.echo(after)

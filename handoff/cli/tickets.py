@@ -18,6 +18,7 @@ import typer
 from handoff.cli import elsewhere, output, running
 from handoff.cli.options import RepoOpt, RoleArg, TicketArg, ticket_ids
 from handoff.errors import HandoffError, UsageError
+from handoff.phases import Phase
 
 if TYPE_CHECKING:
     from handoff.operations.create import PlanToStart
@@ -209,7 +210,7 @@ def resume(
         raise typer.Exit(0)
     ws, notes = resume.open_to_resume(state_home(), ticket, repo, more_rounds)
     output.notes(notes)
-    if ws.state().phase == "awaiting-approval" and not running.approve(ws, yes):
+    if ws.state().phase == Phase.AWAITING_APPROVAL and not running.approve(ws, yes):
         raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
     raise typer.Exit(running.launch(ws, foreground))
 

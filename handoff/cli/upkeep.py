@@ -13,6 +13,7 @@ import typer
 from handoff.cli import running
 from handoff.cli.options import JsonOpt, RepoOpt
 from handoff.errors import HandoffError
+from handoff.providers.base import Level
 
 
 def init(repo: RepoOpt = None) -> None:
@@ -73,7 +74,7 @@ def doctor_command(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
         raise typer.Exit(doctor.exit_code(found))
     for check in found:
         typer.echo(f"{check.level:<4}  {check.what}: {check.detail}")
-        if check.fix and check.level != "OK":
+        if check.fix and check.level != Level.OK:
             typer.echo(f"      fix: {check.fix}")
     raise typer.Exit(doctor.exit_code(found))
 

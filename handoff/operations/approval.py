@@ -70,7 +70,7 @@ def sandbox_line(ws: Workspace) -> str:
 
 def approve(ws: Workspace) -> State:
     state = ws.state()
-    if state.phase != "awaiting-approval":
+    if state.phase != Phase.AWAITING_APPROVAL:
         return state
     state.round = 1
     state.plan_digest = file_digest(ws.tdir.plan_md)

@@ -70,7 +70,7 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> C
     keep_worktrees = keep_worktrees or ws.repo_gone
     if not keep_worktrees and not force:
         wt.ensure_clean(("implementer",))  # refuse before anything changes, peers included
-    stopped = stop(ws) if state.phase != "closed" else None
+    stopped = stop(ws) if state.phase != Phase.CLOSED else None
     ws.forget_logins()  # no CLI runs any more: the copies of the person's logins go
     kept: Path | None = None
     if force and not keep_worktrees:

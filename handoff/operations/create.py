@@ -21,6 +21,7 @@ from handoff.machinery.ticket_branch import branch_name
 from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.operations.doctor import ready_to_start
+from handoff.phases import Phase
 from handoff.protocol import plan as plan_mod
 from handoff.record import placed, slots
 from handoff.record.store import atomic_write, keep_private, private_dir, validate_ticket_id
@@ -200,10 +201,10 @@ def _title(text: str) -> str:
 
 def _existing_hint(ticket: str, phase: str, tdir: TicketDir) -> str:
     """What to do with a ticket id that is taken, by where that ticket stands."""
-    if phase == "closed":
+    if phase == Phase.CLOSED:
         return f"it is closed (its record stays in {tdir.path}): pick a new id"
-    if phase == "passed":
+    if phase == Phase.PASSED:
         return f"take it with 'handoff finish {ticket}', or pick a new id"
-    if phase == "escalated":
+    if phase == Phase.ESCALATED:
         return f"give it more rounds with 'handoff resume {ticket} --more-rounds 1', or pick a new id"
     return f"continue it with 'handoff resume {ticket}', or pick a new id"

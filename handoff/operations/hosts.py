@@ -49,6 +49,7 @@ from handoff.operations.remote import (
     printable,
 )
 from handoff.operations.results import ClosedOnHost, FinishedOnHost
+from handoff.phases import Phase
 from handoff.record import placed
 from handoff.record.placed import Placement
 from handoff.record.store import atomic_write
@@ -249,7 +250,7 @@ def _passed_at(home: Path, cfg: Config, placement: Placement) -> str:
     checked here, and finish_on checks the branch it fetches holds it)."""
     (row,) = rows(home, cfg, placement.ticket)
     ticket, host = placement.ticket, placement.host
-    if row["phase"] != "passed":
+    if row["phase"] != Phase.PASSED:
         raise UsageError(f"{ticket} is {row['phase']} on host {host}, not passed: only a "
                          "ticket that passed review is merged",
                          str(row.get("reason") or f"wait until it passes: handoff status {ticket}"))

@@ -14,6 +14,7 @@ from handoff.loop.gating import gate_note
 from handoff.loop.workspace import Workspace
 from handoff.machinery.ticket_branch import branch_name
 from handoff.operations.standing import recovered_state
+from handoff.phases import Phase
 from handoff.protocol import reports
 from handoff.protocol.ledger import Ledger
 from handoff.record.lock import TicketLock
@@ -27,9 +28,9 @@ def check_more_rounds(tdir: TicketDir, more: int) -> None:
         raise UsageError(f"--more-rounds must be at least 1 (got {more})",
                          f"handoff resume {tdir.ticket} --more-rounds 1")
     phase = recovered_state(tdir).state.phase
-    if phase == "escalated":
+    if phase == Phase.ESCALATED:
         return
-    hint = {"passed": f"it passed: 'handoff finish {tdir.ticket}' merges it, 'handoff close "
+    hint = {Phase.PASSED: f"it passed: 'handoff finish {tdir.ticket}' merges it, 'handoff close "
                       f"{tdir.ticket}' ends it",
             "closed": "it is closed: start a new ticket to work on it again",
             "needs-human": f"it waits for a person: 'handoff answer {tdir.ticket} TEXT'",

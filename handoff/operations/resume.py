@@ -16,7 +16,7 @@ from handoff.operations.more_rounds import check_more_rounds, extend
 from handoff.operations.opening import ensure_idle, restore_state
 from handoff.operations.results import Running
 from handoff.operations.standing import find_ticket
-from handoff.phases import FINISHED
+from handoff.phases import FINISHED, Phase
 from handoff.record import slots
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir, all_tickets
@@ -57,7 +57,7 @@ def resume_approved(home: Path, ticket: str, repo: Path | None,
 def run_approved(ws: Workspace, notes: tuple[str, ...] = ()) -> Running:
     """ws approved if it waits for that, then run in its tmux window."""
     sandbox = ""
-    if ws.state().phase == "awaiting-approval":
+    if ws.state().phase == Phase.AWAITING_APPROVAL:
         approve(ws)
         sandbox = sandbox_line(ws)
     return Running(ws.tdir.ticket, run_in_window(ws), ws.tdir.path, sandbox, notes)
@@ -102,7 +102,7 @@ def ensure_resumable(ws: Workspace) -> None:
     """A finished ticket has nothing to resume: say so rather than start an orchestrator
     that ends at once in a fresh session."""
     state = ws.state()
-    if state.phase == "closed":
+    if state.phase == Phase.CLOSED:
         raise UsageError(f"{state.ticket} is closed, nothing to resume",
                          f"its record stays in {ws.tdir.path}; to work on it again, start a "
                          "new ticket")
@@ -123,7 +123,7 @@ def left_behind(home: Path, repo_key: str | None = None) -> list[TicketDir]:
         except HandoffError:
             continue  # `status` shows it unreadable, `resume TICKET` mends it by name
         if phase in CARRIED_ON and holder(tdir.lock_file) is None:
-            found.append((phase == "queued", tdir.load().created, tdir))
+            found.append((phase == Phase.QUEUED, tdir.load().created, tdir))
     # the ones that were at work first, then the queue in its order: each is started once the
     # one before has its place (`in_line`), so the order survives the restart
     return [tdir for _, _, tdir in sorted(found, key=lambda f: (f[0], f[1], str(f[2].path)))]

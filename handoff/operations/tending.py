@@ -12,14 +12,14 @@ from handoff.machinery.peers import ORCHESTRATOR_WINDOW
 from handoff.machinery.tmux import Tmux
 from handoff.operations.opening import open_ticket, orchestrator_running
 from handoff.operations.resume import run_in_window
-from handoff.phases import awaited
+from handoff.phases import Phase, awaited
 from handoff.record.store import atomic_write
 from handoff.role import check_name
 
 
 def answer(ws: Workspace, text: str) -> Path:
     state = ws.state()
-    if state.phase != "needs-human":
+    if state.phase != Phase.NEEDS_HUMAN:
         raise UsageError(f"{state.ticket} is not waiting for a person (phase {state.phase})")
     if not text.strip():
         raise UsageError("the answer is empty")
