@@ -17,7 +17,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,7 +55,7 @@ def command(argv: Sequence[Any], status: int | None, started: float) -> None:
                f"{'killed at its bound' if status is None else f'exit {status}'} ({ms:.1f} ms)")
 
 
-def event(recorded: dict[str, Any]) -> None:
+def event(recorded: Mapping[str, object]) -> None:
     if _sinks:
         _write("event " + json.dumps(recorded, default=str))
 

@@ -41,7 +41,7 @@ def test_a_ticket_built_on_others_waits_for_them_once_approved(
     ws = new_ticket(handoff_home, repo, "B-1", after=("A-1",))
     assert approve(ws).phase == "waiting"
     moved = [e for e in ws.tdir.events.read()[0] if e["kind"] == "phase"][-1]
-    assert moved["to"] == "waiting" and "it waits for A-1" in moved["reason"]
+    assert moved["to"] == "waiting" and "it waits for A-1" in str(moved["reason"])
 
 
 def test_the_summary_says_who_runs_from_where_how_far_and_fenced_how(

@@ -231,7 +231,9 @@ def test_notes_and_findings_are_capped_in_bytes(tdir: Path) -> None:
     for kept in ("NOTE-START", "NOTE-END", "REASON-START", "REASON-END", "bytes cut by handoff"):
         assert kept in text
     fields, _ = split(text)
-    assert len(fields["findings"][0].encode()) < briefs.FINDING_LIMIT + 100
+    findings = fields["findings"]
+    assert isinstance(findings, list)
+    assert len(findings[0].encode()) < briefs.FINDING_LIMIT + 100
 
 
 # ---- the team: testers, more reviewers, the ledger ---------------------------------------------

@@ -4,8 +4,8 @@ repository and checkouts), with no tmux session, no peer and no loop."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from handoff.loop import rules
 from handoff.loop.context import TicketContext
@@ -23,9 +23,9 @@ FIXED = Entry("F2", 1, ("security",), "calc.py", 5, "mul() adds",
               answers=((2, "security", "fixed", "it multiplies now"),))
 
 
-def heard(repo: Path, home: Path) -> tuple[TicketContext, list[dict[str, Any]]]:
+def heard(repo: Path, home: Path) -> tuple[TicketContext, list[Mapping[str, object]]]:
     """A context whose events are also collected, as a foreground run prints them."""
-    said: list[dict[str, Any]] = []
+    said: list[Mapping[str, object]] = []
     return TicketContext(new_ticket(repo, home), said.append), said
 
 

@@ -43,7 +43,7 @@ def test_every_event_has_kind_round_role_and_an_aware_time(log: EventLog) -> Non
     assert event["kind"] == "orchestrator"
     assert event["round"] == 0
     assert event["role"] == ""
-    assert datetime.fromisoformat(event["time"]).tzinfo is not None
+    assert datetime.fromisoformat(str(event["time"])).tzinfo is not None
 
 
 def test_appending_never_rewrites_what_is_there(log: EventLog) -> None:
@@ -139,8 +139,10 @@ def test_concurrent_appends_from_several_processes_give_whole_lines(log: EventLo
     assert len(log.path.read_bytes().splitlines()) == writers * count
     seen: dict[str, list[int]] = {}
     for event in events:
-        assert event["payload"] == event["writer"] * 3000
-        seen.setdefault(event["writer"], []).append(event["seq"])
+        writer, seq = event["writer"], event["seq"]
+        assert isinstance(writer, str) and isinstance(seq, int)
+        assert event["payload"] == writer * 3000
+        seen.setdefault(writer, []).append(seq)
     # every writer's events are all there, each once, in the order it wrote them
     assert seen == {f"w{i}": list(range(count)) for i in range(writers)}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -46,7 +47,7 @@ def log(
     from handoff.operations.render import event_line
     from handoff.record.store import state_home
 
-    def show(event: dict[str, Any]) -> None:
+    def show(event: Mapping[str, object]) -> None:
         # --json --follow: JSON Lines, one event a line as it comes (an array cannot grow)
         typer.echo(json.dumps(event) if as_json else event_line(event))
 

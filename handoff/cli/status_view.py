@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from handoff.errors import HandoffError, describe
+
+if TYPE_CHECKING:  # the rows' modules load only for the rows: a plain `status` stays lean
+    from handoff.operations.standing import StatusRow
 
 
 def ordinal(n: int) -> str:
@@ -21,7 +25,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
+def text(rows: Sequence[StatusRow], one: bool, as_json: bool) -> str:
     """What `status` prints for rows (one: a single ticket was asked for)."""
     from handoff.machinery.repo import short_sha
     from handoff.record.usage import usage_line
@@ -61,8 +65,8 @@ def text(rows: list[dict[str, Any]], one: bool, as_json: bool) -> str:
             lines.append(f"    next: {row['hint']}")
         if row["events_skipped"]:
             lines.append(f"    events.jsonl: {row['events_skipped']} unreadable line(s) skipped")
-        if row.get("usage"):
-            lines.append(f"    usage: {usage_line(row['usage'])}")
+        if spent := row.get("usage"):
+            lines.append(f"    usage: {usage_line(spent)}")
         if one:
             lines.append(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n"
                          f"    dir {row['dir']}")

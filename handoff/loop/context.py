@@ -11,7 +11,7 @@ It is light to build (no slot, no intake, no watcher): `resume --more-rounds` an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from handoff.record.usage import over_budget
 from handoff.role import IMPLEMENTER, Team
 
 #: where each recorded event is shown as it happens (a foreground run prints them)
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[Mapping[str, object]], None]
 
 
 class TicketContext:

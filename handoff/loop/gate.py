@@ -27,10 +27,10 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from handoff.inputs import clip, joined
 from handoff.machinery.bounded import end_left as end_cgroup
@@ -235,17 +235,47 @@ def _end_own(child: subprocess.Popen[bytes]) -> None:
 # ---- the record of a running gate, and ending one a dead orchestrator left ----------------------
 
 
+class RunningGate(TypedDict):
+    """The record of a running gate (TicketDir.gate_running): what proves its process group
+    is this gate's, should its orchestrator die with it running."""
+
+    argv: list[str]
+    #: in the environment of each of its processes (TOKEN)
+    token: str
+    orchestrator: int
+    started: str
+    boot: str
+    #: the folders of its cgroups (handoff.machinery.limits)
+    cgroups: list[str]
+    #: once it started: its leader's pid, which leads its group, and the leader's start time
+    pid: NotRequired[int]
+    pgid: NotRequired[int]
+    start: NotRequired[str]
+
+
+class LeftGate(TypedDict):
+    """A gate a dead orchestrator left, ended: the fields of its `gate` event. What its record
+    said is as it said it (the record may be damaged: these are shown, never acted on)."""
+
+    pid: object
+    command: object
+    left_by: object
+    started: object
+    #: each group ended → the last signal it was sent
+    ended: dict[str, str]
+
+
 def _record(argv: Sequence[str], token: str, pid: int | None,
-            groups: Sequence[str] = ()) -> dict[str, Any]:
-    data: dict[str, Any] = {"argv": [clip(a, 300) for a in argv[:50]], "token": token,
-                            "orchestrator": os.getpid(), "started": now(), "boot": boot_id(),
-                            "cgroups": list(groups)}
+            groups: Sequence[str] = ()) -> RunningGate:
+    data: RunningGate = {"argv": [clip(a, 300) for a in argv[:50]], "token": token,
+                         "orchestrator": os.getpid(), "started": now(), "boot": boot_id(),
+                         "cgroups": list(groups)}
     if pid is not None:
-        data.update(pid=pid, pgid=pid, start=start_time(pid))
+        data.update({"pid": pid, "pgid": pid, "start": start_time(pid)})
     return data
 
 
-def end_left(tdir: TicketDir, round_: int, by: str) -> dict[str, Any] | None:
+def end_left(tdir: TicketDir, round_: int, by: str) -> LeftGate | None:
     """end_left_gate for a command a person runs (stop, close), which records the event."""
     left = end_left_gate(tdir.gate_running)
     if left is not None:
@@ -253,22 +283,22 @@ def end_left(tdir: TicketDir, round_: int, by: str) -> dict[str, Any] | None:
     return left
 
 
-def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | None:
+def end_left_gate(record: Path, grace: float | None = None) -> LeftGate | None:
     """End a gate that an orchestrator left running (it was killed, or stopped without its
     cleanup) and remove its record. None when no gate was recorded; else what was found and
     done, for an event. A group is ended only when it is provably this gate's."""
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        said = json.loads(record.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
+        said = {}
+    data: dict[str, object] = said if isinstance(said, dict) else {}  # a RunningGate, or junk
     groups = sorted(ours(data))
     ended = {str(pgid): end_group(pgid, GRACE if grace is None else grace) for pgid in groups}
     if data.get("boot") == boot_id():  # its cgroups: what left the group is in them still
-        for folder in data.get("cgroups") or []:
+        cgroups = data.get("cgroups")
+        for folder in cgroups if isinstance(cgroups, list) else []:
             if isinstance(folder, str):
                 end_cgroup(Path(folder), GRACE)
     record.unlink(missing_ok=True)
@@ -277,7 +307,7 @@ def end_left_gate(record: Path, grace: float | None = None) -> dict[str, Any] | 
             "ended": {g: s for g, s in ended.items() if s}}
 
 
-def ours(data: dict[str, Any]) -> set[int]:
+def ours(data: Mapping[str, object]) -> set[int]:
     """The recorded gate's process group, when it still runs and is provably this gate's: its
     leader is the very process recorded (same pid, start time and boot), or, the leader gone,
     a process of that group carries the run's token in its environment. Else nothing."""

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from handoff.errors import HandoffError
-from handoff.operations.render import event_line
+from handoff.operations.render import event_line, listed
+from handoff.operations.standing import StatusRow
 from handoff.phases import Phase
 from handoff.record import overlaps, slots
 from handoff.record.lock import holder
@@ -114,11 +116,11 @@ class Fold:
     last: str = ""
     peers: dict[str, Peer] = field(default_factory=lambda: {r: Peer() for r in ROLES})
 
-    def feed(self, event: dict[str, Any]) -> None:
+    def feed(self, event: Mapping[str, object]) -> None:
         kind, role, when = str(event.get("kind", "")), str(event.get("role", "")), \
             str(event.get("time", ""))
-        if isinstance(event.get("round"), int):
-            self.round = max(self.round, event["round"])
+        if isinstance(n := event.get("round"), int):
+            self.round = max(self.round, n)
         if kind == "created":
             self.phase, self.phase_since = Phase.AWAITING_APPROVAL, when
         elif kind == "phase":
@@ -137,7 +139,7 @@ class Fold:
             self.peers[role] = peer
 
 
-def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
+def _peer_of(kind: str, event: Mapping[str, object], when: str) -> Peer | None:
     """The peer's state after one of its events (None: the event says nothing of it)."""
     evidence = str(event.get("evidence", ""))
     judged = str(event.get("state", ""))
@@ -149,7 +151,7 @@ def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
         return Peer(_name(judged), evidence, when)
     if kind == "dialog":
         return Peer("dialog", f"{evidence}; answered {judged} with "
-                              f"{'+'.join(event.get('keys', []))}", when)
+                              f"{'+'.join(map(str, listed(event.get('keys'))))}", when)
     if kind == "nudge":
         return Peer("turn ended", f"{evidence}; nudged", when)
     if kind == "escalate":
@@ -164,7 +166,7 @@ def _peer_of(kind: str, event: dict[str, Any], when: str) -> Peer | None:
             return Peer("reported", f"report {event.get('report')} accepted", when)
         return Peer("working", f"report {event.get('report')} rejected; told why", when)
     if kind == "verdict":
-        must = len(event.get("must_fix") or [])
+        must = len(listed(event.get("must_fix")))
         return Peer(str(event.get("verdict", "?")), f"verdict {event.get('verdict')}"
                     + (f", {must} must-fix" if must else ""), when)
     if kind == "recycle":
@@ -315,7 +317,7 @@ def _key_of(repo: str) -> str:
         return ""
 
 
-def remote_row(said: dict[str, Any]) -> Row:
+def remote_row(said: StatusRow) -> Row:
     """A row of a ticket on a host, from that host's `status --json` row: its peers' states
     are the host's own board's (`handoff attach` or `handoff watch` there shows them)."""
     host = str(said.get("host", "?"))

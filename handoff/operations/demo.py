@@ -14,11 +14,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from handoff.errors import HandoffError
 from handoff.record.store import atomic_write
@@ -170,7 +170,7 @@ class DemoRun:
 
 
 def run(home: Path, keep: bool, say: Callable[[str], None],
-        show: Callable[[dict[str, Any]], None]) -> tuple[DemoRun, State, Workspace]:
+        show: Callable[[Mapping[str, object]], None]) -> tuple[DemoRun, State, Workspace]:
     """A demo ticket made, approved and run here (show: each event as it happens), then closed
     and its repo removed unless keep."""
     from handoff.loop.orchestrator import Orchestrator

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from handoff.config import Config, Host
 from handoff.errors import ExternalFailure, UsageError
@@ -49,6 +49,7 @@ from handoff.operations.remote import (
     printable,
 )
 from handoff.operations.results import ClosedOnHost, FinishedOnHost
+from handoff.operations.standing import StatusRow
 from handoff.phases import Phase
 from handoff.record import placed
 from handoff.record.placed import Placement
@@ -128,7 +129,7 @@ def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
 
 # ---- what the hosts say about their tickets ---------------------------------------------------
 
-def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[dict[str, Any]]:
+def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[StatusRow]:
     """`status --json` rows of the tickets placed on hosts (or the one), each with its host;
     a host that does not answer gives each of its tickets a row that says so."""
     placements = [p for p in placed.every(home) if ticket is None or p.ticket == ticket]
@@ -138,7 +139,7 @@ def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[dict[str, A
     if not by_host:
         return []
 
-    def ask(host_name: str) -> list[dict[str, Any]]:
+    def ask(host_name: str) -> list[StatusRow]:
         mine = by_host[host_name]
         started = time.monotonic()
         try:
@@ -150,14 +151,16 @@ def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[dict[str, A
             return [_unreachable(p, exc.message, time.monotonic() - started) for p in mine]
         found = {(str(r.get("ticket")), str(r.get("repo"))): r for r in said
                  if isinstance(r, dict)}
-        out = []
+        out: list[StatusRow] = []
         for placement in mine:
             row = found.get((placement.ticket, placement.mirror))
             if row is None:
                 out.append(_unreachable(placement, "the host has no such ticket (closed there "
                                         "by hand?)", 0.0, reachable=True))
                 continue
-            out.append({**row, "host": host_name, "local_repo": placement.repo})
+            # a host runs handoff's own version and code (start_on refused one that did not):
+            # its row has a StatusRow's keys
+            out.append(cast(StatusRow, {**row, "host": host_name, "local_repo": placement.repo}))
         return out
 
     with ThreadPoolExecutor(max_workers=min(8, len(by_host))) as pool:
@@ -165,7 +168,7 @@ def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[dict[str, A
 
 
 def _unreachable(placement: Placement, why: str, took: float,
-                 reachable: bool = False) -> dict[str, Any]:
+                 reachable: bool = False) -> StatusRow:
     return {"ticket": placement.ticket, "repo": placement.mirror, "host": placement.host,
             "local_repo": placement.repo, "phase": "unreachable" if not reachable else "gone",
             "round": 0, "reviews": 0, "gate_bounces": 0, "dir": "", "branch": "", "commit": "",

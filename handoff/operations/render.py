@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from handoff.machinery.repo import short_sha
 from handoff.record.usage import Usage, short
 
 
-def event_line(event: dict[str, Any]) -> str:
+def event_line(event: Mapping[str, object]) -> str:
+    """An event as read back from events.jsonl: any line's fields may be missing or of another
+    shape (an older handoff's, a damaged line), so each is narrowed where it is shown."""
     kind, role = str(event.get("kind", "?")), str(event.get("role", ""))
     n = event.get("round", 0)
     time = str(event.get("time", ""))[11:19]
@@ -18,59 +19,61 @@ def event_line(event: dict[str, Any]) -> str:
     return f"{time}  r{n}  {who}{text}".rstrip()
 
 
-def _generic(event: dict[str, Any]) -> str:
+def _generic(event: Mapping[str, object]) -> str:
     extra = {k: v for k, v in event.items() if k not in ("time", "kind", "round", "role")}
     return f"{event.get('kind')} {extra}" if extra else str(event.get("kind"))
 
 
-def _phase(event: dict[str, Any]) -> str:
+def _phase(event: Mapping[str, object]) -> str:
     reason = f" ({event['reason']})" if event.get("reason") else ""
     return f"phase {event.get('from')} → {event.get('to')}{reason}"
 
 
-def _verdict(event: dict[str, Any]) -> str:
+def _verdict(event: Mapping[str, object]) -> str:
     text = f"verdict {str(event.get('verdict', '?')).upper()} at {short_sha(str(event.get('commit')))}"
-    for finding in event.get("must_fix", [])[:3]:
+    for finding in listed(event.get("must_fix"))[:3]:
         text += f"\n      must-fix {finding}"
     if event.get("ledger"):
-        text += f"\n      earlier findings: {', '.join(map(str, event['ledger']))}"
+        text += f"\n      earlier findings: {', '.join(_words(event['ledger']))}"
     if event.get("weakened"):
-        text += f"\n      weakened tests: {', '.join(map(str, event['weakened']))}"
+        text += f"\n      weakened tests: {', '.join(_words(event['weakened']))}"
     return text
 
 
-def _reviews(event: dict[str, Any]) -> str:
-    each = ", ".join(f"{role} {verdict}" for role, verdict in (event.get("verdicts") or {}).items())
-    still = event.get("open") or []
+def _reviews(event: Mapping[str, object]) -> str:
+    verdicts = event.get("verdicts")
+    each = ", ".join(f"{role} {verdict}" for role, verdict in
+                     (verdicts.items() if isinstance(verdicts, dict) else ()))
+    still = _words(event.get("open"))
     return (f"round verdict {str(event.get('verdict', '?')).upper()} ({each})"
-            + (f"; open findings {', '.join(map(str, still))}" if still else ""))
+            + (f"; open findings {', '.join(still)}" if still else ""))
 
 
-def _scanner(event: dict[str, Any]) -> str:
+def _scanner(event: Mapping[str, object]) -> str:
     optional = "" if event.get("required", True) else " (optional)"
     return f"scanner {event.get('name')}{optional} {event.get('state')}: {event.get('summary', '')}"
 
 
-def _submission(event: dict[str, Any]) -> str:
+def _submission(event: Mapping[str, object]) -> str:
     if event.get("accepted"):
         said = event.get("status") or event.get("verdict") or ""
         commit = short_sha(str(event.get("commit") or ""))
         return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
-    return f"report rejected: {event.get('report')}: " + "; ".join(event.get("problems", []))
+    return f"report rejected: {event.get('report')}: " + "; ".join(_words(event.get("problems")))
 
 
-def _gate(event: dict[str, Any]) -> str:
+def _gate(event: Mapping[str, object]) -> str:
     if event.get("result") == "running":
-        return f"gate running {' '.join(event.get('command', []))}"
+        return f"gate running {' '.join(_words(event.get('command')))}"
     return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
 
 
-def _usage(event: dict[str, Any]) -> str:
+def _usage(event: Mapping[str, object]) -> str:
     source = f" — {_name(event['source'])}" if event.get("source") else ""
     return f"used {short(Usage.of(event))}{source}"
 
 
-def _budget(event: dict[str, Any]) -> str:
+def _budget(event: Mapping[str, object]) -> str:
     if event.get("over") == "cost_usd":
         return f"over budget: ${event.get('total')} spent, the budget is ${event.get('limit')}"
     total, limit = event.get("total"), event.get("limit")
@@ -78,7 +81,7 @@ def _budget(event: dict[str, Any]) -> str:
     return f"over budget: {shown[0]} tokens used, the budget is {shown[1]}"
 
 
-def _worktree(event: dict[str, Any]) -> str:
+def _worktree(event: Mapping[str, object]) -> str:
     done = "worktree made again" if event.get("created") else "worktree checked"
     if event.get("displaced"):
         done += f" (what stood there was moved aside to {event['displaced']})"
@@ -87,7 +90,7 @@ def _worktree(event: dict[str, Any]) -> str:
     return f"{done}: {event.get('path')}"
 
 
-_TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+_TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
     "created": lambda e: f"ticket created at base {short_sha(str(e.get('base_commit')))}",
     "phase": _phase,
     "launch": lambda e: "launched"
@@ -104,7 +107,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "verdict": _verdict,
     "reviews": _reviews,
     "scanner": _scanner,
-    "weakened": lambda e: "tests weakened since the base: " + "; ".join(e.get("tests", [])[:5]),
+    "weakened": lambda e: "tests weakened since the base: " + "; ".join(_words(e.get("tests"))[:5]),
     "branch": lambda e: f"ticket branch {e.get('branch')} moved to {short_sha(str(e.get('commit')))}"
                         f" ({e.get('by')})",
     "death": lambda e: f"died (exit {e.get('exit_status')})"
@@ -118,7 +121,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
     "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
     "peer": lambda e: f"is {e.get('state')} — {e.get('evidence')}",
-    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(e.get('keys', []))}: "
+    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(_words(e.get('keys')))}: "
                         f"{e.get('answered')} — {e.get('evidence')}",
     "nudge": lambda e: f"nudged ({'taken' if e.get('delivered') else 'NOT taken: ' + str(e.get('why'))})"
                        f" — {e.get('evidence')}",
@@ -150,9 +153,9 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
                           if e.get("base") else str(e.get("reason"))),
     "onto": lambda e: f"carried onto {e.get('onto')} ({short_sha(str(e.get('before')))} → "
                       f"{short_sha(str(e.get('after')))}): "
-                      + (f"conflicts in {', '.join(e['conflicts'])} left to resolve"
+                      + (f"conflicts in {', '.join(_words(e['conflicts']))} left to resolve"
                          if e.get("conflicts") else f"merged at {short_sha(str(e.get('merged')))}"),
-    "merge-check": lambda e: f"merged with {', '.join(e.get('tickets') or [])} into "
+    "merge-check": lambda e: f"merged with {', '.join(_words(e.get('tickets')))} into "
                              f"{e.get('base')}: {str(e.get('result')).upper()} — {e.get('summary')}",
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
                           if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
@@ -161,7 +164,7 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "verdict-kept": lambda e: f"verdict {str(e.get('verdict')).upper()} stands: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
     "intake": lambda e: f"intake connection of pid {e.get('pid') or '?'} cut: {e.get('why')}",
-    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(e['via'])})"
+    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(_words(e['via']))})"
     if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "
                          "notifier or notify command took it)",
     "notify-failed": lambda e: f"could not tell the person ({e.get('notice')}) by "
@@ -169,6 +172,15 @@ _TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def _name(path: Any) -> str:
+def listed(value: object) -> list[object]:
+    """A list an event holds ([] for anything else)."""
+    return value if isinstance(value, list) else []
+
+
+def _words(value: object) -> list[str]:
+    return [str(item) for item in listed(value)]
+
+
+def _name(path: object) -> str:
     text = str(path or "")
     return "/".join(text.split("/")[-2:])

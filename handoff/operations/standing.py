@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
@@ -19,6 +19,71 @@ from handoff.record import overlaps, slots, usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
+from handoff.record.usage import UsageFields
+
+
+class Queued(TypedDict):
+    """A queued ticket's place in the machine's queue, as `status --json` says it."""
+
+    place: int
+    waiting: int
+    at_work: int
+    max_parallel: int
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """How a ticket's orchestrator stands, from its events: the last keys of its status row."""
+
+    #: running, finished, not started, crashed, stopped or died
+    run: str
+    #: a crashed run's last error
+    error: str
+    #: what a person does next
+    hint: str
+    #: unreadable lines of events.jsonl
+    events_skipped: int
+    usage: UsageFields | None
+
+
+class StatusRow(TypedDict):
+    """One ticket's row of `handoff status --json` (docs/cli.md's table), keys in the order
+    it prints them: a wire format too, since the placing machine reads a host's rows back
+    (handoff.operations.hosts). A TypedDict, not a dataclass: the JSON is the dict itself, as
+    it was put together here, or on the host."""
+
+    ticket: str
+    repo: str
+    phase: str
+    round: int
+    reviews: int
+    gate_bounces: int
+    dir: str
+    branch: str
+    commit: str
+    reason: str
+    orchestrator: int | None
+    session: str
+    socket: str
+    updated: str
+    #: role name → its kind, in working order
+    team: dict[str, str]
+    #: reviewer → verdict, of the current round
+    verdicts: dict[str, str]
+    #: other open ticket → the files both change
+    overlaps: dict[str, list[str]]
+    queue: Queued | None
+    #: in every row but that of a host that did not answer (handoff.operations.hosts)
+    after: NotRequired[list[str]]
+    run: str
+    error: str
+    hint: str
+    events_skipped: int
+    usage: UsageFields | None
+    #: a ticket on a host: its host's own row, with its name and the repository here it was
+    #: started from (`repo` and `dir` are paths on the host)
+    host: NotRequired[str]
+    local_repo: NotRequired[str]
 
 
 def find_ticket(home: Path, ticket: str, repo: Path | None) -> TicketDir:
@@ -92,7 +157,7 @@ def state_from_events(tdir: TicketDir) -> State:
 
     events, _ = tdir.events.read()
 
-    def last(kind: str) -> dict[str, Any]:
+    def last(kind: str) -> dict[str, object]:
         return next((e for e in reversed(events) if e.get("kind") == kind), {})
 
     created, session, moved = last("created"), last("session"), last("phase")
@@ -102,7 +167,7 @@ def state_from_events(tdir: TicketDir) -> State:
                   base_commit=str(created.get("base_commit") or ""),
                   socket=str(session.get("socket") or socket_name()),
                   session=str(session.get("session") or session_name(tdir.ticket, key)),
-                  round=max((e["round"] for e in events if isinstance(e.get("round"), int)),
+                  round=max((n for e in events if isinstance(n := e.get("round"), int)),
                             default=0))
     if moved.get("to") in PHASES:
         state.phase = Phase(str(moved["to"]))
@@ -111,7 +176,7 @@ def state_from_events(tdir: TicketDir) -> State:
     return state
 
 
-def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
+def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, object]]:
     """The ticket's events after the first `seen`, as they are written, for good (`log
     --follow`: the person ends it). It wakes on the directory's changes, and looks once a
     second besides, so a change the watch missed is late, never lost."""
@@ -126,7 +191,7 @@ def follow(tdir: TicketDir, seen: int) -> Iterator[dict[str, Any]]:
 
 
 def status_row(tdir: TicketDir, neighbours: list[State] | None = None,
-               queue: slots.Standing | None = None) -> dict[str, Any]:
+               queue: slots.Standing | None = None) -> StatusRow:
     """One ticket's row; neighbours: the open tickets of its repository, and queue: the
     machine's slots, when the caller read them already (else they are read here)."""
     state = tdir.load()
@@ -136,6 +201,7 @@ def status_row(tdir: TicketDir, neighbours: list[State] | None = None,
         neighbours = overlaps.open_states(home, state.repo_key) if state.touched else []
     if queue is None and state.phase == Phase.QUEUED:
         queue = slots.standing(home)
+    last = last_run(tdir, state, pid)
     return {
         "ticket": state.ticket, "repo": state.repo, "phase": state.phase, "round": state.round,
         "reviews": state.reviews, "gate_bounces": state.gate_bounces, "dir": str(tdir.path),
@@ -145,12 +211,12 @@ def status_row(tdir: TicketDir, neighbours: list[State] | None = None,
         "verdicts": dict(state.reviewed.get(str(state.round), {})),
         "overlaps": {o.ticket: list(o.files) for o in overlaps.of(state, neighbours)},
         "queue": queued(tdir, queue) if state.phase == Phase.QUEUED else None,
-        "after": list(state.after),
-        **last_run(tdir, state, pid),
+        "after": list(state.after), "run": last.run, "error": last.error, "hint": last.hint,
+        "events_skipped": last.events_skipped, "usage": last.usage,
     }
 
 
-def queued(tdir: TicketDir, queue: slots.Standing | None) -> dict[str, Any] | None:
+def queued(tdir: TicketDir, queue: slots.Standing | None) -> Queued | None:
     """A queued ticket's place (None when its orchestrator does not hold one: it is not
     running, and takes its place again when resumed)."""
     place = queue.place(tdir.path) if queue is not None else 0
@@ -160,7 +226,7 @@ def queued(tdir: TicketDir, queue: slots.Standing | None) -> dict[str, Any] | No
             "max_parallel": queue.limit}
 
 
-def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
+def last_run(tdir: TicketDir, state: State, pid: int | None) -> LastRun:
     """How the ticket's orchestrator stands, from its events: `run` is running, finished,
     not started, crashed (its last error is shown), stopped or died (it left no word: a kill -9
     or a lost machine); `hint` is what a person does next."""
@@ -183,11 +249,11 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> dict[str, Any]:
     # a running orchestrator carries the ticket on: a person's part shows in its reason
     hint = "" if run == "running" else next_step(state.phase, state.ticket)
     spent = usage.totals(events)
-    return {"run": run, "error": str(error.get("message", "")) if error else "", "hint": hint,
-            "events_skipped": len(bad), "usage": usage.status_fields(spent) if spent else None}
+    return LastRun(run, str(error.get("message", "")) if error else "", hint, len(bad),
+                   usage.status_fields(spent) if spent else None)
 
 
-def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[dict[str, Any]]:
+def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[StatusRow]:
     if ticket is not None:
         return [_row_or_problem(find_ticket(home, ticket, repo))]
     tickets = all_tickets(home)
@@ -200,7 +266,7 @@ def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> l
 
 
 def _row_or_problem(tdir: TicketDir, neighbours: list[State] | None = None,
-                    queue: slots.Standing | None = None) -> dict[str, Any]:
+                    queue: slots.Standing | None = None) -> StatusRow:
     """One broken ticket directory must not hide all the others from `status`."""
     try:
         return status_row(tdir, neighbours, queue)

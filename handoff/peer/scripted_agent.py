@@ -42,8 +42,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import yaml
 
@@ -59,6 +61,68 @@ MESSAGE = "Read and follow "
 PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
 IDENTITY = ["-c", "user.name=handoff scripted agent", "-c", "user.email=scripted@handoff.invalid"]
 LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\w+):(\d+):", re.M))
+
+
+#: a round's `handoff-script` block, or a role's part of it: the plan's YAML as written (the
+#: keys in the docstring above), each value narrowed where it is read
+Script = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What the agent reads of a brief: its frontmatter, as handoff.protocol.briefs writes it."""
+
+    ticket: str
+    role: str
+    #: implementer, tester or reviewer (a brief that names none: its role's name)
+    kind: str
+    round: int
+    worktree: Path
+    plan: Path
+    #: where the report is written, and the command that files it
+    report: Path
+    submit: list[str]
+    #: an implementer's or tester's: the plan's verification command
+    test: list[str] | None = None
+    #: a reviewer's: the commit under review, the test commands, the ledger's open findings
+    #: ({id, file, line, reason}) and the weakened tests' ids
+    commit: str = ""
+    tests: tuple[list[str], ...] = ()
+    earlier: tuple[Mapping[str, object], ...] = ()
+    weakened: tuple[str, ...] = ()
+    #: this turn files no report (the plan's `silent`)
+    silent: bool = False
+
+    @classmethod
+    def read(cls, fields: Mapping[str, object]) -> Brief:
+        test = fields.get("test")
+        return cls(ticket=str(fields.get("ticket", "")), role=str(fields["role"]),
+                   kind=str(fields.get("kind") or fields["role"]),
+                   round=int(str(fields["round"])), worktree=Path(str(fields["worktree"])),
+                   plan=Path(str(fields["plan"])), report=Path(str(fields["report"])),
+                   submit=words(fields["submit"]), test=words(test) if test else None,
+                   commit=str(fields.get("commit", "")),
+                   tests=tuple(words(argv) for argv in listed(fields.get("tests"))),
+                   earlier=tuple(e for e in listed(fields.get("earlier")) if isinstance(e, dict)),
+                   weakened=tuple(words(fields.get("weakened"))))
+
+
+class Failure(TypedDict):
+    """A must-fix finding of the agent's review report (handoff.protocol.reports)."""
+
+    file: str
+    line: int
+    reason: str
+    criterion: NotRequired[str]
+
+
+def listed(value: object) -> list[object]:
+    """A list the YAML holds ([] for anything else)."""
+    return value if isinstance(value, list) else []
+
+
+def words(value: object) -> list[str]:
+    return [str(item) for item in listed(value)]
 
 
 def say(text: str) -> None:
@@ -123,51 +187,47 @@ def bash_mode(command: str, cwd: Path) -> None:
     say(f"scripted: ran it (exit {done.returncode})")
 
 
-def submit(brief: dict[str, Any], text: str) -> None:
-    if brief.get("_silent"):
+def submit(brief: Brief, text: str) -> None:
+    if brief.silent:
         say("scripted: not filing my report (silent, as the plan says)")
         return
-    draft = Path(brief["report"])
+    draft = brief.report
     draft.parent.mkdir(parents=True, exist_ok=True)
     draft.write_text(text, encoding="utf-8")
-    done = subprocess.run(brief["submit"], capture_output=True, text=True, timeout=120,
+    done = subprocess.run(brief.submit, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     show(done.stdout + done.stderr)
 
 
-def pause(brief: dict[str, Any], name: str | None) -> None:
+def pause(brief: Brief, name: object) -> None:
     """Hold still until a file appears, like an agent thinking for a long time: in the ticket
     directory, or in the role's own drafts folder (all of the ticket directory a sandboxed
     tester or reviewer sees)."""
     if not name:
         return
-    flags = [Path(brief["plan"]).parent / name, Path(brief["report"]).parent / name]
+    flags = [brief.plan.parent / str(name), brief.report.parent / str(name)]
     say(f"scripted: paused until {flags[0]} exists")
     while not any(flag.exists() for flag in flags):
         time.sleep(0.05)
 
 
-def own_script(brief: dict[str, Any]) -> dict[str, Any] | None:
+def own_script(brief: Brief) -> Script | None:
     """The round's script for the brief's role: the block itself for the implementer, the
     block's part under the role's name for any other (None: the plan has no step for it)."""
-    plan = parse_plan(Path(brief["plan"]).read_text(encoding="utf-8"))
-    block = plan.scripts.get(int(brief["round"]))
-    if brief["role"] == "implementer" or block is None:
+    plan = parse_plan(brief.plan.read_text(encoding="utf-8"))
+    block = plan.scripts.get(brief.round)
+    if brief.role == "implementer" or block is None:
         return block
-    part = block.get(brief["role"])
-    return part if isinstance(part, dict) else ({} if kind_of(brief) != "tester" else None)
+    part = block.get(brief.role)
+    return part if isinstance(part, dict) else ({} if brief.kind != "tester" else None)
 
 
-def kind_of(brief: dict[str, Any]) -> str:
-    return str(brief.get("kind") or brief["role"])
-
-
-def implement(brief: dict[str, Any]) -> None:
+def implement(brief: Brief) -> None:
     """The implementer's round, or a tester's (its commits in its detached checkout)."""
-    worktree, n = Path(brief["worktree"]), int(brief["round"])
+    worktree, n = brief.worktree, brief.round
     script = own_script(brief)
     pause(brief, script.get("pause_until") if script else None)
-    if script is None and kind_of(brief) == "tester":
+    if script is None and brief.kind == "tester":
         script = {}  # a tester with no step commits nothing: the tests it found suffice
     if script is None:
         head = git(worktree, "rev-parse", "HEAD")
@@ -176,34 +236,37 @@ def implement(brief: dict[str, Any]) -> None:
                                 f"The plan has no scripted step for round {n}: what should I do?")
         submit(brief, report)
         return
-    for edit in script.get("edits", []):
-        path = worktree / edit["file"]
+    edits = [e for e in listed(script.get("edits")) if isinstance(e, dict)]
+    for edit in edits:
+        path = worktree / str(edit["file"])
         path.parent.mkdir(parents=True, exist_ok=True)
         if edit.get("delete"):
             path.unlink(missing_ok=True)
         elif "content" in edit:
-            path.write_text(edit["content"], encoding="utf-8")
+            path.write_text(str(edit["content"]), encoding="utf-8")
         else:
             old = path.read_text(encoding="utf-8")
-            path.write_text(old.replace(edit["replace"], edit["with"]), encoding="utf-8")
+            path.write_text(old.replace(str(edit["replace"]), str(edit["with"])),
+                            encoding="utf-8")
         say(f"edited {edit['file']}")
     if script.get("commit", True) and git(worktree, "status", "--porcelain"):
         git(worktree, "add", "-A")
-        what = "" if brief["role"] == "implementer" else f" ({brief['role']})"
-        git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief['ticket']}: round {n}{what}")
-    for name in script.get("leave_untracked", []):
+        what = "" if brief.role == "implementer" else f" ({brief.role})"
+        git(worktree, *IDENTITY, "commit", "-q", "-m", f"{brief.ticket}: round {n}{what}")
+    for name in words(script.get("leave_untracked")):
         (worktree / name).write_text("scratch\n", encoding="utf-8")
-    spared = script.get("exit_unless") and (Path(brief["plan"]).parent / script["exit_unless"]).exists()
+    unless = script.get("exit_unless")
+    spared = bool(unless) and (brief.plan.parent / str(unless)).exists()
     if "exit" in script and not spared:
         say(f"scripted: exiting with {script['exit']} as the plan says")
-        raise SystemExit(int(script["exit"]))
+        raise SystemExit(int(str(script["exit"])))
     pause(brief, script.get("pause_before_report"))
     head = git(worktree, "rev-parse", "HEAD")
     verification = "No verification command in the plan."
-    if brief.get("test"):
-        code, output = run_command(list(brief["test"]), worktree)
+    if brief.test:
+        code, output = run_command(list(brief.test), worktree)
         tail = output.strip().splitlines()[-1:] or [""]
-        verification = f"`{' '.join(brief['test'])}` exited {code}: {tail[0]}"
+        verification = f"`{' '.join(brief.test)}` exited {code}: {tail[0]}"
     if "report" in script:
         submit(brief, str(script["report"]).replace("HEAD", head))
         return
@@ -211,7 +274,7 @@ def implement(brief: dict[str, Any]) -> None:
     question = script.get("question", "None")
     submit(brief, (
         f"---\nstatus: {status}\ncommit: '{head}'\n---\n## Changes\n"
-        f"Applied the plan's round {n} step ({len(script.get('edits', []))} edit(s)).\n\n"
+        f"Applied the plan's round {n} step ({len(edits)} edit(s)).\n\n"
         f"## Verification\n{verification}\n\n## Deviations\nNone\n\n"
         f"## Open questions\n{question}\n"))
 
@@ -255,24 +318,24 @@ def failure_reason(argv: list[str], block: str) -> str:
     return f"`{' '.join(argv)}` fails: {detail}"
 
 
-def review(brief: dict[str, Any]) -> None:
-    worktree, commit = Path(brief["worktree"]), str(brief["commit"])
+def review(brief: Brief) -> None:
+    worktree, commit = brief.worktree, brief.commit
     behaviour = own_script(brief) or {}
     pause(brief, behaviour.get("pause_until"))
     if behaviour.get("hang") == "once":
-        marker = Path(brief["report"]).with_suffix(".hung")
+        marker = brief.report.with_suffix(".hung")
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text("hung once\n", encoding="utf-8")
             say("scripted: hanging as the plan says (recycle me)")
             threading.Event().wait()  # busy for good, like a CLI stuck mid-turn
     head = git(worktree, "rev-parse", "HEAD")
-    failures = []
+    failures: list[Failure] = []
     if head != commit:
         failures.append({"file": ".", "line": 0,
                          "reason": f"worktree is at {head[:10]}, not the commit under review"})
     ran = []
-    for argv in brief.get("tests") or []:
+    for argv in brief.tests:
         code, output = run_command(list(argv), worktree)
         ran.append(f"`{shlex.join(argv)}` exit {code}")
         if code != 0:
@@ -284,7 +347,7 @@ def review(brief: dict[str, Any]) -> None:
     pause(brief, behaviour.get("pause_after_report"))
 
 
-def failure(argv: list[str], output: str, worktree: Path) -> dict[str, Any]:
+def failure(argv: list[str], output: str, worktree: Path) -> Failure:
     """A failing test command as a must-fix: where it failed, and why."""
     block = first_failure(output)
     file, line = failing_location(block, worktree)
@@ -295,36 +358,36 @@ def _key(file: str, reason: str) -> str:
     return f"{file}::{' '.join(reason.lower().split())}"
 
 
-def review_report(brief: dict[str, Any], behaviour: dict[str, Any],
-                  failures: list[dict[str, Any]], ran: list[str]) -> str:
+def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
+                  ran: list[str]) -> str:
     """A reviewer's report from what its test commands did (failures: must-fix findings):
     each earlier finding of the ledger answered (not-fixed when the same failure is still
     there), each weakened test answered, and a later round's new failure raised for the
     plan's own criterion AC0 (its tests pass). The script adds its own findings and answers."""
-    commit = str(brief["commit"])
-    earlier = [e for e in brief.get("earlier") or [] if isinstance(e, dict)]
+    commit, earlier = brief.commit, brief.earlier
     still = {_key(str(e["file"]), str(e["reason"])): str(e["id"]) for e in earlier}
     answers: dict[str, str] = {}
-    fresh = []
+    fresh: list[Failure] = []
     for found in failures:
-        ident = still.get(_key(str(found["file"]), str(found["reason"])))
+        ident = still.get(_key(found["file"], found["reason"]))
         if ident is not None:
             answers[ident] = "not-fixed"
         else:
-            fresh.append({**found, **({"criterion": "AC0"} if earlier else {})})
-    ledger = [{"id": str(e["id"]), "status": str((behaviour.get("ledger") or {}).get(
+            fresh.append({**found, "criterion": "AC0"} if earlier else found)
+    said_ledger, said_weakened = (_answers(behaviour, key) for key in ("ledger", "weakened"))
+    ledger = [{"id": str(e["id"]), "status": str(said_ledger.get(
         e["id"], answers.get(str(e["id"]), "fixed"))),
         "evidence": f"ran {'; '.join(ran) or 'no test command'} at {commit[:10]}"}
         for e in earlier]
-    weakened = [{"id": ident, "answer": str((behaviour.get("weakened") or {}).get(
-        ident, "justified")), "reason": "the scripted reviewer takes the plan's word for it"}
-        for ident in brief.get("weakened") or []]
-    must = [*fresh, *(behaviour.get("must_fix") or [])]
+    weakened = [{"id": ident, "answer": str(said_weakened.get(ident, "justified")),
+                 "reason": "the scripted reviewer takes the plan's word for it"}
+                for ident in brief.weakened]
+    must = [*fresh, *listed(behaviour.get("must_fix"))]
     blocking = must or any(a["status"] != "fixed" for a in ledger) or \
         any(w["answer"] != "justified" for w in weakened)
     verdict = (Verdict.FAIL if blocking else Verdict.PASS).value
-    front: dict[str, Any] = {"verdict": verdict, "commit": commit, "must_fix": must,
-                             "should_fix": []}
+    front: dict[str, object] = {"verdict": verdict, "commit": commit, "must_fix": must,
+                                "should_fix": []}
     if ledger:
         front["ledger"] = ledger
     if weakened:
@@ -334,6 +397,12 @@ def review_report(brief: dict[str, Any], behaviour: dict[str, Any],
             + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")
 
 
+def _answers(behaviour: Script, key: str) -> Mapping[object, object]:
+    """The script's own answers under key (ledger: {F1: not-fixed}, weakened: {W1: …})."""
+    said = behaviour.get(key)
+    return said if isinstance(said, dict) else {}
+
+
 def handle(role: str, message: str) -> None:
     path = brief_path(message)
     if path is None:
@@ -341,9 +410,11 @@ def handle(role: str, message: str) -> None:
         return
     say(f"{TOOK} {message.strip()}")
     signal(PROMPT)
-    brief, _ = split(path.read_text(encoding="utf-8"))
-    brief["_silent"] = silent(brief, nudged=not message.lstrip().startswith("Read and follow"))
-    (review if kind_of(brief) == "reviewer" else implement)(brief)
+    fields, _ = split(path.read_text(encoding="utf-8"))
+    brief = Brief.read(fields)
+    brief = replace(brief, silent=silent(brief, nudged=not message.lstrip().startswith(
+        "Read and follow")))
+    (review if brief.kind == "reviewer" else implement)(brief)
     say(WAITING)
     signal(STOP)
 
@@ -362,7 +433,7 @@ def brief_path(message: str) -> Path | None:
     return Path(word) if word and word.endswith(".md") else None
 
 
-def silent(brief: dict[str, Any], nudged: bool) -> bool:
+def silent(brief: Brief, nudged: bool) -> bool:
     """The plan's `silent` for this round and role: once (until nudged) or always."""
     mode = (own_script(brief) or {}).get("silent")
     return mode == "always" or (mode == "once" and not nudged)

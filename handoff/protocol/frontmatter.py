@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -58,7 +59,7 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_BoundedLoader)
 
 
-def split(text: str) -> tuple[dict[str, Any], str]:
+def split(text: str) -> tuple[dict[str, object], str]:
     """Return (fields, body). Raise FrontmatterError saying exactly what is wrong."""
     lines = text.lstrip("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
@@ -90,6 +91,6 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_multi_representer(StrEnum, lambda dumper, word: dumper.represent_str(str(word)))
 
 
-def join(data: dict[str, Any], body: str) -> str:
+def join(data: Mapping[str, object], body: str) -> str:
     head = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{head}---\n{body}"

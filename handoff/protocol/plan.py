@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
@@ -43,7 +42,7 @@ class Plan:
     text: str
     test: Argv | None = None
     review: tuple[Argv, ...] = ()
-    scripts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    scripts: dict[int, dict[str, object]] = field(default_factory=dict)
     #: control files (handoff.protocol.protected) the approved plan lets the ticket change
     may_change: tuple[str, ...] = ()
     #: the acceptance criteria, in order: AC1 is criteria[0]
@@ -79,7 +78,7 @@ class Plan:
         return (self.test,) if self.test else ()
 
 
-def _argv(source: str, key: str, value: Any) -> Argv:
+def _argv(source: str, key: str, value: object) -> Argv:
     if isinstance(value, str):
         try:
             parts = shlex.split(value)
@@ -99,7 +98,7 @@ def parse(text: str, source: str = "plan") -> Plan:
     if len(text.encode("utf-8", "replace")) > PLAN_LIMIT:  # it is pasted into every brief
         raise UsageError(f"{source} is larger than {PLAN_LIMIT // 1024} KiB",
                          "shorten the plan: it goes into every brief")
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     if text.lstrip("\ufeff").startswith("---"):
         try:
             data, _ = split(text)
@@ -161,8 +160,8 @@ def criteria(text: str) -> tuple[str, ...]:
     return tuple(" ".join(c.split()) for c in found if c.strip())
 
 
-def _scripts(text: str, source: str) -> dict[int, dict[str, Any]]:
-    scripts: dict[int, dict[str, Any]] = {}
+def _scripts(text: str, source: str) -> dict[int, dict[str, object]]:
+    scripts: dict[int, dict[str, object]] = {}
     for match in SCRIPT_BLOCK.finditer(text):
         try:
             block = load_yaml(match.group(1))

@@ -11,8 +11,8 @@ fail needs something that must be fixed, a pass has nothing of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from handoff.protocol.frontmatter import FrontmatterError, split
 from handoff.role import Kind
@@ -94,7 +94,7 @@ def _sections(body: str) -> dict[str, str]:
     return {k: "\n".join(v).strip() for k, v in found.items()}
 
 
-def _findings(data: dict[str, Any], key: str, problems: list[str]) -> tuple[Finding, ...]:
+def _findings(data: Mapping[str, object], key: str, problems: list[str]) -> tuple[Finding, ...]:
     raw = data.get(key, [])
     if raw is None:
         raw = []
@@ -123,7 +123,7 @@ def _findings(data: dict[str, Any], key: str, problems: list[str]) -> tuple[Find
     return tuple(out)
 
 
-def _answers(data: dict[str, Any], problems: list[str]) -> tuple[Answer, ...]:
+def _answers(data: Mapping[str, object], problems: list[str]) -> tuple[Answer, ...]:
     """ledger: [{id: F1, status: fixed|not-fixed, evidence: "..."}]"""
     out = []
     for i, item in enumerate(_items(data, "ledger", "{id, status, evidence}", problems)):
@@ -143,7 +143,7 @@ def _answers(data: dict[str, Any], problems: list[str]) -> tuple[Answer, ...]:
     return tuple(out)
 
 
-def _justified(data: dict[str, Any], problems: list[str]) -> tuple[Justified, ...]:
+def _justified(data: Mapping[str, object], problems: list[str]) -> tuple[Justified, ...]:
     """weakened: [{id: W1, answer: justified|unjustified, reason: "..."}]"""
     out = []
     for i, item in enumerate(_items(data, "weakened", "{id, answer, reason}", problems)):
@@ -162,8 +162,8 @@ def _justified(data: dict[str, Any], problems: list[str]) -> tuple[Justified, ..
     return tuple(out)
 
 
-def _items(data: dict[str, Any], key: str, shape: str,
-           problems: list[str]) -> list[dict[str, Any]]:
+def _items(data: Mapping[str, object], key: str, shape: str,
+           problems: list[str]) -> list[Mapping[str, object]]:
     raw = data.get(key) or []
     if not isinstance(raw, list):
         problems.append(f"'{key}' must be a list of {shape} items")
@@ -173,7 +173,7 @@ def _items(data: dict[str, Any], key: str, shape: str,
     return [item for item in raw if isinstance(item, dict)]
 
 
-def parse(text: str, kind: str, expect: dict[str, Any] | None = None,
+def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
           role: str = "") -> tuple[Report | None, list[str]]:
     """Parse a report of a role of this kind (a role's name that is a kind: today's callers).
     Returns (report, []) or (None, every problem found)."""

@@ -16,7 +16,6 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from handoff.providers import sessions as session_files
 from handoff.providers.base import SANDBOXED, Check, Launch, Level, Provider, is_root
@@ -227,9 +226,9 @@ class Claude(Provider):
         folders (the repository's, which its worktrees inherit) — trust alone of each project
         entry: the rest of an entry (its MCP servers, allowed tools) is that folder's."""
         data = read_state(state_file(person))
-        made: dict[str, Any] = {key: data[key] for key in self.carried if key in data}
+        made: dict[str, object] = {key: data[key] for key in self.carried if key in data}
         projects = data.get("projects")
-        trust: dict[str, Any] = {}
+        trust: dict[str, dict[str, bool]] = {}
         if isinstance(projects, dict):
             for folder in dict.fromkeys((worktree, *worktree.parents, *_resolved(worktree))):
                 entry = projects.get(str(folder))
@@ -282,9 +281,9 @@ class Claude(Provider):
         return session_folder(self.located(env), worktree) / f"{session_id}.jsonl" \
             if session_id else None
 
-    def settings(self, launch: Launch) -> dict[str, Any]:
+    def settings(self, launch: Launch) -> dict[str, object]:
         """Passed with --settings: no bypass screen, and hooks that signal the orchestrator."""
-        hooks: dict[str, Any] = {}
+        hooks: dict[str, list[dict[str, object]]] = {}
         if launch.signals is not None:
             for event, name in (("UserPromptSubmit", "prompt"), ("Stop", "stop"),
                                 ("Notification", "notification")):
@@ -296,8 +295,8 @@ class Claude(Provider):
                 {"type": "command", "command": f"cat {shlex.quote(str(launch.contract))}"}]}]
         # handoff's own Claude Code plugin (the person's, for starting tickets) is no peer's
         # business: its skill would offer a peer to start tickets of its own
-        settings: dict[str, Any] = {"skipDangerousModePermissionPrompt": True,
-                                    "enabledPlugins": {PLUGIN: False}}
+        settings: dict[str, object] = {"skipDangerousModePermissionPrompt": True,
+                                       "enabledPlugins": {PLUGIN: False}}
         if hooks:
             settings["hooks"] = hooks
         return settings
@@ -377,20 +376,21 @@ class Claude(Provider):
                                "ANTHROPIC_AUTH_TOKEN and no stored login were found",
                                "log in with `claude` /login, or export a key before handoff"))
         if key and not token:
-            approved = (data.get("customApiKeyResponses") or {}).get("approved") or []
-            if key[-20:] not in approved:
+            responses = data.get("customApiKeyResponses")
+            approved = responses.get("approved") if isinstance(responses, dict) else None
+            if key[-20:] not in (approved if isinstance(approved, list) else []):
                 found.append(self.screen_check(API_KEY, "claude API key",
                                                "ANTHROPIC_API_KEY is not yet approved"))
         return found + self.trust_checks(data, repo)
 
-    def trust_checks(self, data: dict[str, Any], repo: Path) -> list[Check]:
+    def trust_checks(self, data: Mapping[str, object], repo: Path) -> list[Check]:
         if trusted(data, repo):
             return []
         return [self.screen_check(TRUST, "claude trust",
                                   f"{repo} is not a trusted folder for Claude Code")]
 
 
-def read_state(path: Path) -> dict[str, Any]:
+def read_state(path: Path) -> dict[str, object]:
     """A .claude.json as an object ({} when it is missing or no JSON object)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -408,7 +408,7 @@ def _resolved(folder: Path) -> tuple[Path, ...]:
     return (real, *real.parents) if real != folder else ()
 
 
-def trusted(data: dict[str, Any], repo: Path) -> bool:
+def trusted(data: Mapping[str, object], repo: Path) -> bool:
     """Trust in ~/.claude.json is per folder and inherited by every folder below it."""
     projects = data.get("projects") or {}
     if not isinstance(projects, dict):

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from handoff import trace
 from handoff.record.store import PRIVATE_FILE, private_dir, write_failed
@@ -39,13 +39,13 @@ class EventLog:
     path: Path
 
     def append(self, kind: EventKind, *, round: int = 0, role: str = "",
-               **fields: Any) -> dict[str, Any]:
+               **fields: object) -> dict[str, object]:
         """Append one event as one write() under a lock, so concurrent writers never interleave.
 
         A write that fails (a full disk) or is cut short is undone before the error is raised:
         the log keeps whole lines only. The file is the user's alone (600).
         """
-        event: dict[str, Any] = {"time": now(), "kind": kind, "round": round, "role": role}
+        event: dict[str, object] = {"time": now(), "kind": kind, "round": round, "role": role}
         event.update(fields)
         trace.event(event)
         line = (json.dumps(event, sort_keys=False, default=str) + "\n").encode()
@@ -67,9 +67,9 @@ class EventLog:
             os.close(fd)
         return event
 
-    def read(self) -> tuple[list[dict[str, Any]], list[int]]:
+    def read(self) -> tuple[list[dict[str, object]], list[int]]:
         """All events, and the line numbers that were torn or corrupt (skipped, not fatal)."""
-        events: list[dict[str, Any]] = []
+        events: list[dict[str, object]] = []
         bad: list[int] = []
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")

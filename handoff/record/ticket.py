@@ -359,7 +359,7 @@ class TicketDir:
             atomic_write(self.backup_file, text)
 
     def move(self, state: State, phase: Phase, reason: str | None = None,
-             **fields: Any) -> dict[str, Any]:
+             **fields: Any) -> dict[str, object]:
         """The one way a ticket changes phase: state saved, then its `phase` event (returned).
         reason None keeps the state's reason as it was; fields go into the event."""
         before, state.phase = state.phase, phase

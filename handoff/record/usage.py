@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 #: no count read from a file is believed above this (junk must not make totals absurd)
 MAX_COUNT = 10**13
@@ -49,9 +49,9 @@ class Usage:
             max(self.cost_usd - (before.cost_usd or 0.0), 0.0)
         return of_counts((max(getattr(self, k) - getattr(before, k), 0) for k in COUNTS), cost)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, int | float]:
         """For an event: the counts, their sum, and cost_usd only when the CLI recorded one."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in COUNTS}
+        out: dict[str, int | float] = {k: getattr(self, k) for k in COUNTS}
         out["tokens"] = self.tokens
         if self.cost_usd is not None:
             out["cost_usd"] = round(self.cost_usd, 6)
@@ -104,9 +104,22 @@ def totals(events: Iterable[Mapping[str, Any]]) -> Usage | None:
     return total
 
 
-def status_fields(total: Usage) -> dict[str, Any]:
+class UsageFields(TypedDict):
+    """The `usage` object of `handoff status --json` (docs/cli.md), in its order."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    tokens: int
+    cost_usd: float | None
+
+
+def status_fields(total: Usage) -> UsageFields:
     """The `usage` object of `handoff status --json` (docs/cli.md)."""
-    return {**{k: getattr(total, k) for k in COUNTS}, "tokens": total.tokens,
+    return {"input_tokens": total.input_tokens, "output_tokens": total.output_tokens,
+            "cache_read_tokens": total.cache_read_tokens,
+            "cache_write_tokens": total.cache_write_tokens, "tokens": total.tokens,
             "cost_usd": None if total.cost_usd is None else round(total.cost_usd, 6)}
 
 
@@ -124,14 +137,26 @@ def per_round(events: Iterable[Mapping[str, Any]],
             for n, role in sorted(rows, key=lambda k: (k[0], order.get(k[1], len(order)), k[1]))]
 
 
+class OverBudget(TypedDict):
+    """The fields of a `budget` event (docs/protocol.md)."""
+
+    #: the budget it passed: tokens and/or cost_usd
+    budget: dict[str, int | float]
+    #: which of them it passed: "tokens" or "cost_usd"
+    over: str
+    total: int | float
+    limit: int | float
+
+
 def over_budget(events: Sequence[Mapping[str, Any]], tokens: int | None,
-                cost_usd: float | None) -> dict[str, Any] | None:
+                cost_usd: float | None) -> OverBudget | None:
     """The fields of a `budget` event when the ticket's total is past its budget and no person
     has been asked about this budget yet (an answer carries the ticket on; a raised budget is
     watched afresh); else None."""
     if tokens is None and cost_usd is None:
         return None
-    limit = {k: v for k, v in (("tokens", tokens), ("cost_usd", cost_usd)) if v is not None}
+    limit: dict[str, int | float] = {
+        k: v for k, v in (("tokens", tokens), ("cost_usd", cost_usd)) if v is not None}
     if any(e.get("kind") == "budget" and e.get("budget") == limit for e in events):
         return None
     spent = totals(events)
@@ -155,7 +180,7 @@ def cost_text(cost: float | None) -> str:
     return f"${cost:.4f}" if cost < 0.01 else f"${cost:.2f}"
 
 
-def usage_line(fields: Mapping[str, Any]) -> str:
+def usage_line(fields: UsageFields) -> str:
     """`handoff status`'s line for a ticket's totals (Totals.fields)."""
     text = short(Usage.of(fields))
     if fields.get("cost_usd") is not None:

@@ -149,7 +149,9 @@ def planted_reviewer_brief(folder: Path, repo: Path, ticket: str, sha: str) -> s
 
     fields, _ = split((folder / "inbox" / "implementer" / "brief-1.md").read_text())
     draft = folder / "drafts" / "reviewer" / "reviewer-1.md"
-    submit = [("reviewer" if part == "implementer" else part) for part in fields["submit"][:-1]]
+    handed = fields["submit"]
+    assert isinstance(handed, list)
+    submit = [("reviewer" if part == "implementer" else part) for part in handed[:-1]]
     fields.update(role="reviewer", commit=sha, diff=str(folder / "diff-1.patch"),
                   tests=[["true"]], worktree=str(repo / ".worktrees" / ticket / "reviewer"),
                   report=str(draft), submit=[*submit, str(draft)])

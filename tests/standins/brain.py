@@ -28,9 +28,16 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from handoff.peer.scripted_agent import failure, kind_of, own_script, review_report
+from handoff.peer.scripted_agent import (
+    Brief,
+    Failure,
+    Script,
+    failure,
+    listed,
+    own_script,
+    review_report,
+)
 from handoff.protocol.frontmatter import split
 
 BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
@@ -86,14 +93,16 @@ def turn(prompt: str, results: Sequence[str]) -> list[Action]:
     brief_path = Path(match.group(1))
     if not brief_path.is_file():
         return [Say(f"The brief {brief_path} does not exist.")]
-    brief, _ = split(brief_path.read_text(encoding="utf-8"))
+    fields, _ = split(brief_path.read_text(encoding="utf-8"))
+    brief = Brief.read(fields)
     nudged = not prompt.lstrip().startswith("Read and follow")
     own = own_script(brief) or {}
-    cli = own.get("cli") or {}
+    cli = own.get("cli")
+    cli = cli if isinstance(cli, dict) else {}
     if cli.get("idle"):
         return [Say("Waiting.")]
     silent = cli.get("silent") == "always" or (cli.get("silent") == "once" and not nudged)
-    if kind_of(brief) != "reviewer":
+    if brief.kind != "reviewer":
         actions = [] if nudged else [Read(str(brief_path)), *implement(brief, own)]
         report = implementer_report(brief, own)
     else:
@@ -101,51 +110,51 @@ def turn(prompt: str, results: Sequence[str]) -> list[Action]:
         report = reviewer_report(brief, own, results)
     if silent:
         return [*actions, Say("I made the change and stop here.")]
-    return [*actions, Write(str(brief["report"]), report),
-            Shell(shlex.join(brief["submit"]), str(brief["worktree"])),
+    return [*actions, Write(str(brief.report), report),
+            Shell(shlex.join(brief.submit), str(brief.worktree)),
             Say("I filed my report.")]
 
 
-def implement(brief: dict[str, Any], script: dict[str, Any]) -> list[Action]:
-    worktree = Path(brief["worktree"])
+def implement(brief: Brief, script: Script) -> list[Action]:
+    worktree = brief.worktree
     actions: list[Action] = []
-    for edit in script.get("edits", []):
-        path = str(worktree / edit["file"])
+    for edit in (e for e in listed(script.get("edits")) if isinstance(e, dict)):
+        path = str(worktree / str(edit["file"]))
         if "content" in edit:
             actions.append(Write(path, _const(str(edit["content"]))))
         else:
             actions += [Read(path), Edit(path, str(edit["replace"]), str(edit["with"]))]
-    who = "" if brief["role"] == "implementer" else f" ({brief['role']})"
-    message = shlex.quote(f"{brief['ticket']}: round {brief['round']}{who}")
-    if not script.get("edits") and kind_of(brief) == "tester":
+    who = "" if brief.role == "implementer" else f" ({brief.role})"
+    message = shlex.quote(f"{brief.ticket}: round {brief.round}{who}")
+    if not script.get("edits") and brief.kind == "tester":
         return actions  # nothing to add: the tester reports the commit it was given
     actions.append(Shell(f"git add -A && git commit -q -m {message}; echo handoff-exit=$?",
                          str(worktree)))
     return actions
 
 
-def implementer_report(brief: dict[str, Any], script: dict[str, Any]) -> Callable[[], str]:
+def implementer_report(brief: Brief, script: Script) -> Callable[[], str]:
     def render() -> str:
-        head = _head(Path(brief["worktree"]))
+        head = _head(brief.worktree)
         return (f"---\nstatus: {script.get('status', 'done')}\ncommit: '{head}'\n---\n"
-                f"## Changes\nRound {brief['round']} of the plan.\n\n## Verification\n"
+                f"## Changes\nRound {brief.round} of the plan.\n\n## Verification\n"
                 "Committed; the orchestrator runs the gate.\n\n## Deviations\nNone\n\n"
                 f"## Open questions\n{script.get('question', 'None')}\n")
     return render
 
 
-def review(brief: dict[str, Any]) -> list[Action]:
-    return [Shell(f"{shlex.join(argv)} 2>&1; echo handoff-exit=$?", str(brief["worktree"]))
-            for argv in brief.get("tests") or []]
+def review(brief: Brief) -> list[Action]:
+    return [Shell(f"{shlex.join(argv)} 2>&1; echo handoff-exit=$?", str(brief.worktree))
+            for argv in brief.tests]
 
 
-def reviewer_report(brief: dict[str, Any], own: dict[str, Any],
-                    results: Sequence[str]) -> Callable[[], str]:
+def reviewer_report(brief: Brief, own: Script, results: Sequence[str]) -> Callable[[], str]:
     def render() -> str:
-        worktree = Path(brief["worktree"])
-        failures, ran = [], []
+        worktree = brief.worktree
+        failures: list[Failure] = []
+        ran: list[str] = []
         # results: [brief read, test 1, test 2, …]
-        for argv, output in zip(brief.get("tests") or [], results[1:], strict=False):
+        for argv, output in zip(brief.tests, results[1:], strict=False):
             code = EXIT.findall(output)
             ran.append(f"`{shlex.join(argv)}` exit {code[-1] if code else '?'}")
             if code and code[-1] == "0":
