@@ -8,12 +8,16 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from handoff.machinery import launcher
 from handoff.machinery.bounded import Bounded, end_left, made_by_handoff, members, remove
 from handoff.machinery.limits import RECORDS, Bounds
 from tests.cgroup_runs import BOMB, MIB, cgroups_here, run_in
 from tests.conftest import wait_until
+
+if TYPE_CHECKING:
+    from handoff.machinery.launcher import BoundPlan
 
 
 def test_a_fork_bomb_is_held_to_the_process_limit_and_told(handoff_home: Path) -> None:
@@ -59,7 +63,8 @@ def test_what_left_the_group_is_in_the_cgroup_and_ended_with_it(handoff_home: Pa
 
 def test_the_launcher_runs_nothing_it_cannot_hold(tmp_path: Path) -> None:
     ran = tmp_path / "ran"
-    plan = {"cgroups": [{"dir": "/proc/handoff-nowhere", "set": [["pids.max", "64", True]]}]}
+    plan: BoundPlan = {"cgroups": [{"dir": "/proc/handoff-nowhere",
+                                    "set": [["pids.max", "64", True]]}]}
     done = subprocess.run([*Bounded("x", "", (), plan, 64, None, tmp_path).argv(),
                            "touch", str(ran)], capture_output=True, text=True, timeout=20)
     assert done.returncode == launcher.UNBOUNDED

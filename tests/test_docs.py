@@ -665,18 +665,11 @@ def test_links_lead_somewhere(name: str) -> None:
 
 
 def brief_fields() -> set[str]:
-    """The frontmatter keys of a brief: handoff/protocol/briefs.py's `_fields` mapping and the keyword
-    arguments each role's brief adds to it."""
-    tree = ast.parse((SOURCE / "protocol" / "briefs.py").read_text(encoding="utf-8"))
-    keys: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == "_fields":
-            keys |= {str(k.value) for d in ast.walk(node) if isinstance(d, ast.Dict)
-                     for k in d.keys if isinstance(k, ast.Constant)}
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "_fields":
-            keys |= {k.arg for k in node.keywords if k.arg}
-    return keys
+    """The frontmatter keys of a brief: handoff/protocol/briefs.py's BriefFields, the keys every
+    brief has and those each kind's round adds (RoundFields)."""
+    from handoff.protocol.briefs import BriefFields
+
+    return set(BriefFields.__annotations__)
 
 
 def test_protocol_names_every_brief_field() -> None:

@@ -450,11 +450,13 @@ def test_gemini_layer_keeps_the_machines_defaults_and_drops_another_handoffs_hoo
     folder = tmp_path / "signals" / "implementer"
     merged = layered(base, folder)
     assert merged["ui"] == base["ui"]
-    before = [h["command"] for d in merged["hooks"]["BeforeAgent"] for h in d["hooks"]]
+    wired = merged["hooks"]
+    assert isinstance(wired, dict)
+    before = [h["command"] for d in wired["BeforeAgent"] for h in d["hooks"]]
     assert before == ["audit", signal_command(folder, "prompt")], \
         "the machine's hook first; the outer handoff's (its name handoff-*) is gone"
-    assert merged["hooks"]["AfterTool"] == base["hooks"]["AfterTool"]
-    assert [d["hooks"][0]["name"] for d in merged["hooks"]["AfterAgent"]] == ["handoff-stop"]
+    assert wired["AfterTool"] == base["hooks"]["AfterTool"]
+    assert [d["hooks"][0]["name"] for d in wired["AfterAgent"]] == ["handoff-stop"]
 
 
 def test_gemini_takes_a_settings_layer_only_where_root_owns_every_folder_and_none_is_open(

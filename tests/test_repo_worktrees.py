@@ -46,4 +46,5 @@ def test_records_are_handoffs_own_beside_gits(repo: Path, tmp_path: Path) -> Non
     found = records(common)
     assert [(r["ticket"], r["name"], r["home"]) for r in found] == [
         ("T-1", "qa", str((tmp_path / "home").resolve()))]
-    assert found[0]["admin"] and (common / "worktrees" / found[0]["admin"]).is_dir()
+    admin = found[0]["admin"]
+    assert isinstance(admin, str) and admin and (common / "worktrees" / admin).is_dir()

@@ -24,7 +24,7 @@ def first_launch(events: Iterable[Mapping[str, Any]], role: str) -> float | None
 
 
 def measure(provider: Provider, role: str, worktree: Path, events: Sequence[Mapping[str, Any]],
-            env: Mapping[str, str]) -> dict[str, Any] | None:
+            env: Mapping[str, str]) -> dict[str, object] | None:
     """The fields of a `usage` event for the role's round just reported: what each of its
     sessions spent since an earlier usage event last read it. Each session's running total is
     kept in `sessions` so the next round (or a resumed orchestrator reading the same round
@@ -39,7 +39,7 @@ def measure(provider: Provider, role: str, worktree: Path, events: Sequence[Mapp
                 if isinstance(session, dict) and isinstance(session.get("file"), str):
                     known[session["file"]] = session
     spent: Usage | None = None
-    sessions: list[dict[str, Any]] = []
+    sessions: list[dict[str, object]] = []
     for path in provider.sessions(worktree, since, env):
         before = known.get(str(path))
         try:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from handoff.config import LIST_PLACEHOLDERS, Scanner
 from handoff.loop.gate import excerpt, run_gate
@@ -44,6 +44,17 @@ class ScanState(StrEnum):
     MISSING = "missing"
 
 
+class ScanFields(TypedDict):
+    """The fields of a `scanner` event."""
+
+    name: str
+    required: bool
+    state: ScanState
+    summary: str
+    #: its log's name in the ticket folder ('' when nothing ran)
+    log: str
+
+
 @dataclass(frozen=True)
 class ScanResult:
     name: str
@@ -61,7 +72,7 @@ class ScanResult:
         """It sends the round back: a required scanner that failed."""
         return self.required and self.state == ScanState.FAILED
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> ScanFields:
         """For a `scanner` event."""
         return {"name": self.name, "required": self.required, "state": self.state,
                 "summary": self.summary, "log": Path(self.log).name if self.log else ""}

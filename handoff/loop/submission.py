@@ -5,9 +5,9 @@ intake socket: handoff.protocol.intake); a report is never filed when no orchest
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
@@ -143,7 +143,7 @@ def write_receipt(tdir: TicketDir, report: Path, text: str, commit: str, role: s
         "signature": Grants(tdir.path).sign(_signed(fields))})
 
 
-def _signed(fields: dict[str, Any]) -> str:
+def _signed(fields: Mapping[str, object]) -> str:
     return json.dumps({k: fields.get(k) for k in ("report", "sha256", "commit", "role",
                                                   "round")}, sort_keys=True)
 
@@ -193,7 +193,7 @@ def filed_before(tdir: TicketDir, report: Path) -> list[Path]:
 
 
 def set_aside(tdir: TicketDir, report: Path, role: str, round_: int, why: str,
-              kind: str = "forgery") -> dict[str, Any] | None:
+              kind: str = "forgery") -> dict[str, object] | None:
     """A report that does not count is kept beside the record, never taken, never deleted;
     returns its event (None: another process set it aside first). kind: `forgery` (handoff did
     not file it, or it changed since), or `void` (filed, by a session that ended before its

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from handoff import config as config_mod
 from handoff import trace
@@ -30,7 +29,7 @@ from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import Support
 from handoff.machinery.ticket_branch import branch_name
 from handoff.machinery.tmux import Tmux
-from handoff.machinery.worktrees import GATE, TicketWorktrees
+from handoff.machinery.worktrees import GATE, MadeFields, TicketWorktrees
 from handoff.phases import Phase
 from handoff.protocol import contracts
 from handoff.protocol import plan as plan_mod
@@ -216,7 +215,7 @@ class Workspace:
             draft=self.tdir.drafts(role) / f"{role}-{round_}.md",
         )
 
-    def ensure_worktree(self, state: State, role: str) -> dict[str, Any] | None:
+    def ensure_worktree(self, state: State, role: str) -> MadeFields | None:
         """Before a peer starts: its folder is a live worktree, made again from the branch (or
         the commit under review) when it was deleted by hand; the `worktree` event's fields when
         anything had to be done."""

@@ -20,11 +20,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from handoff.config import show_size
 from handoff.machinery import launcher
 from handoff.machinery.limit_mechanism import FOLDER, mounts_of
+
+if TYPE_CHECKING:  # the launcher's types are there for mypy only (it imports no typing)
+    from handoff.machinery.launcher import BoundPlan
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Bounded:
     owner: str
     dirs: tuple[Path, ...]
     #: what the launcher does before it execs (launcher.bound)
-    plan: dict[str, Any]
+    plan: BoundPlan
     processes: int | None
     memory: int | None
     #: where its record is (HANDOFF_HOME/cgroups)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ class Checkouts:
     def record_file(self, name: str) -> Path:
         return self.repo.common_dir / RECORDS / "worktrees" / self.ticket / f"{name}.json"
 
-    def record(self, name: str) -> dict[str, Any]:
+    def record(self, name: str) -> dict[str, object]:
         """What handoff wrote of the worktree name when it made it ({}: nothing, e.g. one an
         older release made)."""
         try:
@@ -83,7 +84,7 @@ class Checkouts:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def write_record(self, name: str, data: dict[str, Any]) -> None:
+    def write_record(self, name: str, data: Mapping[str, object]) -> None:
         atomic_write_json(self.record_file(name), data)
 
     def update_record(self, name: str, **fields: Any) -> None:

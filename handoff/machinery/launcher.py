@@ -33,7 +33,25 @@ import time
 
 TYPE_CHECKING = False  # typing is not imported at run time: it would cost every launch ~3 ms
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import NoReturn, NotRequired, TypedDict
+
+    # the plan `bound` takes, as JSON on its command line: its shape for mypy alone
+    class CgroupPlan(TypedDict):
+        """A cgroup to make and join: its folder, and [file, value, required] to write in it
+        (handoff.machinery.limit_mechanism.Hierarchy.settings)."""
+
+        dir: str
+        set: list[list[str | bool]]
+
+    class BoundPlan(TypedDict):
+        """What `bound` does (handoff.machinery.limits.Bounds.make): the cgroups joined, and
+        the rlimits that stand in for a controller this machine does not delegate."""
+
+        cgroups: NotRequired[list[CgroupPlan]]
+        #: RLIMIT_NPROC: processes the program may add to what its user runs
+        nproc: NotRequired[int]
+        #: RLIMIT_DATA: bytes
+        data: NotRequired[int]
 
 
 def yield_cpu(nice: int, pid: int = 0, wait: float = 0.0) -> None:
@@ -72,7 +90,7 @@ def yield_cpu(nice: int, pid: int = 0, wait: float = 0.0) -> None:
 UNBOUNDED = 126
 
 
-def bound(plan: dict[str, Any]) -> None:
+def bound(plan: BoundPlan) -> None:
     """Hold this process, and all it will start, to plan (handoff.machinery.limits.Bounds):
     each cgroup made (if a sweep took it meanwhile), its limits written, then joined (`0`: the
     writer itself), before any rlimit, which could stop the writes. A limit that cannot be set
@@ -167,7 +185,7 @@ def main(args: list[str]) -> None:
     _exec(argv, env)
 
 
-def _held(program: str, plan: dict[str, Any]) -> None:
+def _held(program: str, plan: BoundPlan) -> None:
     """bound, or the program does not run: said on its screen (or the gate's log)."""
     try:
         bound(plan)

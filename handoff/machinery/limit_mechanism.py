@@ -25,7 +25,6 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 PIDS, MEMORY = "pids", "memory"
 #: the folder of handoff's cgroups under each base
@@ -42,10 +41,10 @@ class Hierarchy:
     #: the folder handoff's cgroups go into (`…/handoff`)
     base: Path
 
-    def settings(self, processes: int | None, memory: int | None) -> list[list[Any]]:
+    def settings(self, processes: int | None, memory: int | None) -> list[list[str | bool]]:
         """[file, value, required] of one cgroup in it, in the order they must be written
         (v1's memory+swap limit can never be below its memory limit)."""
-        found: list[list[Any]] = []
+        found: list[list[str | bool]] = []
         if PIDS in self.controllers and processes is not None:
             found.append(["pids.max", str(processes), True])
         if MEMORY in self.controllers and memory is not None:

@@ -29,15 +29,18 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from handoff.config import Limits, show_size
 from handoff.machinery.bounded import Bounded, members, remove
 from handoff.machinery.limit_mechanism import MEMORY, PIDS, Mechanism, mechanism
 from handoff.record.store import atomic_write_json, private_dir
+
+if TYPE_CHECKING:
+    from handoff.machinery.launcher import BoundPlan, CgroupPlan
 
 #: the folder of the cgroups' records under HANDOFF_HOME
 RECORDS = "cgroups"
@@ -60,13 +63,14 @@ class Bounds:
         earlier ones and every stale one removed where empty."""
         name = f"{label}.{uuid.uuid4().hex[:8]}"
         records = private_dir(home / RECORDS)
-        plan: dict[str, Any] = {"cgroups": []}
+        cgroups: list[CgroupPlan] = []
+        plan: BoundPlan = {"cgroups": cgroups}
         dirs = []
         for hierarchy in self.mechanism.hierarchies:
             settings = hierarchy.settings(self.processes, self.memory)
             if settings:
                 dirs.append(hierarchy.base / name)
-                plan["cgroups"].append({"dir": str(dirs[-1]), "set": settings})
+                cgroups.append({"dir": str(dirs[-1]), "set": settings})
         stand_in = self.mechanism.rlimits
         if self.processes is not None and self.mechanism.holder(PIDS) is None \
                 and stand_in and not self.mechanism.root:
@@ -107,8 +111,9 @@ def said(limits: Limits, sandboxed: bool) -> str:
 # ---- the records: whose each cgroup is, and removing those nobody runs in ---------------------
 
 
-def recorded(home: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, record) of every cgroup handoff made for home's tickets."""
+def recorded(home: Path) -> Iterator[tuple[str, dict[str, object]]]:
+    """(name, record) of every cgroup handoff made for home's tickets: {owner, dirs,
+    processes, memory, made} as `Bounds.make` wrote it, or whatever the file holds now."""
     folder = home / RECORDS
     with contextlib.suppress(OSError):
         for path in sorted(folder.glob("*.json")):
@@ -133,7 +138,7 @@ def sweep(home: Path, owner: str = "", keep: str = "", stale: float = STALE,
         made, whose = data.get("made"), str(data.get("owner", ""))
         due = (bool(owner) and whose == owner) or (bool(ticket) and whose.startswith(
             f"{ticket}#")) or not isinstance(made, int | float) or now - made > stale
-        dirs = [Path(d) for d in data.get("dirs", []) if isinstance(d, str)]
+        dirs = dirs_of(data)
         if due and remove(dirs, name, home / RECORDS):
             gone.append(name)
     for base in bases:
@@ -155,8 +160,16 @@ def last_of(home: Path, owner: str) -> Bounded | None:
         return None
     _, name, data = max(found, key=lambda item: item[0] if isinstance(item[0], int | float)
                         else 0)
-    return Bounded(name, owner, tuple(Path(d) for d in data.get("dirs", [])), {},
-                   data.get("processes"), data.get("memory"), home / RECORDS)
+    processes, memory = data.get("processes"), data.get("memory")
+    return Bounded(name, owner, tuple(dirs_of(data)), {},
+                   processes if isinstance(processes, int) else None,
+                   memory if isinstance(memory, int) else None, home / RECORDS)
+
+
+def dirs_of(record: Mapping[str, object]) -> list[Path]:
+    """The cgroups a record names (`recorded`)."""
+    dirs = record.get("dirs")
+    return [Path(d) for d in dirs if isinstance(d, str)] if isinstance(dirs, list) else []
 
 
 def death(home: Path, owner: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from handoff.machinery.admin_files import read_pointer, real_dir, same_path
 from handoff.machinery.repo import Repo
@@ -58,7 +57,7 @@ def person_checkouts(repo: Repo) -> dict[str, Path]:
     return found
 
 
-def records(common: Path) -> list[dict[str, Any]]:
+def records(common: Path) -> list[dict[str, object]]:
     """Every worktree record handoff keeps in the common dir."""
     found = []
     for path in sorted((common / RECORDS / "worktrees").glob("*/*.json")):

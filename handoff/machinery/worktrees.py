@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from handoff.config import Share
 from handoff.errors import UsageError, WorkAtRisk
@@ -41,6 +41,15 @@ from handoff.role import IMPLEMENTER, NAME
 
 #: the gate's own checkout, beside the roles' (role.RESERVED keeps the name from a role)
 GATE = "gate"
+
+
+class MadeFields(TypedDict):
+    """The fields of a `worktree` event: what making sure of a role's worktree did."""
+
+    path: str
+    created: bool
+    setup: bool
+    displaced: str | None
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ class Made:
     def changed(self) -> bool:
         return self.created or self.setup
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> MadeFields:
         return {"path": str(self.path), "created": self.created, "setup": self.setup,
                 "displaced": str(self.displaced) if self.displaced else None}
 

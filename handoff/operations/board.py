@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from handoff.errors import HandoffError
-from handoff.operations.render import event_line, listed
+from handoff.operations.render import event_line, listed, words
 from handoff.operations.standing import StatusRow
 from handoff.phases import Phase
 from handoff.record import overlaps, slots
@@ -151,7 +151,7 @@ def _peer_of(kind: str, event: Mapping[str, object], when: str) -> Peer | None:
         return Peer(_name(judged), evidence, when)
     if kind == "dialog":
         return Peer("dialog", f"{evidence}; answered {judged} with "
-                              f"{'+'.join(map(str, listed(event.get('keys'))))}", when)
+                              f"{'+'.join(words(event.get('keys')))}", when)
     if kind == "nudge":
         return Peer("turn ended", f"{evidence}; nudged", when)
     if kind == "escalate":

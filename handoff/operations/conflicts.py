@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from handoff.machinery.repo import Repo
 from handoff.record import overlaps
@@ -49,6 +49,33 @@ class Pair:
     drivers: dict[str, str] = field(default_factory=dict)
 
 
+class TicketFields(TypedDict):
+    """A ticket of `handoff conflicts --json` (docs/cli.md): a Branch."""
+
+    ticket: str
+    phase: str
+    branch: str
+    commit: str
+    base: str
+    changed: list[str]
+    conflicts: list[str] | None
+    drivers: dict[str, str]
+
+
+class PairFields(TypedDict):
+    """An overlap of `handoff conflicts --json`: a Pair."""
+
+    tickets: list[str]
+    files: list[str]
+    conflicts: list[str] | None
+    drivers: dict[str, str]
+
+
+class SurveyFields(TypedDict):
+    tickets: list[TicketFields]
+    overlaps: list[PairFields]
+
+
 @dataclass(frozen=True)
 class Survey:
     branches: tuple[Branch, ...]
@@ -58,7 +85,7 @@ class Survey:
     def conflicting(self) -> bool:
         return any(b.conflicts for b in self.branches) or any(p.conflicts for p in self.pairs)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> SurveyFields:
         """`handoff conflicts --json` (docs/cli.md)."""
         return {"tickets": [{"ticket": b.ticket, "phase": b.phase, "branch": b.branch,
                              "commit": b.tip, "base": b.base, "changed": list(b.changed),

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from handoff.config import Config, Host
 from handoff.errors import ExternalFailure, UsageError
@@ -54,6 +54,9 @@ from handoff.phases import Phase
 from handoff.record import placed
 from handoff.record.placed import Placement
 from handoff.record.store import atomic_write
+
+if TYPE_CHECKING:
+    from handoff.operations.gc.found import GcItem
 
 #: where the final reports of tickets closed on hosts are kept here: <host>/<ticket>/
 FROM_HOSTS = "from-hosts"
@@ -307,24 +310,25 @@ def finish_on(home: Path, cfg: Config, placement: Placement, mode: str) -> Finis
 
 
 def gc_on(home: Path, cfg: Config, dry_run: bool, force: bool,
-          prune_records: bool) -> list[dict[str, Any]]:
+          prune_records: bool) -> list[GcItem]:
     """`handoff gc` on every host, side by side (each item as the host's `gc --json` says it,
     with its `host`; a host that does not answer is one item that says so), and the
     placements here whose host no longer has their ticket, forgotten (unless dry_run)."""
     flags = [*(["--dry-run"] if dry_run else []), *(["--force"] if force else []),
              *(["--prune-records"] if prune_records else [])]
 
-    def on(host: Host) -> list[dict[str, Any]]:
+    def on(host: Host) -> list[GcItem]:
         try:
             said = Remote(host).ask(["gc", "--json", *flags], WORK_DEADLINE)
         except ExternalFailure as exc:
             return [{"kind": "host", "path": host.name, "why": exc.message, "removable": False,
                      "removed": False, "saved": "", "host": host.name}]
-        return [{**item, "host": host.name} for item in said if isinstance(item, dict)] \
-            if isinstance(said, list) else []
+        # the host's gc is this one's (as its status rows are): its items are GcItems
+        return [cast("GcItem", {**item, "host": host.name}) for item in said
+                if isinstance(item, dict)] if isinstance(said, list) else []
 
     hosts = list(cfg.hosts.values())
-    found: list[dict[str, Any]] = []
+    found: list[GcItem] = []
     if hosts:
         with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
             found = [item for items in pool.map(on, hosts) for item in items]

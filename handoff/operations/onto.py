@@ -11,8 +11,8 @@ in any round, so the ticket passes again at a commit that merges.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from handoff.errors import UsageError
 from handoff.loop import rules
@@ -21,6 +21,7 @@ from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import git, short_sha
 from handoff.operations.more_rounds import limits_of
 from handoff.operations.opening import ensure_idle
+from handoff.operations.render import words
 from handoff.operations.standing import find_ticket
 from handoff.phases import Phase
 from handoff.record.lock import TicketLock
@@ -99,7 +100,7 @@ def _changed(ws: Workspace, since: str, head: str) -> tuple[list[str], list[str]
     return log, files
 
 
-def _last_red_merge(ws: Workspace) -> dict[str, Any] | None:
+def _last_red_merge(ws: Workspace) -> dict[str, object] | None:
     """The last merge-check of the ticket, when it failed: what finish found."""
     events, _ = ws.tdir.events.read()
     checks = [e for e in events if e.get("kind") == "merge-check"]
@@ -107,15 +108,14 @@ def _last_red_merge(ws: Workspace) -> dict[str, Any] | None:
 
 
 def _note(onto: str, before: str, head: str, changed: tuple[list[str], list[str]],
-          conflicts: list[str], merged: str, failed: dict[str, Any] | None) -> str:
+          conflicts: list[str], merged: str, failed: Mapping[str, object] | None) -> str:
     log, files = changed
     lines = [f"Your work passed review, but {onto} has moved on since it started "
              f"({short_sha(before)} -> {short_sha(head)}), and your commit cannot be merged "
              "into it as it is."]
     if failed is not None:
-        failing = ", ".join(str(f) for f in failed.get("failing") or []) or \
-            str(failed.get("last") or "")
-        logs = [str(name) for name in failed.get("logs") or []]
+        failing = ", ".join(words(failed.get("failing"))) or str(failed.get("last") or "")
+        logs = words(failed.get("logs"))
         lines.append(f"\nMerged with {onto}, it failed the gate: {failed.get('summary')}"
                      + (f"\nFailing: {failing}" if failing else "")
                      + (f"\nLog: {logs[0]} in the ticket folder" if logs else ""))

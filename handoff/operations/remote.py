@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from handoff.build import code_digest, version
 from handoff.config import Config, Host
@@ -38,6 +38,22 @@ WORK_DEADLINE = 300.0
 BASE_PREFIX = "handoff-base/"
 
 
+class HostInfo(TypedDict):
+    """What `handoff host-info --json` says of a machine as a host (`about_here`)."""
+
+    handoff: str
+    #: handoff's code digest (handoff.build): the same version may be other code
+    code: str
+    home: str
+    python: str
+    max_parallel: int
+    #: its tickets at work, and waiting in its queue (`load_here`)
+    at_work: int
+    waiting: int
+    #: the repository's mirror it keeps, when one was asked for ('' when not)
+    mirror: str
+
+
 @dataclass
 class HostState:
     """A host as `handoff hosts` shows it: what it said of itself, or why it said nothing."""
@@ -50,7 +66,8 @@ class HostState:
     at_work: int = 0
     waiting: int = 0
     max_parallel: int = 0
-    said: dict[str, Any] = field(default_factory=dict)
+    #: its `host-info --json` as it said it (a HostInfo from a host that runs this handoff)
+    said: dict[str, object] = field(default_factory=dict)
 
     @property
     def same(self) -> bool:
@@ -202,7 +219,7 @@ def mirrored(args: Sequence[str], placement: Placement) -> list[str]:
 
 # ---- this machine as a host: what the placing machine asks of it over ssh -------------------
 
-def about_here(home: Path, mirror: str = "") -> dict[str, Any]:
+def about_here(home: Path, mirror: str = "") -> HostInfo:
     """What `handoff host-info --json` says of this machine as a host; mirror: a repository's
     name (`<repo>-<key>`) whose mirror is made here if it is not yet."""
     from handoff.config import load

@@ -34,9 +34,9 @@ def _verdict(event: Mapping[str, object]) -> str:
     for finding in listed(event.get("must_fix"))[:3]:
         text += f"\n      must-fix {finding}"
     if event.get("ledger"):
-        text += f"\n      earlier findings: {', '.join(_words(event['ledger']))}"
+        text += f"\n      earlier findings: {', '.join(words(event['ledger']))}"
     if event.get("weakened"):
-        text += f"\n      weakened tests: {', '.join(_words(event['weakened']))}"
+        text += f"\n      weakened tests: {', '.join(words(event['weakened']))}"
     return text
 
 
@@ -44,7 +44,7 @@ def _reviews(event: Mapping[str, object]) -> str:
     verdicts = event.get("verdicts")
     each = ", ".join(f"{role} {verdict}" for role, verdict in
                      (verdicts.items() if isinstance(verdicts, dict) else ()))
-    still = _words(event.get("open"))
+    still = words(event.get("open"))
     return (f"round verdict {str(event.get('verdict', '?')).upper()} ({each})"
             + (f"; open findings {', '.join(still)}" if still else ""))
 
@@ -59,12 +59,12 @@ def _submission(event: Mapping[str, object]) -> str:
         said = event.get("status") or event.get("verdict") or ""
         commit = short_sha(str(event.get("commit") or ""))
         return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
-    return f"report rejected: {event.get('report')}: " + "; ".join(_words(event.get("problems")))
+    return f"report rejected: {event.get('report')}: " + "; ".join(words(event.get("problems")))
 
 
 def _gate(event: Mapping[str, object]) -> str:
     if event.get("result") == "running":
-        return f"gate running {' '.join(_words(event.get('command')))}"
+        return f"gate running {' '.join(words(event.get('command')))}"
     return f"gate {event.get('result')}: {event.get('summary', event.get('reason', ''))}"
 
 
@@ -107,7 +107,7 @@ _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
     "verdict": _verdict,
     "reviews": _reviews,
     "scanner": _scanner,
-    "weakened": lambda e: "tests weakened since the base: " + "; ".join(_words(e.get("tests"))[:5]),
+    "weakened": lambda e: "tests weakened since the base: " + "; ".join(words(e.get("tests"))[:5]),
     "branch": lambda e: f"ticket branch {e.get('branch')} moved to {short_sha(str(e.get('commit')))}"
                         f" ({e.get('by')})",
     "death": lambda e: f"died (exit {e.get('exit_status')})"
@@ -121,7 +121,7 @@ _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
     "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
     "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
     "peer": lambda e: f"is {e.get('state')} — {e.get('evidence')}",
-    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(_words(e.get('keys')))}: "
+    "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(words(e.get('keys')))}: "
                         f"{e.get('answered')} — {e.get('evidence')}",
     "nudge": lambda e: f"nudged ({'taken' if e.get('delivered') else 'NOT taken: ' + str(e.get('why'))})"
                        f" — {e.get('evidence')}",
@@ -153,9 +153,9 @@ _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
                           if e.get("base") else str(e.get("reason"))),
     "onto": lambda e: f"carried onto {e.get('onto')} ({short_sha(str(e.get('before')))} → "
                       f"{short_sha(str(e.get('after')))}): "
-                      + (f"conflicts in {', '.join(_words(e['conflicts']))} left to resolve"
+                      + (f"conflicts in {', '.join(words(e['conflicts']))} left to resolve"
                          if e.get("conflicts") else f"merged at {short_sha(str(e.get('merged')))}"),
-    "merge-check": lambda e: f"merged with {', '.join(_words(e.get('tickets')))} into "
+    "merge-check": lambda e: f"merged with {', '.join(words(e.get('tickets')))} into "
                              f"{e.get('base')}: {str(e.get('result')).upper()} — {e.get('summary')}",
     "forgery": lambda e: (f"FORGED report set aside as {e.get('report')}: {e.get('why')}"
                           if e.get("report") else f"FORGED submit refused: {e.get('why')}"),
@@ -164,7 +164,7 @@ _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
     "verdict-kept": lambda e: f"verdict {str(e.get('verdict')).upper()} stands: {e.get('why')}",
     "delivery-failed": lambda e: f"delivery-failed of {_name(e.get('brief'))}: {e.get('why', '')}",
     "intake": lambda e: f"intake connection of pid {e.get('pid') or '?'} cut: {e.get('why')}",
-    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(_words(e['via']))})"
+    "notified": lambda e: f"told the person: {e.get('notice')} (via {', '.join(words(e['via']))})"
     if e.get("via") else f"{e.get('notice')}: reached no one (no attached client, desktop "
                          "notifier or notify command took it)",
     "notify-failed": lambda e: f"could not tell the person ({e.get('notice')}) by "
@@ -177,7 +177,8 @@ def listed(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def _words(value: object) -> list[str]:
+def words(value: object) -> list[str]:
+    """A list an event holds, each item as text ([] for anything else)."""
     return [str(item) for item in listed(value)]
 
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from handoff.inputs import clip
 from handoff.loop import scanners, testcount
@@ -76,6 +76,18 @@ class Conflict:
     files: tuple[str, ...]
 
 
+class CheckFields(TypedDict):
+    """A Check as its `merge-check` event records it (handoff.operations.onto reads it back)."""
+
+    result: str
+    commit: str
+    summary: str
+    failing: list[str]
+    last: str
+    #: the logs' names in the ticket folder
+    logs: list[str]
+
+
 @dataclass(frozen=True)
 class Check:
     """The gate run on one of the train's results."""
@@ -97,7 +109,7 @@ class Check:
     def ok(self) -> bool:
         return self.result != "failed"
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> CheckFields:
         return {"result": self.result, "commit": self.commit, "summary": self.summary,
                 "failing": list(self.failing), "last": self.last,
                 "logs": [p.name for p in self.logs]}

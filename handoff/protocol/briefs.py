@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from handoff.inputs import KIB, clip
 from handoff.protocol.frontmatter import join
@@ -63,7 +63,48 @@ def _submit_block(ctx: BriefContext) -> str:
     )
 
 
-def _fields(ctx: BriefContext, **extra: Any) -> dict[str, Any]:
+class Earlier(TypedDict):
+    """An open finding of the ledger, as a reviewer's brief names it."""
+
+    id: str
+    file: str
+    line: int
+    reason: str
+
+
+class RoundFields(TypedDict, total=False):
+    """What a brief's frontmatter says of its round, by kind: the implementer's branch, its
+    verification command (`test`) and the findings to address; a tester's or reviewer's
+    commit and diff; a reviewer's test commands, the ledger's open findings, the weakened
+    tests' ids and the diff since the last review (`increment`)."""
+
+    branch: str
+    commit: str
+    diff: str
+    test: list[str] | None
+    findings: list[str]
+    tests: list[list[str]]
+    earlier: list[Earlier]
+    weakened: list[str]
+    increment: str
+
+
+class BriefFields(RoundFields):
+    """A brief's YAML frontmatter, which the scripted agent reads (handoff.peer.scripted_agent
+    .Brief): keys in the order written, the round's own between `plan` and `report`."""
+
+    ticket: str
+    role: str
+    kind: str
+    round: int
+    worktree: str
+    plan: str
+    report: str
+    #: the command that files the report, its draft's path last
+    submit: list[str]
+
+
+def _fields(ctx: BriefContext, extra: RoundFields) -> BriefFields:
     return {"ticket": ctx.ticket, "role": ctx.role, "kind": str(ctx.kind), "round": ctx.round,
             "worktree": str(ctx.worktree), "plan": str(ctx.plan_path), **extra,
             "report": str(ctx.draft), "submit": [*ctx.submit, str(ctx.draft)]}
@@ -112,8 +153,8 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Entry] = (),
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes)
     parts.append("\n" + _submit_block(ctx))
     parts.append(f"\nReport template:\n\n```markdown\n{template(Kind.IMPLEMENTER)}```\n")
-    fields = _fields(ctx, branch=branch, test=test[0] if test else None,
-                     findings=[clip(f.render(), FINDING_LIMIT) for f in findings])
+    fields = _fields(ctx, {"branch": branch, "test": test[0] if test else None,
+                           "findings": [clip(f.render(), FINDING_LIMIT) for f in findings]})
     return join(fields, "".join(parts))
 
 
@@ -136,7 +177,8 @@ def tester(ctx: BriefContext, commit: str, diff: Path,
         "\n" + _submit_block(ctx),
         f"\nReport template:\n\n```markdown\n{template(Kind.TESTER, commit)}```\n",
     ]
-    fields = _fields(ctx, commit=commit, diff=str(diff), test=test[0] if test else None)
+    fields = _fields(ctx, {"commit": commit, "diff": str(diff),
+                           "test": test[0] if test else None})
     return join(fields, "".join(parts))
 
 
@@ -194,8 +236,11 @@ def reviewer(ctx: BriefContext, review: Review) -> str:
     parts += ["\n" + _submit_block(ctx),
               f"\nReport template:\n\n```markdown\n"
               f"{template(Kind.REVIEWER, review.commit, earlier, weak)}```\n"]
-    fields = _fields(ctx, commit=review.commit, diff=str(review.diff), tests=commands,
-                     earlier=[{"id": e.id, "file": e.file, "line": e.line, "reason": e.reason}
-                              for e in review.earlier], weakened=list(weak),
-                     **({"increment": str(review.increment)} if review.increment else {}))
+    round_fields: RoundFields = {
+        "commit": review.commit, "diff": str(review.diff), "tests": commands,
+        "earlier": [{"id": e.id, "file": e.file, "line": e.line, "reason": e.reason}
+                    for e in review.earlier], "weakened": list(weak)}
+    if review.increment:
+        round_fields["increment"] = str(review.increment)
+    fields = _fields(ctx, round_fields)
     return join(fields, "".join(parts))

@@ -20,6 +20,7 @@ from typing import Any
 
 from handoff.protocol.plan import Plan
 from handoff.protocol.reports import NOT_FIXED, Finding, Report
+from handoff.record.ticket import EntryFields
 
 #: lines either side of a changed line where a new finding still counts as on it: a reviewer
 #: names the line of a function's `def` or the statement a changed line belongs to
@@ -71,7 +72,7 @@ class Entry:
         said = "; ".join(f"{role}: {status} ({evidence})" for _, role, status, evidence in last)
         return text + (f"; round {last[0][0]}: {said}" if last else "")
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> EntryFields:
         return {"id": self.id, "round": self.round, "raised_by": list(self.raised_by),
                 "file": self.file, "line": self.line, "reason": self.reason,
                 "criterion": self.criterion, "answers": [list(a) for a in self.answers]}
@@ -94,7 +95,7 @@ class Ledger:
     def of(cls, records: Iterable[Mapping[str, Any]]) -> Ledger:
         return cls(tuple(Entry.from_fields(r) for r in records))
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[EntryFields]:
         return [e.fields() for e in self.entries]
 
     def open(self) -> list[Entry]:

@@ -18,7 +18,6 @@ import tomllib
 from collections.abc import Mapping
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 from handoff.providers import sessions as session_files
 from handoff.providers.base import Check, Launch, Level, Provider
@@ -137,7 +136,7 @@ class Codex(Provider):
     def passthrough(self, env: dict[str, str]) -> tuple[str, ...]:
         """The key variable a custom model provider names (env_key) passes too."""
         config = read_config(codex_home(env))
-        names = [p.get("env_key") for p in (config.get("model_providers") or {}).values()
+        names = [p.get("env_key") for p in model_providers(config).values()
                  if isinstance(p, dict)]
         return (*super().passthrough(env),
                 *(n for n in names if isinstance(n, str)))
@@ -152,7 +151,7 @@ class Codex(Provider):
                                f"{home / 'auth.json'} does not exist: it would stop on its "
                                "sign-in screen", SIGN_IN.fix))
         elif provider != "openai":
-            spec_p = (config.get("model_providers") or {}).get(provider) or {}
+            spec_p = model_providers(config).get(provider) or {}
             key = spec_p.get("env_key") if isinstance(spec_p, dict) else None
             if isinstance(key, str) and key and not env.get(key):
                 found.append(Check(Level.FAIL, "codex key", f"model provider {provider!r} reads "
@@ -187,7 +186,7 @@ def codex_home(env: Mapping[str, str]) -> Path:
     return Path(home) if home else Path(env.get("HOME") or os.path.expanduser("~")) / ".codex"
 
 
-def read_config(home: Path) -> dict[str, Any]:
+def read_config(home: Path) -> dict[str, object]:
     try:
         with (home / "config.toml").open("rb") as handle:
             return tomllib.load(handle)
@@ -195,7 +194,13 @@ def read_config(home: Path) -> dict[str, Any]:
         return {}
 
 
-def trusted(config: dict[str, Any], repo: Path) -> bool:
+def model_providers(config: Mapping[str, object]) -> dict[object, object]:
+    """config.toml's [model_providers] ({} when it has none, or something else there)."""
+    found = config.get("model_providers")
+    return found if isinstance(found, dict) else {}
+
+
+def trusted(config: Mapping[str, object], repo: Path) -> bool:
     """Codex resolves trust to the git repository's root (the main checkout)."""
     projects = config.get("projects") or {}
     if not isinstance(projects, dict):
@@ -243,7 +248,7 @@ def read_usage(path: Path) -> Usage | None:
                                     root=session_files.root_above(path, 4))
     if records is None:
         return None
-    last: dict[str, Any] | None = None
+    last: dict[str, object] | None = None
     for record in records:
         payload = record.get("payload")
         if not isinstance(payload, dict) or payload.get("type") != "token_count":

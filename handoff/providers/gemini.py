@@ -29,7 +29,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
@@ -207,7 +207,22 @@ def layer_path(launch: Launch) -> Path:
     return folder / "gemini" / f"{launch.role}-system-defaults.json"
 
 
-def hooks(folder: Path) -> dict[str, list[dict[str, Any]]]:
+class CommandHook(TypedDict):
+    """A command hook of Gemini's settings schema."""
+
+    type: str
+    #: shown in gemini's /hooks panel: handoff-<signal>
+    name: str
+    command: str
+    #: milliseconds
+    timeout: int
+
+
+class HookDefinition(TypedDict):
+    hooks: list[CommandHook]
+
+
+def hooks(folder: Path) -> dict[str, list[HookDefinition]]:
     """handoff's hooks in Gemini's settings schema: each event a list of definitions, each
     holding command hooks (a name shows in gemini's /hooks panel)."""
     return {event: [{"hooks": [{"type": "command", "name": f"handoff-{name}",
@@ -291,7 +306,7 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def read_layer(path: Path) -> dict[str, Any] | None:
+def read_layer(path: Path) -> dict[str, object] | None:
     """The settings a system file gives: {} when it is absent or gemini would skip it (as
     insecure), None when it cannot be read as a JSON object (gemini itself would stop on it)."""
     try:
@@ -309,7 +324,7 @@ def read_layer(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def layered(base: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+def layered(base: Mapping[str, object], folder: Path) -> dict[str, object]:
     """The machine's system defaults with handoff's hooks after any of its own per event.
 
     Hooks named handoff-* in base are dropped: base is another handoff's layer when handoff
@@ -317,7 +332,7 @@ def layered(base: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     this one's."""
     merged = dict(base)
     existing = merged.get("hooks")
-    ours: dict[str, Any] = {}
+    ours: dict[str, object] = {}
     for event, definitions in (existing.items() if isinstance(existing, dict) else ()):
         ours[event] = [kept for kept in (_without_ours(d) for d in definitions) if kept] \
             if isinstance(definitions, list) else definitions
@@ -328,7 +343,7 @@ def layered(base: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     return merged
 
 
-def _without_ours(definition: Any) -> Any:
+def _without_ours(definition: object) -> object:
     """A hook definition without handoff's own hooks (None when nothing else is left)."""
     if not isinstance(definition, dict) or not isinstance(definition.get("hooks"), list):
         return definition

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
@@ -245,7 +244,7 @@ def config_content(folder: Path, own: str = "") -> str:
     when it is no JSON object handoff cannot merge it and it stays as it was, without signals
     (the screen still tells the peer's state)."""
     entry = [plugin().as_uri(), {"folder": str(folder), "script": str(signal_script())}]
-    config: dict[str, Any] = {}
+    config: dict[str, object] = {}
     if own.strip():
         try:
             parsed = json.loads(own)

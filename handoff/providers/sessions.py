@@ -60,7 +60,7 @@ def _open_regular(root: Path, path: Path) -> int | None:
 
 
 def records(path: Path, markers: tuple[bytes, ...], *,
-            root: Path) -> list[dict[str, Any]] | None:
+            root: Path) -> list[dict[str, object]] | None:
     """The JSON objects of the lines of path (beneath root, the CLI's state folder) that hold
     one of markers; None when the file cannot be read whole within FILE_LIMIT. Lines that are
     not JSON objects (a torn last line while the CLI writes, junk) are passed over; so are
@@ -74,8 +74,8 @@ def records(path: Path, markers: tuple[bytes, ...], *,
         return None
 
 
-def _read_records(fd: int, markers: tuple[bytes, ...]) -> list[dict[str, Any]] | None:
-    found: list[dict[str, Any]] = []
+def _read_records(fd: int, markers: tuple[bytes, ...]) -> list[dict[str, object]] | None:
+    found: list[dict[str, object]] = []
     with os.fdopen(fd, "rb") as handle:
         if os.fstat(handle.fileno()).st_size > FILE_LIMIT:
             return None
@@ -112,7 +112,7 @@ def _skip_line(handle: Any, budget: int) -> int:
     return budget
 
 
-def head(path: Path, *, root: Path) -> dict[str, Any] | None:
+def head(path: Path, *, root: Path) -> dict[str, object] | None:
     """The first line of path (beneath root) as a JSON object, read within HEAD_LIMIT."""
     fd = _open_regular(root, path)
     if fd is None:

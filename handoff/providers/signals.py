@@ -12,7 +12,6 @@ import shlex
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from handoff.inputs import KIB
 from handoff.record import peerfiles
@@ -46,7 +45,8 @@ class Signal:
     event: str
     path: Path
     mtime_ns: int
-    data: dict[str, Any]
+    #: the hook's input as the CLI gave it (a peer could write anything there)
+    data: dict[str, object]
 
     def hook(self, usual: str) -> str:
         """The CLI's own name of the hook that wrote it (Gemini's BeforeAgent, …), where the

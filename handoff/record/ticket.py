@@ -19,10 +19,10 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from handoff.errors import NotFound, UsageError
 from handoff.inputs import REASON_LIMIT, clip
@@ -38,6 +38,30 @@ from handoff.role import DEFAULT, IMPLEMENTER, Team
 MAX_ROUNDS = 3
 MAX_GATE_BOUNCES = 3
 MAX_RELAUNCHES = 2
+
+
+class EntryFields(TypedDict):
+    """A finding of the ledger (handoff.protocol.ledger.Entry) as the state keeps it."""
+
+    id: str
+    round: int
+    raised_by: list[str]
+    file: str
+    line: int
+    reason: str
+    criterion: str
+    #: [round, role, status, evidence] each
+    answers: list[list[int | str]]
+
+
+class Feedback(TypedDict, total=False):
+    """What the implementer's brief of `round` carries besides the plan: the ledger's open
+    findings, and titled notes ([title, text]: a failed gate, a rejected report, an answer)."""
+
+    round: int
+    #: EntryFields; a ticket from before the ledger: bare {file, line, reason}
+    findings: list[Mapping[str, object]]
+    notes: list[list[str]]
 
 
 @dataclass
@@ -82,15 +106,15 @@ class State:
     #: round → the must-fix keys raised (Finding.key), for "the same must-fix came back"
     findings: dict[str, list[str]] = field(default_factory=dict)
     #: every must-fix of the ticket with its answers (handoff.loop.ledger)
-    ledger: list[dict[str, Any]] = field(default_factory=list)
+    ledger: list[EntryFields] = field(default_factory=list)
     #: round → each scanner's state (passed, failed, skipped, missing)
     scans: dict[str, dict[str, str]] = field(default_factory=dict)
     #: "base" or round → how many tests the plan's test command ran there (passed, failed,
     #: skipped, errors; handoff.loop.testcount), {} where its output did not say
-    tests_ran: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tests_ran: dict[str, dict[str, object]] = field(default_factory=dict)
     #: round → the tests its commit weakened since the base (handoff.loop.weakened), as its
     #: reviewers were shown them
-    weakened: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    weakened: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     #: the roles of the phase a person was asked about: the answer goes to them
     held: list[str] = field(default_factory=list)
     #: the tickets it waits for before it starts, and whose passed work it starts from
@@ -104,7 +128,8 @@ class State:
     ports: dict[str, list[int]] = field(default_factory=dict)
     worktrees: dict[str, str] = field(default_factory=dict)
     gates: dict[str, str] = field(default_factory=dict)
-    feedback: dict[str, Any] = field(default_factory=dict)
+    #: what the implementer's brief of the round carries besides the plan (handoff.loop.handing)
+    feedback: Feedback = field(default_factory=Feedback)
     answers_used: int = 0
     #: where an answer leads: "" (the implementer's next round, carrying the answer), or
     #: a phase of the same round again ("reviewing" after a reviewer kept dying, "gating")

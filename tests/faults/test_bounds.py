@@ -99,7 +99,7 @@ def test_a_peer_s_fork_bomb_is_held_to_the_process_limit(repo: Path, tmp_path: P
     said = launched_with(handoff_home, "BND-fork-bomb")
     assert said and all(s.startswith("cgroup v1 (pids, memory): 64 processes, 256 MiB of "
                                       "memory, /tmp 8 MiB") for s in said), said
-    made = [Path(d) for _, data in limits.recorded(handoff_home) for d in data["dirs"]]
+    made = [d for _, data in limits.recorded(handoff_home) for d in limits.dirs_of(data)]
     assert made and all(d.parent.name == "handoff" for d in made)
     assert handoff("close", "BND-fork-bomb", cwd=repo).returncode == 0
     assert list(limits.recorded(handoff_home)) == [], "close leaves none of its cgroups"

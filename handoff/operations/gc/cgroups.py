@@ -21,7 +21,7 @@ def cgroup_leftovers(home: Path, records: list[Record], options: Options) -> lis
         owner = str(data.get("owner", ""))
         if owner.rsplit("#", 1)[0] in live:
             continue
-        dirs = [Path(d) for d in data.get("dirs", []) if isinstance(d, str)]
+        dirs = limits.dirs_of(data)
         busy = [d for d in dirs if bounded.members(d)]
         where = ", ".join(map(str, dirs)) or f"{home / limits.RECORDS / name}.json"
         if busy:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from handoff.errors import HandoffError
 from handoff.machinery.repo import Repo
@@ -24,6 +24,20 @@ RECORD_FILES = ("state.json", "state.json.bak", "events.jsonl")
 DISCARDED = "discarded"
 
 
+class GcItem(TypedDict):
+    """One item of `handoff gc --json`: a Leftover's fields; on a host, that host's item with
+    its name (and a host that did not answer, or a placement here whose ticket is gone from
+    its host, one item of their own: kind `host`, `placement`)."""
+
+    kind: str
+    path: str
+    why: str
+    removable: bool
+    removed: bool
+    saved: str
+    host: NotRequired[str]
+
+
 @dataclass
 class Leftover:
     """One thing gc found: what it is, where, why it is a leftover (or why it stays)."""
@@ -37,8 +51,9 @@ class Leftover:
     #: where a dirty worktree's changes were saved before it was removed ('' when none)
     saved: str = ""
 
-    def fields(self) -> dict[str, Any]:
-        return asdict(self)
+    def fields(self) -> GcItem:
+        return {"kind": self.kind, "path": self.path, "why": self.why,
+                "removable": self.removable, "removed": self.removed, "saved": self.saved}
 
 
 @dataclass(frozen=True)
