@@ -111,7 +111,7 @@ def test_the_board_follows_tickets_and_approves_and_stops_them_by_key(
 
     # a key that does not fit the ticket says so in one line, no traceback
     press(terminal, "n")
-    wait_until(lambda: "W-1 is not waiting for an answer" in screen(terminal), 15,
+    wait_until(lambda: "W-1 is not waiting for a person" in screen(terminal), 15,
                "the refusal line")
 
     press(terminal, "q")

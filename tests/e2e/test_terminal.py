@@ -69,7 +69,9 @@ def test_attach_to_a_ticket_without_peers_says_how_to_start_them(
     assert handoff("close", "T-2", cwd=repo).returncode == 0
     done = handoff("attach", "T-2", cwd=repo)
     assert done.returncode == 2
-    assert "not running" in done.stderr and "handoff resume T-2" in done.stderr
+    # closed: its record is what is left to look at, not a resume that would refuse it
+    assert "not running" in done.stderr and "handoff resume" not in done.stderr
+    assert "it is closed" in done.stderr and "final-report.md, transcripts/" in done.stderr
 
 
 def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_home: Path,

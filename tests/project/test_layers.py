@@ -16,7 +16,7 @@ LAYERS = ("cli", "peer", "operations", "loop", "machinery", "config", "providers
           "base")
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"errors": "base", "inputs": "base", "role": "base", "phases": "base",
-       "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",
+       "next_steps": "base", "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",
        "trace": "base",
        "__init__": "base", "__main__": "cli"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from handoff.errors import UsageError
-from handoff.phases import Phase, awaited, next_step
+from handoff.phases import Phase, awaited
 from handoff.role import DEFAULT, Kind, Team, check_name
 
 
@@ -55,15 +55,3 @@ def test_state_keeps_the_team_and_a_ticket_from_before_teams_has_the_two_roles()
 
 def test_each_kind_has_the_phase_its_reports_are_awaited_in() -> None:
     assert [awaited(k) for k in Kind] == [Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING]
-
-
-@pytest.mark.parametrize(("phase", "step"), [
-    ("awaiting-approval", "handoff resume T-1 --yes"),
-    ("needs-human", "handoff answer T-1 TEXT"),
-    ("passed", "handoff finish T-1 (merges it) or handoff close T-1"),
-    ("escalated", "handoff resume T-1 --more-rounds 1 (at a round or gate limit) or handoff "
-                  "close T-1"),
-    ("testing", "handoff resume T-1"), ("reviewing", "handoff resume T-1"), ("closed", ""),
-])
-def test_what_a_person_does_next_is_written_once_per_phase(phase: str, step: str) -> None:
-    assert next_step(phase, "T-1") == step

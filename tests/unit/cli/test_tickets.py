@@ -78,5 +78,5 @@ def test_hints_after_close_point_the_right_way(repo: Path, tmp_path: Path,
     assert row["reason"] == "closed by handoff close", row
     again = handoff("start", "H-1", "--plan", str(plan), "--yes", cwd=repo)
     assert again.returncode == 2
-    assert "it is closed" in again.stderr and "pick a new id" in again.stderr
+    assert "it is closed" in again.stderr and "start a new ticket" in again.stderr
     assert "handoff resume" not in again.stderr

@@ -153,7 +153,8 @@ def test_a_person_is_told_when_needed_and_when_it_passed(
 
     desktop = [r["argv"] for r in records(fake_bin)]
     assert desktop == [["--app-name=handoff", "handoff T-1: needs-human",
-                        "round 1: the implementer is blocked: Should add() saturate?"],
+                        "round 1: the implementer is blocked: Should add() saturate? — next: "
+                        "handoff answer T-1 TEXT"],
                        ["--app-name=handoff", "handoff T-1: passed",
                         f"round 2: {sent[1]['message']}"]]
     notified = [e for e in events(handoff_home, "T-1") if e["kind"] == "notified"]
@@ -292,6 +293,20 @@ def test_only_needing_and_ending_phases_are_told() -> None:
     told = {p for p in PHASES if notify.notice_for(State(ticket="T", repo="/r", repo_key="k",
                                                          phase=Phase(p))) is not None}
     assert told == {"awaiting-approval", "needs-human", "escalated", "passed"}
+
+
+@pytest.mark.parametrize("phase", sorted(notify.TOLD))
+def test_a_notice_says_what_to_do_next_as_status_does(phase: str) -> None:
+    """The notice's next step is the one handoff.next_steps gives `status` and the refusals."""
+    from handoff.next_steps import next_step
+    from handoff.record.ticket import State
+    found = notify.notice_for(State(ticket="T", repo="/r", repo_key="k", phase=Phase(phase),
+                                    reason="why", branch="handoff/T"))
+    assert found is not None
+    assert found.message == f"why — next: {next_step(phase, 'T')}"
+    quiet = notify.notice_for(State(ticket="T", repo="/r", repo_key="k", phase=Phase(phase),
+                                    branch="handoff/T"))
+    assert quiet is not None and quiet.message.endswith(f" — next: {next_step(phase, 'T')}")
 
 
 @pytest.mark.parametrize("value", ["notify-me --json", [], ["notify-me", ""], ["x", 3],

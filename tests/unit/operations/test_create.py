@@ -90,10 +90,12 @@ def test_create_notes_uncommitted_changes_left_out(repo: Path, handoff_home: Pat
 
 
 @pytest.mark.parametrize(("phase", "hint"), [
-    ("awaiting-approval", "continue it with 'handoff resume T-1'"),
-    ("passed", "take it with 'handoff finish T-1'"),
-    ("escalated", "'handoff resume T-1 --more-rounds 1'"),
-    ("closed", "it is closed"),
+    ("awaiting-approval", "waiting for approval: handoff resume T-1 --yes (approves it and "
+                          "starts the loop), or pick a new id"),
+    ("passed", "handoff finish T-1 (merges it) or handoff close T-1, or pick a new id"),
+    ("escalated", "handoff resume T-1 --more-rounds 1 (at a round or gate limit)"),
+    ("implementing", "no orchestrator runs it (it was stopped, or cut off): handoff resume T-1"),
+    ("closed", "it is closed; its record stays in"),
 ])
 def test_a_taken_id_is_refused_with_what_to_do_by_where_it_stands(
         repo: Path, handoff_home: Path, phase: str, hint: str) -> None:

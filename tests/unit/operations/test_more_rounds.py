@@ -168,7 +168,8 @@ def test_more_rounds_refuses_a_running_ticket(repo: Path, tmp_path: Path,
     try:
         code, out = more(repo, "P-1", "--more-rounds", "1")
         assert code == EXIT_USAGE, out
-        assert "implementing, not escalated" in out and "still running" in out
+        assert "implementing, not escalated" in out and "at work" in out
+        assert "handoff attach P-1" in out, "what to do while it runs, never a resume"
         assert state(handoff_home, "P-1")["max_rounds"] == 3
     finally:
         stop_runner(runner)
@@ -231,11 +232,11 @@ def test_a_ticket_directory_from_before_teams_still_resumes(repo: Path, tmp_path
 # ---- the limits and the refusals, read from the ticket directory ---------------------------
 
 @pytest.mark.parametrize(("phase", "hint"), [
-    ("passed", "'handoff finish T-1' merges it"),
+    ("passed", "handoff finish T-1 (merges it)"),
     ("closed", "start a new ticket"),
-    ("needs-human", "'handoff answer T-1 TEXT'"),
-    ("awaiting-approval", "'handoff resume T-1 --yes'"),
-    ("reviewing", "it is still running"),
+    ("needs-human", "handoff answer T-1 TEXT"),
+    ("awaiting-approval", "handoff resume T-1 --yes"),
+    ("reviewing", "no orchestrator runs it (it was stopped, or cut off): handoff resume T-1"),
 ])
 def test_only_an_escalated_ticket_gets_more_rounds(repo: Path, handoff_home: Path, phase: str,
                                                    hint: str) -> None:

@@ -37,7 +37,8 @@ def test_a_finished_ticket_has_nothing_to_resume(repo: Path, handoff_home: Path)
     with pytest.raises(UsageError) as passed:
         ensure_resumable(ws)
     assert passed.value.message == "T-1 has passed, nothing to resume"
-    assert "'handoff close T-1'" in (passed.value.hint or "")
+    assert passed.value.hint == f"it passed review (its final report: {ws.tdir.final_report}):" \
+                                " handoff finish T-1 (merges it) or handoff close T-1"
     moved(ws, "closed")
     with pytest.raises(UsageError) as closed:
         ensure_resumable(ws)

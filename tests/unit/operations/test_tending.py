@@ -19,6 +19,9 @@ from tests.tickets import moved, new_ticket
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
+#: the hint of every refusal of a ticket whose plan waits (handoff.next_steps)
+APPROVAL = "its plan is waiting for approval: handoff resume T-1 --yes (approves it and starts " \
+    "the loop)"
 
 def with_session(ws: Workspace) -> Tmux:
     """The ticket's tmux session, its orchestrator window a sleeping program."""
@@ -33,6 +36,13 @@ def test_an_answer_goes_only_to_a_ticket_waiting_for_one(repo: Path,
     with pytest.raises(UsageError) as refused:
         answer(ws, "use the second API")
     assert refused.value.message == "T-1 is not waiting for a person (phase awaiting-approval)"
+    assert refused.value.hint == APPROVAL
+    moved(ws, "implementing", round=1)
+    with TicketLock(ws.tdir.lock_file), pytest.raises(UsageError) as at_work:
+        answer(ws, "use the second API")  # a peer at work reads no answer: say what does
+    assert at_work.value.hint == "it is at work, its orchestrator carries it on by itself: " \
+        "handoff attach T-1 (watch it) or handoff recycle T-1 ROLE (a stuck peer, started " \
+        "afresh on its brief)"
     moved(ws, "needs-human", round=2, answers_used=1)
     with pytest.raises(UsageError, match="the answer is empty"):
         answer(ws, " \n\t")
@@ -59,7 +69,20 @@ def test_attach_argv_brings_the_asked_window_forward(repo: Path, handoff_home: P
     with pytest.raises(UsageError) as gone:
         attach_argv(ws, None)
     assert gone.value.message == "the peers of T-1 are not running"
-    assert gone.value.hint == "start them with 'handoff resume T-1'"
+    # where it stands says what starts them: its plan waits for approval
+    assert gone.value.hint == APPROVAL
+    moved(ws, "implementing", round=1)
+    with pytest.raises(UsageError) as idle:
+        attach_argv(ws, None)
+    assert idle.value.hint == "no orchestrator runs it (it was stopped, or cut off): handoff " \
+                              "resume T-1"
+    moved(ws, "closed")
+    with pytest.raises(UsageError) as closed:
+        attach_argv(ws, None)
+    assert closed.value.hint == f"it is closed; its record stays in {ws.tdir.path} " \
+                                "(final-report.md, transcripts/): to work on it again, start a " \
+                                "new ticket", "its record, never a resume that refuses it"
+    moved(ws, "awaiting-approval")
     tmux = with_session(ws)
     argv = attach_argv(ws, None)
     assert argv == [*tmux.base(), "attach-session", "-t", f"={state.session}"]
@@ -73,6 +96,7 @@ def test_recycle_refuses_a_peer_with_nothing_to_redo(repo: Path, handoff_home: P
     with pytest.raises(UsageError) as idle:
         recycle(ws, "implementer")
     assert "has no work in progress (phase awaiting-approval)" in idle.value.message
+    assert idle.value.hint == APPROVAL
     moved(ws, "implementing", round=1)
     with pytest.raises(UsageError, match="the implementer has not been briefed yet"):
         recycle(ws, "implementer")
