@@ -31,6 +31,7 @@ def test_open_ticket_finds_it_in_its_repo_and_anywhere_by_a_unique_id(
 def test_a_held_lock_is_a_running_orchestrator_and_refuses_another(
         repo: Path, handoff_home: Path) -> None:
     ws = new_ticket(handoff_home, repo)
+    moved(ws, "implementing")  # at work: the refusal's hint is to watch it, not to start it
     assert orchestrator_running(ws) is None
     ensure_idle(ws.tdir)  # nobody holds it: no refusal
     with TicketLock(ws.tdir.lock_file):
