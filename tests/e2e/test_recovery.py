@@ -33,20 +33,26 @@ from tests.harness import (
 )
 
 
-@pytest.mark.parametrize("where", ["implementing", "reviewing"])
+@pytest.mark.parametrize("where", ["implementing", "testing", "reviewing"])
 def test_orchestrator_killed_mid_round_resumes_without_redoing(
         where: str, repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     round1: dict[str, object] = {"edits": [FIX_ADD]}
+    role = {"implementing": "implementer", "testing": "tester", "reviewing": "reviewer"}[where]
     if where == "implementing":
         round1["pause_until"] = "go"
     else:
-        round1["reviewer"] = {"pause_until": "go"}
+        round1[role] = {"pause_until": "go"}
+    if where == "testing":  # a team with a tester, which adds nothing: its commit is the round's
+        (repo / ".handoff.yaml").write_text(
+            "roles:\n  implementer: {provider: scripted}\n  reviewer: {provider: scripted}\n"
+            "  tester: {provider: scripted}\n", encoding="utf-8")
+        git(repo, "add", ".handoff.yaml")
+        git(repo, "commit", "-q", "-m", "team")
     plan = plan_text({1: round1, 2: {"edits": [FIX_MUL, FIX_NEG]}}, test=ADD_ONLY,
                      review=[ALL_TESTS])
     path = write_plan(tmp_path, plan)
     first = spawn("start", "T-9", "--plan", str(path), "--yes", "--foreground", cwd=repo,
                   log=tmp_path / "first.log")
-    role = "implementer" if where == "implementing" else "reviewer"
     wait_event(handoff_home, "T-9", "launch", role=role, round=1)
     folder = ticket_path(handoff_home, "T-9")
     wait_until(lambda: "paused until" in _screen(folder, role), what=f"{role} paused")
