@@ -1,5 +1,5 @@
-"""The phases of a ticket, the one the loop waits in for each kind of role, and what a person
-does next in each: written once, for the loop, `status`, the board and every refusal.
+"""The phases of a ticket and the one the loop waits in for each kind of role (what a person
+does next in each is handoff.next_steps).
 
 Stdlib only: `handoff submit` (handoff.cli.filing) imports it in every peer's short process.
 """
@@ -41,19 +41,3 @@ def awaited(kind: Kind) -> Phase:
     return {Kind.IMPLEMENTER: Phase.IMPLEMENTING, Kind.TESTER: Phase.TESTING,
             Kind.REVIEWER: Phase.REVIEWING}[kind]
 
-
-def next_step(phase: str, ticket: str) -> str:
-    """What a person does next with a ticket in phase whose orchestrator does not run ('' when
-    nothing: a closed ticket)."""
-    if phase == Phase.AWAITING_APPROVAL:
-        return f"handoff resume {ticket} --yes"
-    if phase == Phase.NEEDS_HUMAN:
-        return f"handoff answer {ticket} TEXT"
-    if phase == Phase.PASSED:
-        return f"handoff finish {ticket} (merges it) or handoff close {ticket}"
-    if phase == Phase.ESCALATED:
-        return (f"handoff resume {ticket} --more-rounds 1 (at a round or gate limit) or "
-                f"handoff close {ticket}")
-    if phase == Phase.CLOSED:
-        return ""
-    return f"handoff resume {ticket}"

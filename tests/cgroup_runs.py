@@ -1,5 +1,5 @@
-"""Programs run under real cgroups by the limits tests (tests/test_limits.py,
-tests/test_bounded.py, tests/test_limit_mechanism.py), and how one is started in its cgroups.
+"""Programs run under real cgroups by the limits tests (tests/unit/machinery/: test_limits.py,
+test_bounded.py, test_limit_mechanism.py), and how one is started in its cgroups.
 Each ends by itself, so even a broken limit leaves the machine its processes and memory."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def phase(folder: Path) -> str:
 class LivePeers:
     """The most tickets with a live peer pane (any window but the orchestrator's) at once,
     asked of a tmux server every `every` seconds on a thread of its own while in a `with`
-    (the crowd's; tests/test_queue.py's too)."""
+    (the crowd's; tests/e2e/test_queue.py's too)."""
 
     def __init__(self, socket: str, env: dict[str, str] | None = None,
                  every: float = 0.1) -> None:

@@ -30,6 +30,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from handoff.errors import HandoffError
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
+from handoff.next_steps import Verb
 
 # the verbs (and libtmux with them) are imported now, not when a key is pressed: libtmux reads
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
@@ -345,8 +346,9 @@ class BoardApp(App[None]):
         row = self._ticket()
         if row is None:
             return
-        if row.phase != Phase.NEEDS_HUMAN:
-            self.say(f"{row.ticket} is not waiting for an answer (phase {row.phase})")
+        refusal = row.refusal(Verb.ANSWER)
+        if refusal:
+            self.say(refusal)
             return
 
         def answered(text: str | None) -> None:
@@ -359,8 +361,9 @@ class BoardApp(App[None]):
         row = self._ticket()
         if row is None:
             return
-        if row.phase != Phase.AWAITING_APPROVAL:
-            self.say(f"{row.ticket} has no plan waiting for approval (phase {row.phase})")
+        refusal = row.refusal(Verb.APPROVE)
+        if refusal:
+            self.say(refusal)
             return
         self.in_background(f"approving {row.ticket}", lambda: approve(self.home, row))
 

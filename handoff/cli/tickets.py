@@ -18,6 +18,7 @@ import typer
 from handoff.cli import elsewhere, output, running
 from handoff.cli.options import RepoOpt, RoleArg, TicketArg, ticket_ids
 from handoff.errors import HandoffError, UsageError
+from handoff.next_steps import Verb, next_step, refused
 from handoff.phases import Phase
 
 if TYPE_CHECKING:
@@ -152,8 +153,8 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
     ticket = one.ticket
     output.notes(notes)
     if not running.approve(ws, how.yes):
-        typer.echo(f"{ticket} is waiting for approval: 'handoff resume {ticket} --yes' "
-                   "approves it and starts the loop", err=True)
+        typer.echo(f"{ticket} is waiting for approval: "
+                   f"{next_step(Phase.AWAITING_APPROVAL, ticket)}", err=True)
         return 1
     queue = create.queue_note(ws)
     if queue:
@@ -211,7 +212,7 @@ def resume(
     ws, notes = resume.open_to_resume(state_home(), ticket, repo, more_rounds)
     output.notes(notes)
     if ws.state().phase == Phase.AWAITING_APPROVAL and not running.approve(ws, yes):
-        raise UsageError(f"{ticket} is waiting for approval", f"handoff resume {ticket} --yes")
+        raise refused(Verb.RESUME, Phase.AWAITING_APPROVAL, ticket, ws.tdir.path, False)
     raise typer.Exit(running.launch(ws, foreground))
 
 

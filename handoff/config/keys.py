@@ -100,7 +100,7 @@ def _placement(given: Given) -> str:
     return str(given.value)
 
 
-#: every field of Config, in its order (tests/test_config_keys.py holds them to each other)
+#: every field of Config, in its order (tests/unit/config/test_keys.py holds them to each other)
 KEYS: dict[str, Key] = {
     "max_rounds": Key(_whole(1)),
     "max_gate_bounces": Key(_whole(1)),

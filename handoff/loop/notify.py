@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from handoff import next_steps
 from handoff.errors import HandoffError
 from handoff.machinery import proc
 from handoff.machinery.tmux import Tmux
@@ -72,14 +73,15 @@ class Notice:
 
 
 def notice_for(state: State) -> Notice | None:
-    """The notice for the state's phase; None when its phase is not told."""
+    """The notice for the state's phase: its reason, then what the person does next (as
+    `status` says it); None when its phase is not told."""
     if state.phase not in TOLD:
         return None
-    message = state.reason or {
-        Phase.PASSED: f"the reviewer passed it; its branch {state.branch} is ready",
-        Phase.AWAITING_APPROVAL: f"its plan waits for approval: handoff resume {state.ticket} --yes "
-                             "approves it and starts the loop",
-    }.get(state.phase, state.phase)
+    step = next_steps.step(state.phase, running=True)  # the same for a told phase either way
+    said = state.reason or (f"the reviewer passed it; its branch {state.branch} is ready"
+                            if state.phase == Phase.PASSED else step.why.format(
+                                ticket=state.ticket, folder="its folder"))
+    message = f"{said} — next: {step.next(state.ticket)}" if step.commands else said
     return Notice(ticket=state.ticket, repo=state.repo, phase=state.phase, round=state.round,
                   kind=state.phase, message=message, time=now())
 

@@ -205,8 +205,8 @@ def _node(lines: Sequence[str], i: int) -> Summary | None:
 
 def _go(lines: Sequence[str], i: int) -> Summary | None:
     line = GO_LINE.match(lines[i])
-    verdict = line.group(1).lower() if line else None
-    if verdict is None:
+    said = line.group(1).lower() if line else None  # go's own words: pass, fail, skip
+    if said is None:
         event = GO_JSON.match(lines[i].strip())
         if not event:
             return None
@@ -216,7 +216,7 @@ def _go(lines: Sequence[str], i: int) -> Summary | None:
             return None
         if not isinstance(data, dict) or not data.get("Test"):
             return None  # a package's own verdict, not a test's
-        said = str(data.get("Action"))  # go's own words: pass, fail, skip
+        said = str(data.get("Action"))
     return Summary("go test", int(said != "skip"), int(said == "fail"), int(said == "skip"))
 
 

@@ -15,7 +15,7 @@ behind, while `BoundedCmd` runs the client through `proc.run`, which ends its wh
 on the timeout, gives up a pipe the stopped server holds, keeps stdin on /dev/null and passes
 only the allowlisted `client_env()` (any client call may be the one that starts the server, and
 the server keeps the environment it started with for every client on the socket to read).
-tests/test_tmux_stack.py reads the pinned libtmux source and fails when an upgrade runs tmux
+tests/unit/machinery/test_tmux_stack.py reads the pinned libtmux source and fails when an upgrade runs tmux
 from anywhere else (another `tmux_cmd` importer, or a new subprocess call). The runner is
 installed process-wide when this module is imported: any libtmux use in handoff's process
 (the tests' observer too) is bounded the same way.
@@ -169,7 +169,7 @@ class BoundedCmd(libtmux.common.tmux_cmd):
 
 
 #: every module of the pinned libtmux that runs tmux, each through its own `tmux_cmd` name
-#: (tests/test_tmux_stack.py checks this against the installed source)
+#: (tests/unit/machinery/test_tmux_stack.py checks this against the installed source)
 SEAMS: tuple[ModuleType, ...] = (libtmux.common, libtmux.server, libtmux.neo)
 
 

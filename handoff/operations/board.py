@@ -23,18 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from handoff.errors import HandoffError
+from handoff.next_steps import STEPS, Verb, refused
 from handoff.operations.render import event_line, listed, words
 from handoff.operations.standing import StatusRow
-from handoff.phases import Phase
+from handoff.phases import PHASES, Phase
 from handoff.record import overlaps, slots
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir, all_tickets
 from handoff.role import DEFAULT, IMPLEMENTER
 
 ROLES = DEFAULT.names
-#: what a person must do, by phase: the board marks these rows
-NEEDS_PERSON = {"awaiting-approval": "approve", "needs-human": "answer",
-                "escalated": "escalated", "unreadable": "unreadable"}
+#: what a person must do, by phase (handoff.next_steps), and a record `status` cannot read:
+#: the board marks these rows
+NEEDS_PERSON = {**{str(phase): step.needs for (phase, _), step in STEPS.items() if step.needs},
+                "unreadable": "unreadable"}
 #: the monitor's judgement (handoff/loop/monitor.py Decision.state) as the board names it
 _JUDGED = {"working": "working", "turn-ended": "turn ended", "ready": "starting",
            "starting": "starting", "notified": "notified", "stalled": "stalled",
@@ -83,6 +85,17 @@ class Row:
     def needs(self) -> str:
         """What the person must do ('' when nothing): approve, answer, escalated, unreadable."""
         return NEEDS_PERSON.get(self.phase, "")
+
+    def refusal(self, verb: Verb) -> str:
+        """Why the board's key for verb refuses this ticket, with what to do instead ('' when
+        it does not: the ticket is in a phase the verb goes on in)."""
+        accepted = {Verb.ANSWER: Phase.NEEDS_HUMAN, Verb.APPROVE: Phase.AWAITING_APPROVAL}
+        if self.phase == accepted[verb]:
+            return ""
+        if self.phase not in PHASES:  # unreadable: `status` says what it knows
+            return f"{self.ticket}'s record cannot be read (handoff status {self.ticket})"
+        exc = refused(verb, self.phase, self.ticket, self.key, self.orchestrator is not None)
+        return f"{exc.message} (hint: {exc.hint})"
 
     @property
     def repo_name(self) -> str:

@@ -20,10 +20,11 @@ from handoff.machinery.repo_worktrees import WORKTREES_DIR
 from handoff.machinery.ticket_branch import branch_name
 from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import TicketWorktrees
+from handoff.next_steps import Verb, refused
 from handoff.operations.doctor import ready_to_start
-from handoff.phases import Phase
 from handoff.protocol import plan as plan_mod
 from handoff.record import placed, slots
+from handoff.record.lock import holder
 from handoff.record.store import atomic_write, keep_private, private_dir, validate_ticket_id
 from handoff.record.ticket import State, TicketDir, ticket_dir
 
@@ -126,9 +127,8 @@ def create(home: Path, new: NewTicket) -> Created:
         repo.resolve(new.base)
     tdir = ticket_dir(home, repo.key, ticket)
     if tdir.state_file.exists():
-        phase = tdir.load().phase
-        raise UsageError(f"ticket {ticket} already exists in this repo (phase {phase})",
-                         _existing_hint(ticket, phase, tdir))
+        raise refused(Verb.START, tdir.load().phase, ticket, tdir.path,
+                      holder(tdir.lock_file) is not None)
     refuse_stale(tdir)
     elsewhere = placed.load(home, ticket)
     if elsewhere is not None:  # ids are unique across this machine and its hosts
@@ -198,13 +198,3 @@ def _title(text: str) -> str:
             return line[2:].strip()
     return ""
 
-
-def _existing_hint(ticket: str, phase: str, tdir: TicketDir) -> str:
-    """What to do with a ticket id that is taken, by where that ticket stands."""
-    if phase == Phase.CLOSED:
-        return f"it is closed (its record stays in {tdir.path}): pick a new id"
-    if phase == Phase.PASSED:
-        return f"take it with 'handoff finish {ticket}', or pick a new id"
-    if phase == Phase.ESCALATED:
-        return f"give it more rounds with 'handoff resume {ticket} --more-rounds 1', or pick a new id"
-    return f"continue it with 'handoff resume {ticket}', or pick a new id"

@@ -30,6 +30,7 @@ from handoff.loop import after
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo, short_sha
 from handoff.machinery.ticket_branch import branch_name
+from handoff.next_steps import Verb, refused
 from handoff.operations import closing, forge, opening, train
 from handoff.operations.merging import (
     MODES,
@@ -362,13 +363,8 @@ def _past_review(tickets: Sequence[Passed]) -> list[str]:
 def _ensure_passed(ws: Workspace, state: State) -> None:
     if state.phase == Phase.PASSED:
         return
-    hint = {Phase.CLOSED: f"its branch {state.branch or branch_name(state.ticket)} is kept: merge "
-                      "it yourself with git merge",
-            Phase.ESCALATED: f"read {ws.tdir.final_report}; 'handoff resume {state.ticket} "
-                         "--more-rounds N' carries it on"}.get(
-        state.phase, f"wait until it passes: 'handoff status {state.ticket}'")
-    raise UsageError(f"{state.ticket} is {state.phase}, not passed: only a ticket that passed "
-                     "review is merged", hint)
+    raise refused(Verb.FINISH, state.phase, state.ticket, ws.tdir.path,
+                  opening.orchestrator_running(ws) is not None)
 
 
 def message(ws: Workspace, state: State, base: str, branch: str, mode: str) -> str:

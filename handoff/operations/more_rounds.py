@@ -13,11 +13,12 @@ from handoff.loop.context import TicketContext
 from handoff.loop.gating import gate_note
 from handoff.loop.workspace import Workspace
 from handoff.machinery.ticket_branch import branch_name
+from handoff.next_steps import Verb, refused
 from handoff.operations.standing import recovered_state
 from handoff.phases import Phase
 from handoff.protocol import reports
 from handoff.protocol.ledger import Ledger
-from handoff.record.lock import TicketLock
+from handoff.record.lock import TicketLock, holder
 from handoff.record.ticket import State, TicketDir
 from handoff.role import Kind
 
@@ -30,15 +31,8 @@ def check_more_rounds(tdir: TicketDir, more: int) -> None:
     phase = recovered_state(tdir).state.phase
     if phase == Phase.ESCALATED:
         return
-    hint = {Phase.PASSED: f"it passed: 'handoff finish {tdir.ticket}' merges it, 'handoff close "
-                      f"{tdir.ticket}' ends it",
-            "closed": "it is closed: start a new ticket to work on it again",
-            "needs-human": f"it waits for a person: 'handoff answer {tdir.ticket} TEXT'",
-            "awaiting-approval": f"its plan waits for approval: 'handoff resume {tdir.ticket} "
-                                 "--yes'"}.get(phase, f"it is still running: 'handoff status "
-                                                      f"{tdir.ticket}' shows where it stands")
-    raise UsageError(f"{tdir.ticket} is {phase}, not escalated: --more-rounds only carries on a "
-                     "ticket that stopped at its round or gate limit", hint)
+    raise refused(Verb.MORE_ROUNDS, phase, tdir.ticket, tdir.path,
+                  holder(tdir.lock_file) is not None)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from handoff.loop import rules
 from handoff.loop.context import TicketContext
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import git, short_sha
+from handoff.next_steps import Verb, refused
 from handoff.operations.more_rounds import limits_of
 from handoff.operations.opening import ensure_idle
 from handoff.operations.render import words
@@ -46,10 +47,8 @@ def carry(ws: Workspace, onto: str, more: int | None = None) -> str:
                          f"handoff resume {tdir.ticket} --onto {onto} --more-rounds 1")
     with TicketLock(tdir.lock_file):
         state = ws.state()
-        if state.phase not in (Phase.PASSED, Phase.ESCALATED):
-            raise UsageError(f"{state.ticket} is {state.phase}: only a ticket that passed or "
-                             "escalated is carried onto a branch",
-                             f"'handoff status {state.ticket}' says what it waits for")
+        if state.phase not in (Phase.PASSED, Phase.ESCALATED):  # the lock held: none runs
+            raise refused(Verb.ONTO, state.phase, state.ticket, tdir.path, running=False)
         head = ws.repo.branch_head(onto.removeprefix("refs/heads/"))
         if not head:
             raise UsageError(f"there is no branch {onto!r} in {ws.repo.top}",

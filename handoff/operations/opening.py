@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handoff.errors import Busy, UsageError
+from handoff.errors import UsageError
 from handoff.loop.workspace import Workspace
+from handoff.next_steps import already_running
 from handoff.operations.standing import find_ticket, recovered_state
 from handoff.record.lock import holder
 from handoff.record.ticket import TicketDir
@@ -22,10 +23,11 @@ def orchestrator_running(ws: Workspace) -> int | None:
 
 
 def ensure_idle(tdir: TicketDir) -> None:
+    """No orchestrator runs the ticket: a second is refused, with what to do while the first
+    carries it on."""
     pid = holder(tdir.lock_file)
     if pid is not None:
-        raise Busy(f"an orchestrator (pid {pid}) is already running {tdir.ticket}",
-                   f"watch it with 'handoff attach {tdir.ticket}', or 'handoff stop' it")
+        raise already_running(recovered_state(tdir).state.phase, tdir.ticket, tdir.path, pid)
 
 
 def restore_state(tdir: TicketDir, rebuild: bool) -> str:

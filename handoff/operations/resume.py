@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from handoff.errors import HandoffError, UsageError
+from handoff.errors import HandoffError
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW, self_argv, with_env
 from handoff.machinery.tmux import ServerGone
+from handoff.next_steps import Verb, refused
 from handoff.operations.approval import approve, sandbox_line
 from handoff.operations.more_rounds import check_more_rounds, extend
 from handoff.operations.opening import ensure_idle, restore_state
@@ -70,6 +71,10 @@ def run_in_window(ws: Workspace) -> str:
     nice = ORCHESTRATOR_NICE if ws.config.peer_nice else 0
     argv = with_env(ws.orchestrator_env(), self_argv(
         "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home, nice)
+    # said before it starts, so it always comes before the run's `orchestrator` event: until
+    # that one, `status` says it is starting rather than hint a `resume` that would start it
+    # again (handoff.operations.standing.starting)
+    ws.tdir.events.append("starting", round=state.round, session=state.session)
     # new-session first: one tmux call for a ticket's first run (a `start`), where asking
     # for its panes first would be two; only a session already there is asked about
     if peers.tmux.new_session_unless_there(state.session, ORCHESTRATOR_WINDOW, argv,
@@ -100,16 +105,12 @@ def torn_note(tdir: TicketDir) -> str:
 
 def ensure_resumable(ws: Workspace) -> None:
     """A finished ticket has nothing to resume: say so rather than start an orchestrator
-    that ends at once in a fresh session."""
+    that ends at once in a fresh session (one with no final report yet is resumed to write
+    it)."""
     state = ws.state()
-    if state.phase == Phase.CLOSED:
-        raise UsageError(f"{state.ticket} is closed, nothing to resume",
-                         f"its record stays in {ws.tdir.path}; to work on it again, start a "
-                         "new ticket")
-    if state.phase in FINISHED and ws.tdir.final_report.exists():
-        raise UsageError(f"{state.ticket} has {state.phase}, nothing to resume",
-                         f"its final report is {ws.tdir.final_report}; 'handoff close "
-                         f"{state.ticket}' removes its worktrees")
+    if state.phase == Phase.CLOSED or (state.phase in FINISHED and
+                                       ws.tdir.final_report.exists()):
+        raise refused(Verb.RESUME, state.phase, state.ticket, ws.tdir.path, running=False)
 
 
 def left_behind(home: Path, repo_key: str | None = None) -> list[TicketDir]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
-from handoff.phases import FINISHED, PHASES, Phase, next_step
+from handoff.next_steps import next_step
+from handoff.phases import FINISHED, PHASES, Phase
 from handoff.record import overlaps, slots, usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
@@ -228,8 +230,9 @@ def queued(tdir: TicketDir, queue: slots.Standing | None) -> Queued | None:
 
 def last_run(tdir: TicketDir, state: State, pid: int | None) -> LastRun:
     """How the ticket's orchestrator stands, from its events: `run` is running, finished,
-    not started, crashed (its last error is shown), stopped or died (it left no word: a kill -9
-    or a lost machine); `hint` is what a person does next."""
+    starting (started in its window, not yet holding the ticket), not started, crashed (its
+    last error is shown), stopped or died (it left no word: a kill -9 or a lost machine);
+    `hint` is what a person does next."""
     events, bad = tdir.events.read()
     starts = [i for i, e in enumerate(events) if e.get("kind") == "orchestrator"]
     since = events[starts[-1] + 1:] if starts else []
@@ -238,6 +241,8 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> LastRun:
         run = "running"
     elif state.phase in FINISHED:
         run = "finished"
+    elif starting(events, starts[-1] if starts else -1):
+        run = "starting"
     elif not starts:
         run = "not started"
     elif error is not None:
@@ -246,11 +251,31 @@ def last_run(tdir: TicketDir, state: State, pid: int | None) -> LastRun:
         run = "stopped"
     else:
         run = "died"
-    # a running orchestrator carries the ticket on: a person's part shows in its reason
-    hint = "" if run == "running" else next_step(state.phase, state.ticket)
+    # a running orchestrator carries the ticket on: a person's part shows in its reason (and
+    # one starting will: `resume` now would only start it again)
+    hint = "" if run in ("running", "starting") else next_step(state.phase, state.ticket)
     spent = usage.totals(events)
     return LastRun(run, str(error.get("message", "")) if error else "", hint, len(bad),
                    usage.status_fields(spent) if spent else None)
+
+
+#: seconds an orchestrator started in its window has to take its ticket before `status`
+#: stops calling it starting (it died before it could: a broken install, a killed tmux)
+STARTING_BOUND = 60.0
+
+
+def starting(events: list[dict[str, object]], last_run: int) -> bool:
+    """An orchestrator was started in the ticket's window (a `starting` event after the
+    last run's `orchestrator` event at index last_run) within STARTING_BOUND seconds."""
+    opened = next((e for e in reversed(events[last_run + 1:]) if e.get("kind") == "starting"),
+                  None)
+    if opened is None:
+        return False
+    try:
+        since = datetime.now(UTC) - datetime.fromisoformat(str(opened.get("time")))
+    except ValueError:
+        return False
+    return since.total_seconds() < STARTING_BOUND
 
 
 def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> list[StatusRow]:

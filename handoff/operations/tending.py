@@ -10,6 +10,7 @@ from handoff.errors import UsageError
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import ORCHESTRATOR_WINDOW
 from handoff.machinery.tmux import Tmux
+from handoff.next_steps import Verb, refused
 from handoff.operations.opening import open_ticket, orchestrator_running
 from handoff.operations.resume import run_in_window
 from handoff.phases import Phase, awaited
@@ -18,9 +19,14 @@ from handoff.role import check_name
 
 
 def answer(ws: Workspace, text: str) -> Path:
+    """File the answer of a ticket that waits for a person. Only then: a peer at work reads
+    no answer (the orchestrator passes one on when it has asked), so one at work is refused
+    with what to do instead (attach, or recycle a stuck peer: the monitor's own way on from a
+    stall is to ask a person, and the ticket then waits for the answer)."""
     state = ws.state()
     if state.phase != Phase.NEEDS_HUMAN:
-        raise UsageError(f"{state.ticket} is not waiting for a person (phase {state.phase})")
+        raise refused(Verb.ANSWER, state.phase, state.ticket, ws.tdir.path,
+                      orchestrator_running(ws) is not None)
     if not text.strip():
         raise UsageError("the answer is empty")
     number = state.answers_used + 1
@@ -47,15 +53,14 @@ def recycle(ws: Workspace, role: str) -> Path:
     state = ws.state()
     working = awaited(state.roles.kind(role))
     if state.phase != working:
-        raise UsageError(f"the {role} of {state.ticket} has no work in progress "
-                         f"(phase {state.phase}); there is nothing to recycle",
-                         "recycle a peer while it works on its round")
+        raise refused(Verb.RECYCLE, state.phase, state.ticket, ws.tdir.path,
+                      orchestrator_running(ws) is not None, role=role)
     brief = ws.latest_brief(role)
     if brief is None:
         raise UsageError(f"the {role} has not been briefed yet", "wait for its first round")
     if not ws.peers(state).tmux.has_session(state.session):
-        raise UsageError(f"the peers of {state.ticket} are not running",
-                         f"start them with 'handoff resume {state.ticket}'")
+        raise refused(Verb.ATTACH, state.phase, state.ticket, ws.tdir.path,
+                      orchestrator_running(ws) is not None)
     made = ws.ensure_worktree(state, role)
     if made:
         ws.tdir.events.append("worktree", round=state.round, role=role, **made)
@@ -73,8 +78,8 @@ def attach_argv(ws: Workspace, role: str | None) -> list[str]:
     state = ws.state()
     tmux = Tmux(state.socket, ws.home)
     if not tmux.has_session(state.session):
-        raise UsageError(f"the peers of {state.ticket} are not running",
-                         f"start them with 'handoff resume {state.ticket}'")
+        raise refused(Verb.ATTACH, state.phase, state.ticket, ws.tdir.path,
+                      orchestrator_running(ws) is not None)
     if role is not None:
         pane = ws.peers(state).pane(role if role != "orchestrator" else ORCHESTRATOR_WINDOW)
         if pane is None:

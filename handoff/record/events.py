@@ -22,7 +22,7 @@ EventKind = Literal[
     "nudge", "onto", "orchestrator", "peer",
     "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "pushed",
     "recycle",
-    "replaced", "reviews", "scanner", "screen-unrecognised", "session", "state-restored",
+    "replaced", "reviews", "scanner", "screen-unrecognised", "session", "starting", "state-restored",
     "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",
     "voided", "waiting",
     "watch", "weakened",

@@ -5,7 +5,7 @@ person reads it, and the ticket goes on or ends with a clear event.
 
 The bombs end by themselves (511 shells at most, tests/faults/attacker.py BOMB) and the hogs
 stop at 2 GiB, so a limit that fails costs this machine no more than that; handoff's limits
-on this machine are cgroup v1, checked by tests/test_limit_mechanism.py before any bomb
+on this machine are cgroup v1, checked by tests/unit/machinery/test_limit_mechanism.py before any bomb
 here runs unchecked."""
 
 from __future__ import annotations

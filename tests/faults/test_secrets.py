@@ -67,7 +67,7 @@ def test_no_key_is_on_any_command_line_or_in_the_debug_log(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HANDOFF_DEBUG", "1")
     # every command in a process of its own, so /proc shows the orchestrator's environment
-    # (a warm process's child keeps the one it was forked with there: tests/test_relay.py
+    # (a warm process's child keeps the one it was forked with there: tests/unit/machinery/test_relay.py
     # checks what the warm process and its children hold)
     monkeypatch.setenv("HANDOFF_WARM", "0")
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD],

@@ -1,0 +1,45 @@
+"""handoff.cli.finishing: what finish takes before it merges anything. A ticket on a host is
+finished on its own (a train merges tickets of this machine), and never pushed from here; the
+merges themselves are tests/unit/operations/test_finish.py's, and a hosted finish over a real sshd
+tests/unit/operations/test_hosts.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from handoff.record import placed
+from handoff.record.placed import Placement
+from tests.harness import assert_clean_error, handoff
+
+
+@pytest.fixture
+def hosted(handoff_home: Path, repo: Path) -> str:
+    """H-1 placed on host build1, whose ssh is never run: each case is refused before."""
+    handoff_home.mkdir(mode=0o700, exist_ok=True)
+    (handoff_home / "config.yaml").write_text(yaml.safe_dump({"hosts": {"build1": {
+        "ssh": ["ssh", "-p", "1", "nobody@build1.invalid"]}}}), encoding="utf-8")
+    placed.save(handoff_home, Placement(ticket="H-1", host="build1", repo=str(repo),
+                                        mirror="/there/repo-1", base="main",
+                                        base_commit="0" * 40, base_branch="main"))
+    return "H-1"
+
+
+def test_remote_says_where_push_pushes(repo: Path) -> None:
+    assert_clean_error(handoff("finish", "T-1", "--remote", "origin", cwd=repo), 2,
+                       "--remote says where --push pushes", "add --push (or --pr)")
+
+
+def test_a_ticket_on_a_host_is_no_part_of_a_train(repo: Path, hosted: str) -> None:
+    done = handoff("finish", "T-1", hosted, cwd=repo)
+    assert_clean_error(done, 2, f"{hosted} run(s) on a host: a train merges tickets of this "
+                       "machine only", f"'handoff finish {hosted}'")
+
+
+@pytest.mark.parametrize("flag", ["--push", "--pr"])
+def test_a_ticket_on_a_host_is_pushed_from_there(repo: Path, hosted: str, flag: str) -> None:
+    assert_clean_error(handoff("finish", hosted, flag, cwd=repo), 2,
+                       f"{hosted} runs on a host: push its branch from there",
+                       f"'handoff finish {hosted}' merges it here")

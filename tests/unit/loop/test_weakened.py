@@ -1,0 +1,540 @@
+"""handoff.loop.weakened: the tests a change deleted, removed, emptied of an assertion or
+skipped, read from real commits. The expected lines are counted by hand from the fixtures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from handoff.loop.testconfig import WATCHED
+from handoff.loop.testcount import Count
+from handoff.loop.weakened import (
+    Weakening,
+    described,
+    is_test_path,
+    named_paths,
+    weakened,
+    with_fewer_tests,
+)
+from handoff.machinery.repo import Repo
+from handoff.protocol import ledger
+from handoff.protocol.plan import parse as parse_plan
+from handoff.protocol.reports import Justified, Report
+from tests.conftest import git
+from tests.paths import ROOT
+
+SHOP = '''\
+import pytest
+
+from shop import total
+
+
+def test_empty():
+    assert total([]) == 0
+
+
+def test_one():
+    assert total([3]) == 3
+    assert total([0]) == 0
+
+
+def test_many():
+    assert total([1, 2]) == 3
+    assert total([1, 2, 3]) == 6
+
+
+def test_negative():
+    with pytest.raises(ValueError):
+        total([-1])
+'''
+
+SUM_JS = '''\
+const { sum } = require("./sum");
+
+describe("sum", () => {
+  it("adds two numbers", () => {
+    expect(sum(1, 2)).toBe(3);
+  });
+
+  it("adds none", () => {
+    expect(sum()).toBe(0);
+  });
+});
+'''
+
+CALC_JAVA = '''\
+import org.junit.jupiter.api.Test;
+
+class CalcTest {
+    @Test
+    void adds() {
+        assertEquals(3, Calc.add(1, 2));
+    }
+
+    @Test
+    void subtracts() {
+        assertEquals(1, Calc.sub(2, 1));
+    }
+}
+'''
+
+CALC_GO = '''\
+package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+\tif Add(1, 2) != 3 {
+\t\tt.Fatal("1+2")
+\t}
+}
+
+func TestSub(t *testing.T) {
+\tif Sub(2, 1) != 1 {
+\t\tt.Errorf("2-1")
+\t}
+}
+'''
+
+Row = tuple[str, str, str, int, str]
+
+
+def commit(repo: Path, files: Mapping[str, str | None], message: str = "change") -> str:
+    """Write (or, for None, delete) files, commit them all, return the new HEAD."""
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def rows(repo: Path, base: str, commands: Sequence[Sequence[str]] = ()) -> list[Row]:
+    found = weakened(Repo.at(repo), base, "HEAD", commands)
+    return [(w.id, w.kind, w.file, w.line, w.text) for w in found]
+
+
+@pytest.fixture
+def shop(repo: Path) -> tuple[Path, str]:
+    """repo with tests/test_shop.py (four pytest tests) committed: the base."""
+    return repo, commit(repo, {"shop.py": "def total(xs):\n    return sum(xs)\n",
+                               "tests/test_shop.py": SHOP}, "shop")
+
+
+def test_a_deleted_test_file_is_one_entry(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": None})
+    assert rows(repo, base) == [("W1", "deleted-file", "tests/test_shop.py", 0,
+                                 "tests/test_shop.py")]
+
+
+def test_the_persons_git_config_does_not_change_what_is_read(repo: Path) -> None:
+    """diff.noprefix drops git's a/ b/ (a real folder a/ would then be read away), a textconv
+    driver rewrites what a diff shows: handoff asks for neither."""
+    base = commit(repo, {"a/test_total.py": SHOP}, "tests in a folder named a")
+    git(repo, "config", "diff.noprefix", "true")
+    git(repo, "config", "diff.upper.textconv", "tr a-z A-Z")
+    (repo / ".git" / "info" / "attributes").write_text("*.py diff=upper\n", encoding="utf-8")
+    commit(repo, {"a/test_total.py": SHOP.replace("    assert total([3]) == 3\n", "")})
+    assert rows(repo, base) == [("W1", "removed-assertion", "a/test_total.py", 11,
+                                 "assert total([3]) == 3")]
+
+
+def test_a_removed_test_is_listed_once_not_with_its_assertions(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace(
+        "def test_one():\n    assert total([3]) == 3\n    assert total([0]) == 0\n\n\n", "")})
+    assert rows(repo, base) == [("W1", "removed-test", "tests/test_shop.py", 10, "test_one")]
+
+
+def test_a_dropped_assertion_of_a_kept_test(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace("    assert total([1, 2, 3]) == 6\n", "")})
+    assert rows(repo, base) == [("W1", "removed-assertion", "tests/test_shop.py", 17,
+                                 "assert total([1, 2, 3]) == 6")]
+
+
+def test_an_assertion_given_another_value_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/test_shop.py": SHOP.replace("assert total([3]) == 3",
+                                                     "assert total([3, 4]) == 7")})
+    assert rows(repo, base) == []
+
+
+def test_new_skips_and_expected_failures(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    calc = (repo / "tests" / "test_calc.py").read_text(encoding="utf-8")
+    commit(repo, {
+        "tests/test_shop.py": SHOP.replace("def test_many():",
+                                           '@pytest.mark.skip(reason="flaky")\ndef test_many():'),
+        "tests/test_calc.py": calc.replace("    def test_add(self)",
+                                           "    @unittest.expectedFailure\n    def test_add(self)"),
+    })
+    assert rows(repo, base) == [
+        ("W1", "new-skip", "tests/test_calc.py", 7, "@unittest.expectedFailure"),
+        ("W2", "new-skip", "tests/test_shop.py", 15, '@pytest.mark.skip(reason="flaky")'),
+    ]
+
+
+def test_a_skip_that_only_moved_is_not_new(repo: Path) -> None:
+    before = "import pytest\n\n\n@pytest.mark.skip\ndef test_a():\n    pass\n\n\ndef test_b():\n    pass\n"
+    after = "import pytest\n\n\ndef test_b():\n    pass\n\n\n@pytest.mark.skip\ndef test_a():\n    pass\n"
+    base = commit(repo, {"tests/test_order.py": before})
+    commit(repo, {"tests/test_order.py": after})
+    assert rows(repo, base) == []
+
+
+def test_a_skipped_and_a_focused_javascript_test(repo: Path) -> None:
+    base = commit(repo, {"web/sum.test.js": SUM_JS})
+    commit(repo, {"web/sum.test.js": SUM_JS.replace('it("adds none"', 'it.skip("adds none"')
+                  .replace('it("adds two', 'it.only("adds two')})
+    assert rows(repo, base) == [
+        ("W1", "new-skip", "web/sum.test.js", 4,
+         'it.only("adds two numbers", () => { (.only: the other tests there no longer run)'),
+        ("W2", "new-skip", "web/sum.test.js", 8, 'it.skip("adds none", () => {'),
+    ]
+
+
+def test_a_test_moved_to_another_file_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    moved = "def test_negative():\n    with pytest.raises(ValueError):\n        total([-1])\n"
+    commit(repo, {"tests/test_shop.py": SHOP.replace("\n\n" + moved, ""),
+                  "tests/test_errors.py": "import pytest\n\nfrom shop import total\n\n\n" + moved})
+    assert rows(repo, base) == []
+
+
+def test_a_renamed_test_file_is_not_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    git(repo, "mv", "tests/test_shop.py", "tests/test_basket.py")
+    git(repo, "commit", "-q", "-m", "rename")
+    assert rows(repo, base) == []
+
+
+def test_a_test_file_moved_out_of_the_tests_counts_as_deleted(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    (repo / "attic").mkdir()
+    git(repo, "mv", "tests/test_shop.py", "attic/shop_checks.py")
+    git(repo, "commit", "-q", "-m", "out of the way")
+    assert rows(repo, base) == [("W1", "deleted-file", "tests/test_shop.py", 0,
+                                 "renamed to attic/shop_checks.py")]
+
+
+def test_changes_to_other_files_list_nothing(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"shop.py": "def total(xs):\n    assert xs is not None\n    return sum(xs)\n"})
+    commit(repo, {"shop.py": "def total(xs):\n    return sum(xs)\n", "calc.py": None})
+    assert rows(repo, base) == []
+
+
+def test_other_languages(repo: Path) -> None:
+    java, go = "src/test/java/CalcTest.java", "calc/calc_test.go"
+    base = commit(repo, {java: CALC_JAVA, go: CALC_GO})
+    commit(repo, {
+        java: CALC_JAVA.replace("\n    @Test\n    void subtracts() {\n"
+                                "        assertEquals(1, Calc.sub(2, 1));\n    }\n", ""),
+        go: CALC_GO.replace('\t\tt.Fatal("1+2")\n', "").replace(
+            "func TestSub(t *testing.T) {\n", 'func TestSub(t *testing.T) {\n\tt.Skip("later")\n'),
+    })
+    assert rows(repo, base) == [
+        ("W1", "removed-assertion", go, 7, 't.Fatal("1+2")'),
+        ("W2", "new-skip", go, 11, 't.Skip("later")'),
+        ("W3", "removed-test", java, 9, "subtracts"),
+    ]
+
+
+def test_the_plan_s_commands_name_test_paths() -> None:
+    assert named_paths([["python", "-m", "unittest", "tests.test_calc"]]) == {
+        "tests/test_calc.py", "tests/test_calc", "tests"}
+    assert named_paths([["python", "-m", "pytest", "-q", "checks/calc_check.py::test_a"]]) == {
+        "checks/calc_check.py"}
+    assert named_paths([["pytest", "qa/"]]) == {"qa"}
+    assert named_paths([["python", "-m", "unittest", "tests.test_calc.AddTest.test_add"]]) == {
+        "tests/test_calc.py", "tests/test_calc", "tests"}
+    assert named_paths([["python", "-m", "unittest", "discover", "-s", "checks"]]) == {
+        "checks.py", "checks"}
+    # the runner, options and their values, globs, paths outside the repo name nothing
+    assert named_paths([["python", "-m", "pytest.main", "-k", "a.b", "--junitxml=out/r.xml"],
+                        ["pytest", "tests/**/*.py", "/abs/tests", "../up/x.py", "./"],
+                        ["make", "check"]]) == set()
+    assert named_paths([["pytest", "-c", "pytest.ini", "calc_check.py"]]) == {
+        "pytest.ini", "calc_check.py"}
+    assert named_paths([["go", "test", "./pkg/..."], ["pytest", "checks/t.py::T::test_a[1-2]"]]) \
+        == {"pkg", "checks/t.py"}
+
+
+def test_a_folder_the_plan_names_holds_tests(repo: Path) -> None:
+    check = ("from calc import add\n\n\ndef check_add():\n    assert add(2, 3) == 5\n"
+             "    assert add(0, 0) == 0\n")
+    base = commit(repo, {"qa/calc_check.py": check})
+    commit(repo, {"qa/calc_check.py": check.replace("    assert add(0, 0) == 0\n", "")})
+    assert rows(repo, base) == []
+    assert rows(repo, base, [["pytest", "qa/"]]) == [
+        ("W1", "removed-assertion", "qa/calc_check.py", 6, "assert add(0, 0) == 0")]
+
+
+@pytest.mark.parametrize(("path", "test"), [
+    ("tests/helpers.py", True), ("pkg/__tests__/x.js", True), ("e2e/login.ts", True),
+    ("src/Tests/Util.cs", True), ("test_x.py", True), ("pkg/x_test.py", True),
+    ("conftest.py", True), ("x_test.go", True), ("a/b.test.tsx", True), ("b.spec.mjs", True),
+    ("CalcTest.java", True), ("CalcTests.java", True), ("CalcTest.kt", True),
+    ("calc_spec.rb", True), ("calc_test.rb", True), ("test_calc.rb", True),
+    ("calc.py", False), ("testing.py", False), ("contest.py", False), ("x.test.py", False),
+    ("latest/x.py", False), ("Tested.java", False),
+])
+def test_test_paths(path: str, test: bool) -> None:
+    assert is_test_path(path) is test
+
+
+def test_named_files_and_folders_are_test_paths() -> None:
+    named = {"qa", "checks/calc_check.py"}
+    assert is_test_path("qa/deep/x.py", named)
+    assert is_test_path("checks/calc_check.py", named)
+    assert not is_test_path("checks/other.py", named)
+    assert not is_test_path("qaz/x.py", named)
+
+
+def test_how_a_weakening_is_shown_and_kept() -> None:
+    removed = Weakening("W2", "tests/test_calc.py", 14, "removed-assertion",
+                        "self.assertEqual(add(1, 2), 3)")
+    assert removed.render() == \
+        "W2 tests/test_calc.py:14: assertion removed: `self.assertEqual(add(1, 2), 3)`"
+    assert removed.fields() == {"id": "W2", "file": "tests/test_calc.py", "line": 14,
+                                "kind": "removed-assertion",
+                                "text": "self.assertEqual(add(1, 2), 3)"}
+    assert Weakening("W1", "tests/test_x.py", 0, "deleted-file", "tests/test_x.py").render() == \
+        "W1 tests/test_x.py: test file deleted"
+    assert Weakening("W3", "a.test.js", 3, "new-skip", "it.skip(`x`)").render() == \
+        "W3 a.test.js:3: skip added: `` it.skip(`x`) ``"
+
+
+def test_a_long_line_is_clipped(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    long = "assert total([" + ", ".join(["1"] * 100) + "]) == 100"
+    base = commit(repo, {"tests/test_shop.py": SHOP.replace("assert total([]) == 0", long)})
+    commit(repo, {"tests/test_shop.py": SHOP.replace("    assert total([]) == 0\n", "")})
+    (found,) = rows(repo, base)
+    assert found[:4] == ("W1", "removed-assertion", "tests/test_shop.py", 7)
+    assert found[4] == long[:199] + "…"
+
+
+# ---- test configuration (handoff.loop.testconfig) and the gate's count ----------------------
+
+PYPROJECT = '''\
+[project]
+name = "shop"
+dependencies = ["requests"]
+
+[tool.pytest.ini_options]
+addopts = "-q"
+testpaths = ["tests"]
+
+[tool.ruff]
+line-length = 100
+'''
+
+
+def test_a_pytest_ini_that_deselects_a_test_is_listed(shop: tuple[Path, str]) -> None:
+    """The case of issue 32: a committed pytest.ini with `-k "not test_x"` weakened nothing a
+    test file shows."""
+    repo, base = shop
+    commit(repo, {"pytest.ini": '[pytest]\naddopts = -k "not test_one"\n'})
+    assert rows(repo, base) == [("W1", "test-config", "pytest.ini", 1,
+                                 'new file: +[pytest] | +addopts = -k "not test_one"')]
+
+
+def test_a_conftest_that_drops_collected_items_is_listed(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"tests/conftest.py": "def pytest_collection_modifyitems(items):\n"
+                                       "    items[:] = items[:1]\n"})
+    assert rows(repo, base) == [
+        ("W1", "test-config", "tests/conftest.py", 1, "new file: +def "
+         "pytest_collection_modifyitems(items): | +items[:] = items[:1]")]
+    # renamed out of pytest's sight, its hooks and fixtures are gone as if deleted
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "mv", "tests/conftest.py", "tests/conftest_off.py")
+    git(repo, "commit", "-q", "-m", "away")
+    assert rows(repo, base) == [("W1", "test-config", "tests/conftest.py", 0,
+                                 "renamed to tests/conftest_off.py: no longer read")]
+
+
+def test_pyproject_counts_only_for_its_test_tables(repo: Path) -> None:
+    base = commit(repo, {"pyproject.toml": PYPROJECT})
+    # a dependency, another tool's table, and the same values written another way: nothing
+    commit(repo, {"pyproject.toml": PYPROJECT.replace('["requests"]', '["requests", "attrs"]')
+                  .replace("line-length = 100", "line-length = 120")
+                  .replace('addopts = "-q"', "addopts = '-q'  # quiet")})
+    assert rows(repo, base) == []
+    commit(repo, {"pyproject.toml": PYPROJECT.replace(
+        'addopts = "-q"', 'addopts = "-q --deselect tests/test_shop.py::test_one"')})
+    assert rows(repo, base) == [
+        ("W1", "test-config", "pyproject.toml", 6, 'tool.pytest.ini_options.addopts: "-q" → '
+         '"-q --deselect tests/test_shop.py::test_one"')]
+
+
+def test_pyproject_dotted_keys_and_a_registered_plugin(repo: Path) -> None:
+    """No section header to find: the value is compared, wherever it is written."""
+    base = commit(repo, {"pyproject.toml": '[project]\nname = "shop"\n'})
+    commit(repo, {"pyproject.toml": '[project]\nname = "shop"\n'
+                  'entry-points.pytest11 = { skipper = "shop.skipper" }\n\n'
+                  '[tool]\npytest.ini_options.testpaths = ["docs"]\n'})
+    assert rows(repo, base) == [
+        ("W1", "test-config", "pyproject.toml", 3,
+         'project.entry-points.pytest11.skipper: (none) → "shop.skipper"'),
+        ("W2", "test-config", "pyproject.toml", 6,
+         'tool.pytest.ini_options.testpaths: (none) → ["docs"]')]
+
+
+def test_a_file_that_does_not_read_as_its_format_has_every_line_listed(repo: Path) -> None:
+    base = commit(repo, {"pyproject.toml": PYPROJECT})
+    commit(repo, {"pyproject.toml": PYPROJECT.replace("[tool.ruff]", "[tool.ruff")})
+    assert rows(repo, base) == [("W1", "test-config", "pyproject.toml", 9,
+                                 "(not read as TOML) -[tool.ruff] | +[tool.ruff")]
+
+
+def test_ini_files_count_for_their_test_sections(repo: Path) -> None:
+    base = commit(repo, {
+        "setup.cfg": "[metadata]\nname = shop\n\n[tool:pytest]\naddopts = -q\n",
+        "tox.ini": "[tox]\nenvlist = py311\n\n[testenv]\ncommands = pytest\n\n"
+                   "[flake8]\nmax-line-length = 100\n"})
+    commit(repo, {
+        "setup.cfg": "[metadata]\nname = shop2\n\n[tool:pytest]\naddopts = -q\n"
+                     "    --ignore=tests/test_shop.py\n",
+        "tox.ini": "[tox]\nenvlist = py311\n\n[testenv]\ncommands = pytest tests/test_a.py\n\n"
+                   "[flake8]\nmax-line-length = 120\n"})
+    assert rows(repo, base) == [
+        ("W1", "test-config", "setup.cfg", 0,
+         '[tool:pytest] addopts: "-q" → "-q\\n--ignore=tests/test_shop.py"'),
+        ("W2", "test-config", "tox.ini", 5,
+         '[testenv] commands: "pytest" → "pytest tests/test_a.py"')]
+
+
+def test_package_json_counts_for_its_test_keys_and_the_scripts_the_plan_runs(
+        repo: Path) -> None:
+    before = {"name": "shop", "scripts": {"test": "jest", "ci": "jest --ci", "build": "tsc"},
+              "jest": {"testMatch": ["**/*.test.js"]}, "dependencies": {"left-pad": "1.0.0"}}
+    base = commit(repo, {"package.json": json.dumps(before, indent=2) + "\n"})
+    after = {**before, "scripts": {"test": "jest", "ci": "jest --ci -t add", "build": "tsc -b"},
+             "jest": {"testMatch": ["**/*.test.js"], "testPathIgnorePatterns": ["shop"]},
+             "dependencies": {"left-pad": "1.1.0"}}
+    commit(repo, {"package.json": json.dumps(after, indent=2) + "\n"})
+    # json.dumps(indent=2) puts testPathIgnorePatterns on line 12, "ci" on line 5
+    assert rows(repo, base) == [("W1", "test-config", "package.json", 12,
+                                 'jest.testPathIgnorePatterns: (none) → ["shop"]')]
+    assert rows(repo, base, [["npm", "run", "ci"]]) == [  # by line, as every entry
+        ("W1", "test-config", "package.json", 5, 'scripts.ci: "jest --ci" → "jest --ci -t add"'),
+        ("W2", "test-config", "package.json", 12,
+         'jest.testPathIgnorePatterns: (none) → ["shop"]')]
+
+
+def test_cargo_toml_counts_for_its_test_targets_not_its_dependencies(repo: Path) -> None:
+    manifest = '[package]\nname = "calc"\nversion = "0.1.0"\n\n[dependencies]\nrand = "0.8"\n'
+    base = commit(repo, {"Cargo.toml": manifest})
+    commit(repo, {"Cargo.toml": manifest.replace('"0.8"', '"0.9"')
+                  + '\n[lib]\ntest = false\n\n[[test]]\nname = "it"\nharness = false\n'})
+    assert rows(repo, base) == [
+        ("W1", "test-config", "Cargo.toml", 9, "lib.test: (none) → false"),
+        # a part's keys in name order
+        ("W2", "test-config", "Cargo.toml", 12, "test.0.harness: (none) → false; "
+         'test.0.name: (none) → "it"')]
+
+
+def test_what_the_plan_s_commands_run_and_name_is_watched(shop: tuple[Path, str]) -> None:
+    repo, base = shop
+    commit(repo, {"Makefile": "test:\n\tpytest -k 'not one'\n",
+                  "ci/checks.ini": "[pytest]\naddopts = -x\n"})
+    assert rows(repo, base) == []  # neither is known to decide the tests
+    assert rows(repo, base, [["make", "test"], ["pytest", "-c", "ci/checks.ini"]]) == [
+        ("W1", "test-config", "Makefile", 1, "new file: +test: | +pytest -k 'not one'"),
+        ("W2", "test-config", "ci/checks.ini", 1, "new file: +[pytest] | +addopts = -x")]
+    assert rows(repo, base, [["sh", "-c", "make test"]])[0][2] == "Makefile"
+
+
+def test_what_a_test_file_adds_to_decide_its_own_tests(repo: Path) -> None:
+    """A Go build constraint and pytest's `__test__ = False` leave a file's tests out (a skip);
+    a load_tests function decides which of them run."""
+    go = "calc/calc_test.go"
+    base = commit(repo, {go: CALC_GO, "tests/test_shop.py": SHOP})
+    commit(repo, {go: "//go:build never\n\n" + CALC_GO,
+                  "tests/test_shop.py": "__test__ = False\n\n" + SHOP.replace(
+                      "import pytest\n", "import pytest\n\n\ndef load_tests(loader, tests, "
+                                         "pattern):\n    return tests\n")})
+    assert rows(repo, base) == [
+        ("W1", "new-skip", "calc/calc_test.go", 1,
+         "//go:build never (a build constraint: the file's tests build only when it holds)"),
+        ("W2", "new-skip", "tests/test_shop.py", 1, "__test__ = False"),
+        ("W3", "test-config", "tests/test_shop.py", 6,
+         "def load_tests(loader, tests, pattern): (decides which tests of the file run)")]
+
+
+def test_a_gate_that_ran_fewer_tests_is_one_more_entry() -> None:
+    found = [Weakening("W1", "pytest.ini", 1, "test-config", "new file: +[pytest]")]
+    base, now = Count(12, 0, 0, ("pytest",)), Count(9, 0, 3, ("pytest",))
+    listed = with_fewer_tests(found, base, now)
+    assert [w.render() for w in listed[1:]] == [
+        "W2 the gate: fewer tests ran: 12 tests ran at the base, 9 at this commit (3 fewer); "
+        "3 skipped or left out, 0 at the base"]
+    assert described(listed[1].fields()) == listed[1].describe()
+    assert with_fewer_tests(found, now, base) == found  # more is no weakening
+    assert with_fewer_tests(found, base, None) == found  # unknown is no guess
+
+
+def test_every_test_configuration_entry_must_be_answered_by_a_review(
+        shop: tuple[Path, str]) -> None:
+    """They are weakened tests to the ledger: a review that leaves one out is refused."""
+    repo, base = shop
+    commit(repo, {"pytest.ini": '[pytest]\naddopts = -k "not test_one"\n',
+                  "tests/test_shop.py": SHOP.replace("def test_many", "@pytest.mark.skip\n"
+                                                                      "def test_many")})
+    shown = [w.id for w in weakened(Repo.at(repo), base, "HEAD", [])]
+    assert shown == ["W1", "W2"]
+    only_the_skip = Report(role="reviewer", commit="abc1234", verdict="pass", weakened=(
+        Justified("W2", "justified", "the plan drops test_many"),))
+    plan = parse_plan("# Plan\n")
+    assert ledger.problems(only_the_skip, [], plan, None, shown) == [
+        "weakened test W1 is not answered: add {id: W1, answer: justified or unjustified, "
+        "reason: …} under 'weakened:'"]
+    both = Report(role="reviewer", commit="abc1234", verdict="fail", weakened=(
+        Justified("W1", "unjustified", "it hides test_one"),
+        Justified("W2", "justified", "the plan drops test_many")))
+    assert ledger.problems(both, [], plan, None, shown) == []
+
+
+def test_every_watched_file_is_in_the_protocol_docs() -> None:
+    """docs/protocol.md's table of test configuration names every file WATCHED names."""
+    docs = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    section = docs[docs.index("**Test configuration**"):docs.index("**Fewer tests**")]
+    assert [w.name for w in WATCHED if f"`{w.name}`" not in section] == []
+
+
+def test_test_configuration_is_compared_from_where_the_ticket_branched(repo: Path) -> None:
+    """The base branch moved on (its own pytest change) while the ticket changed only a
+    dependency: the ticket's side, read from the merge base, changed no test configuration."""
+    start = commit(repo, {"pyproject.toml": PYPROJECT})
+    git(repo, "checkout", "-q", "-b", "ticket")
+    commit(repo, {"pyproject.toml": PYPROJECT.replace('["requests"]', '["requests", "attrs"]')})
+    git(repo, "checkout", "-q", "main")
+    moved = commit(repo, {"pyproject.toml": PYPROJECT.replace('"-q"', '"-q -x"')})
+    assert moved != start
+    assert [w.render() for w in weakened(Repo.at(repo), "main", "ticket", [])] == []
+
+
+def test_a_drop_the_removed_or_skipped_tests_account_for_is_not_listed_again() -> None:
+    from handoff.loop.testcount import Count
+    from handoff.loop.weakened import DELETED_FILE, FEWER_TESTS, REMOVED_TEST, Weakening, with_fewer_tests
+
+    removed = [Weakening("W1", "tests/test_a.py", 4, REMOVED_TEST, "test_one")]
+    base, one, two = (Count.from_fields({"ran": n, "failed": 0, "skipped": 0})
+                      for n in (3, 2, 1))
+    assert with_fewer_tests(removed, base, one) == removed, "test_one is the one fewer"
+    more = with_fewer_tests(removed, base, two)
+    assert [w.kind for w in more] == [REMOVED_TEST, FEWER_TESTS] and more[1].id == "W2"
+    assert "(2 fewer)" in more[1].text
+    deleted = [Weakening("W1", "tests/test_b.py", 0, DELETED_FILE, "tests/test_b.py")]
+    assert with_fewer_tests(deleted, base, two) == deleted, "a whole file: any number"

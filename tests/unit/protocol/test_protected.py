@@ -1,0 +1,87 @@
+"""Which changed paths are control files (handoff.protocol.protected)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from handoff.machinery.repo import Repo
+from handoff.protocol.protected import CONTROL, DEFAULT, matches, touched
+from tests.conftest import commit_file, git
+from tests.paths import ROOT
+
+DOCS = ROOT / "docs" / "protocol.md"
+
+
+@pytest.mark.parametrize(("pattern", "path", "expected"), [
+    ("CLAUDE.md", "CLAUDE.md", True),
+    ("CLAUDE.md", "pkg/sub/CLAUDE.md", True),
+    ("CLAUDE.md", "CLAUDE.md.bak", False),
+    (".claude/", ".claude/settings.json", True),
+    (".claude/", "pkg/.claude/settings.json", False),
+    (".claude/", ".claude", False),
+    (".claude", "pkg/.claude/settings.json", True),
+    (".claude", "pkg/claude/settings.json", False),
+    (".github/workflows/", ".github/workflows/ci.yml", True),
+    (".github/workflows/", ".github/CODEOWNERS", False),
+    ("docs/api.md", "docs/api.md", True),
+    ("docs/api.md", "docs/api.md.orig", False),
+    ("docs/gen", "docs/gen/index.html", True),
+    ("docs/*.md", "docs/intro.md", True),
+    ("docs/*.md", "docs/deep/intro.md", False),
+    ("./Makefile", "Makefile", True),
+    (".handoff.yaml", ".handoff.yaml", True),
+])
+def test_a_pattern_matches_the_paths_it_names_and_no_others(pattern: str, path: str,
+                                                             expected: bool) -> None:
+    assert matches(pattern, path) is expected
+
+
+def test_the_defaults_cover_what_steers_handoff_the_peers_and_ci() -> None:
+    changed = ["calc.py", ".handoff.yaml", ".handoff/local-reviewer.md", "AGENTS.md",
+               ".codex/config.toml", ".github/workflows/release.yml", "lib/CLAUDE.md",
+               "README.md", ".gemini/settings.json"]
+    assert touched(changed, DEFAULT) == sorted(set(changed) - {"calc.py", "README.md"})
+
+
+#: what runs on a person's machine, or in CI, or steers a coding CLI, from wherever it is in
+#: the tree (issue 32's cases first, then the variants)
+CONTROL_PATHS = [
+    ".pre-commit-config.yaml", ".husky/pre-commit", ".github/actions/setup/action.yml",
+    ".gitlab-ci.yml", ".envrc", ".vscode/tasks.json", ".devcontainer/devcontainer.json",
+    "sub/.claude/settings.json", "pkg/.codex/config.toml", "web/.gemini/settings.json",
+    "tools/.opencode/agent/x.md", "svc/.mcp.json", "apps/web/.envrc", "apps/web/.vscode/x.json",
+    "tools/lint/action.yml", ".tool-versions", ".npmrc", "web/.yarnrc.yml", "pip.conf",
+    ".cargo/config.toml", "CODEOWNERS", ".github/CODEOWNERS", ".env", ".idea/watcherTasks.xml",
+    "gradle/wrapper/gradle-wrapper.properties", ".lfsconfig", "rust-toolchain.toml",
+]
+#: the project's own code and build files, and files that pick nothing that runs
+NOT_CONTROL = [
+    "src/env.py", "docs/vscode.md", "package.json", "pyproject.toml", "Makefile",
+    "tests/conftest.py", ".pypirc", ".python-version", ".nvmrc", "src/claude.py",
+    ".github/dependabot.yml", "environment.yml", ".envrc.example", "husky.md",
+]
+
+
+def test_the_defaults_cover_what_runs_on_a_person_s_machine_at_any_depth(repo: Path) -> None:
+    """Read from a real commit, as the orchestrator reads it (git's own names for paths)."""
+    base = git(repo, "rev-parse", "HEAD")
+    for path in [*CONTROL_PATHS, *NOT_CONTROL]:
+        commit_file(repo, path, "x\n", f"add {path}")
+    changed = Repo.at(repo).changed_paths(base, "HEAD")
+    assert touched(changed, DEFAULT) == sorted(CONTROL_PATHS)
+
+
+def test_allowed_paths_and_the_configs_own_patterns() -> None:
+    changed = ["CLAUDE.md", "AGENTS.md", "deploy/prod.tf"]
+    assert touched(changed, (*DEFAULT, "deploy/"), allowed=["CLAUDE.md"]) == ["AGENTS.md",
+                                                                             "deploy/prod.tf"]
+    assert touched(changed, DEFAULT, allowed=["*.md"]) == []
+
+
+def test_every_control_file_has_a_reason_and_is_in_the_protocol_docs() -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    section = docs[docs.index("### Control files"):docs.index("## Briefs")]
+    assert all(why.strip() for _, why in CONTROL) and len(set(DEFAULT)) == len(DEFAULT)
+    assert [p for p in DEFAULT if f"`{p}`" not in section] == []

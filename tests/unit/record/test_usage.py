@@ -1,0 +1,260 @@
+"""What the peers spent: a round's usage measured from the CLIs' session files
+(handoff.loop.metering), the ticket's totals and budget (handoff.record.usage), shown by
+`status`, `log` and the final report; a `budget` stops the ticket for a person. The session
+files themselves: tests/unit/providers/test_sessions.py. The end-to-end tests run the real `claude` and
+`codex` against the stand-in servers, which report token usage in their responses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handoff import config as config_mod
+from handoff.errors import UsageError
+from handoff.loop.summary import WORD_LIMIT, final_report, words
+from handoff.operations.render import event_line
+from handoff.record import usage
+from handoff.record.usage import Usage
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    events,
+    handoff,
+    plan_text,
+    spawn,
+    state,
+    ticket_path,
+    wait_phase,
+    write_plan,
+)
+from tests.paths import ROOT
+from tests.realcli import configure, role, stand_in_errors, trust_codex
+from tests.standins.anthropic import AnthropicStandIn
+from tests.standins.homes import claude_home
+from tests.standins.openai import OpenAIStandIn
+
+# ---- the ticket's totals and its budget -----------------------------------------------------
+
+def test_totals_rounds_and_the_budget(tmp_path: Path) -> None:
+    log: list[dict[str, Any]] = [
+        {"kind": "usage", "round": 1, "role": "reviewer", "input_tokens": 5, "tokens": 5},
+        {"kind": "usage", "round": 1, "role": "implementer", "input_tokens": 100,
+         "output_tokens": 50, "cost_usd": 0.5},
+        {"kind": "usage", "round": 2, "role": "implementer", "output_tokens": 45,
+         "cost_usd": 0.25},
+    ]
+    assert usage.totals([]) is None
+    total = usage.totals(log)
+    assert total is not None and usage.status_fields(total) == {
+        "input_tokens": 105, "output_tokens": 95, "cache_read_tokens": 0,
+        "cache_write_tokens": 0, "tokens": 200, "cost_usd": 0.75}
+    assert [(n, r, u.tokens) for n, r, u in usage.per_round(log)] == \
+        [(1, "implementer", 150), (1, "reviewer", 5), (2, "implementer", 45)]
+
+    assert usage.over_budget(log, None, None) is None
+    assert usage.over_budget(log, 200, None) is None, "at the budget is not past it"
+    over = usage.over_budget(log, 199, None)
+    assert over == {"budget": {"tokens": 199}, "over": "tokens", "total": 200, "limit": 199}
+    assert usage.over_budget(log, None, 0.7) == {
+        "budget": {"cost_usd": 0.7}, "over": "cost_usd", "total": 0.75, "limit": 0.7}
+    asked = [*log, {"kind": "budget", **over}]
+    assert usage.over_budget(asked, 199, None) is None, "a person was asked: it goes on"
+    assert usage.over_budget(asked, 150, None) is not None, "another budget is watched afresh"
+
+
+# ---- configuration ------------------------------------------------------------------------
+
+def write_config(repo: Path, text: str) -> None:
+    (repo / ".handoff.yaml").write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("budget: {tokens: 2000000}\n", config_mod.Budget(tokens=2000000)),
+    ("budget: {cost_usd: 5}\n", config_mod.Budget(cost_usd=5.0)),
+    ("budget: {tokens: 10, cost_usd: 0.5}\n", config_mod.Budget(tokens=10, cost_usd=0.5)),
+    ("budget: {}\n", None),
+    ("budget:\n", None),
+])
+def test_budget_config(tmp_path: Path, text: str, expected: config_mod.Budget | None) -> None:
+    write_config(tmp_path, text)
+    assert config_mod.load(tmp_path / "home", tmp_path).budget == expected
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("budget: 5\n", "'budget' must be a mapping"),
+    ("budget: {token: 5}\n", "budget: unknown key(s) ['token']"),
+    ("budget: {tokens: 0}\n", "budget.tokens must be a whole number ≥ 1"),
+    ("budget: {tokens: 1.5}\n", "budget.tokens must be a whole number ≥ 1"),
+    ("budget: {tokens: true}\n", "budget.tokens must be a whole number ≥ 1"),
+    ("budget: {cost_usd: -1}\n", "budget.cost_usd must be a positive number"),
+    ("budget: {cost_usd: .nan}\n", "budget.cost_usd must be a positive number"),
+    ("budget: {cost_usd: .inf}\n", "budget.cost_usd must be a positive number"),
+    ("budget: {cost_usd: five}\n", "budget.cost_usd must be a positive number"),
+])
+def test_a_bad_budget_is_a_clear_usage_error(tmp_path: Path, text: str, says: str) -> None:
+    write_config(tmp_path, text)
+    with pytest.raises(UsageError) as caught:
+        config_mod.load(tmp_path / "home", tmp_path)
+    assert says in caught.value.message and ".handoff.yaml" in caught.value.message
+    assert "budget: {tokens: 2000000}" in caught.value.hint
+
+
+def test_the_init_template_offers_the_budget(tmp_path: Path) -> None:
+    text = config_mod.TEMPLATE.format(implementer="claude", reviewer="claude", security="")
+    line = next(x for x in text.splitlines() if "budget:" in x)
+    write_config(tmp_path, line.lstrip("# ") + "\n")
+    assert config_mod.load(tmp_path / "home", tmp_path).budget == \
+        config_mod.Budget(tokens=2000000, cost_usd=5.0)
+
+
+# ---- showing it ---------------------------------------------------------------------------
+
+def test_log_renders_usage_and_budget_events() -> None:
+    line = event_line({"time": "2026-11-30T03:20:26.531+00:00", "kind": "usage", "round": 2,
+                     "role": "reviewer", "input_tokens": 1000, "output_tokens": 20,
+                     "cache_read_tokens": 30000, "cache_write_tokens": 5, "tokens": 31025,
+                     "cost_usd": 0.0421, "source": "/h/.claude/projects/-wt/abc.jsonl"})
+    assert line == ("03:20:26  r2  reviewer used 31,025 tokens (in 1,000, out 20, cache read "
+                    "30,000, cache write 5), $0.04 — -wt/abc.jsonl")
+    stop = event_line({"time": "2026-11-30T03:20:27.000+00:00", "kind": "budget", "round": 1,
+                     "over": "tokens", "total": 2100000, "limit": 2000000})
+    assert stop.endswith("over budget: 2,100,000 tokens used, the budget is 2,000,000")
+
+
+def summary(**more: Any) -> str:
+    args: dict[str, Any] = {"ticket": "P-7", "outcome": "passed", "reason": "",
+                            "branch": "handoff/P-7", "commit": "9fceb02d0ae598e95dc9",
+                            "rounds": 2, "reviews": 2, "bounces": 0,
+                            "changed": [("calc.py", 2, 2)], "verified": ["gate pass"],
+                            "open_findings": [], **more}
+    return final_report(**args)
+
+
+def test_the_final_report_has_a_table_per_round_and_role() -> None:
+    rows = [(1, "implementer", Usage(1000, 200, cost_usd=0.5)), (1, "reviewer", Usage(300, 40)),
+            (2, "implementer", Usage(10, 2, 5000, 7, cost_usd=0.25))]
+    text = summary(usage=rows)
+    assert "**Usage:** 6,559 tokens, $0.75 as the CLIs recorded it" in text
+    assert "| Round | Role | Tokens | Cost |" in text
+    assert "| 1 | implementer | 1,200 | $0.50 |" in text
+    assert "| 1 | reviewer | 340 | - |" in text
+    assert "| 2 | implementer | 5,019 | $0.25 |" in text
+    assert words(text) <= WORD_LIMIT
+    plain = summary(usage=[(1, "implementer", Usage(10, 2))])
+    assert "| Round | Role | Tokens |\n" in plain and "Cost" not in plain and "$" not in plain
+    assert "Usage" not in summary(), "no usage recorded: nothing said"
+
+
+def test_a_long_table_gives_way_to_its_total_within_the_word_limit() -> None:
+    rows = [(n, r, Usage(n * 1000, 10)) for n in range(1, 16) for r in ("implementer", "reviewer")]
+    changed = [(f"src/f{i}.py", 1, 1) for i in range(6)]
+    text = summary(usage=rows, changed=changed)
+    assert words(text) <= WORD_LIMIT
+    assert "| Round |" not in text and "**Usage:** 240,300 tokens" in text
+    assert "src/f5.py (+1 −1)" in text, "the table goes before any other detail"
+
+
+def test_the_usage_object_in_docs_matches_status() -> None:
+    docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    start = docs.index("### The `usage` object")
+    section = docs[start:docs.index("\n### ", start + 1)]
+    documented = dict(re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", section, re.M))
+    fields = usage.status_fields(Usage(1, 2, 3, 4, 0.5))
+    assert set(documented) == set(fields)
+    kinds = {int: "integer", float: "number", bool: "boolean"}
+    for key, value in fields.items():
+        assert kinds[type(value)] in documented[key], (key, documented[key])
+    assert "| `usage` | object or null |" in docs
+
+
+# ---- a whole ticket with the real Claude Code -----------------------------------------------
+
+def test_claude_usage_is_recorded_shown_and_its_budget_stops_the_ticket_once(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": role("claude", claude)}, budget={"tokens": 1})
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    runner = spawn("start", "CU-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, log=tmp_path / "orch.log")
+    try:
+        waiting = wait_phase(handoff_home, "CU-1", "needs-human", "passed", "escalated",
+                             timeout=150)
+        assert waiting["phase"] == "needs-human", (tmp_path / "orch.log").read_text() + \
+            stand_in_errors(anthropic)
+        log = events(handoff_home, "CU-1")
+        spent = [e for e in log if e["kind"] == "usage"]
+        assert [(e["round"], e["role"]) for e in spent] == [(1, "implementer")]
+        first = spent[0]
+        assert first["tokens"] > 1 and first["output_tokens"] > 0 and first["input_tokens"] > 0
+        assert first["provider"] == "claude" and first["source"].endswith(".jsonl")
+        # read from the implementer's own CLI folder, not the person's ~/.claude
+        own = ticket_path(handoff_home, "CU-1") / "cli" / "implementer" / "claude" / "projects"
+        assert Path(first["source"]).is_relative_to(own) and Path(first["source"]).is_file()
+        assert not (Path(isolated["HOME"]) / ".claude" / "projects").exists()
+        assert f"over budget: the peers used {first['tokens']:,} tokens" in waiting["reason"]
+        assert waiting["after_answer"] == "gating"
+
+        shown = handoff("status", "CU-1", "--json", cwd=repo)
+        row = json.loads(shown.stdout)[0]
+        assert row["usage"]["tokens"] == first["tokens"] and row["phase"] == "needs-human"
+        text = handoff("status", "CU-1", cwd=repo).stdout
+        assert f"usage: {first['tokens']:,} tokens (in " in text
+        logged = handoff("log", "CU-1", cwd=repo).stdout
+        assert f"implementer used {first['tokens']:,} tokens" in logged
+        assert "over budget:" in logged
+
+        assert handoff("answer", "CU-1", "go on", cwd=repo).returncode == 0
+        assert runner.wait(timeout=180) == 0, (tmp_path / "orch.log").read_text()
+    finally:
+        runner.kill()
+        runner.wait()
+    final = state(handoff_home, "CU-1")
+    assert final["phase"] == "passed", final["reason"]
+    log = events(handoff_home, "CU-1")
+    spent = [e for e in log if e["kind"] == "usage"]
+    assert [(e["round"], e["role"]) for e in spent] == [(1, "implementer"), (1, "reviewer")]
+    assert len([e for e in log if e["kind"] == "budget"]) == 1, "asked once for one budget"
+    assert not [e for e in anthropic.main_loop() if "A person answered" in (e.prompt or "")], \
+        "the answer to a budget stop at the gate carries the ticket on; no peer is told it"
+    report = (ticket_path(handoff_home, "CU-1") / "final-report.md").read_text()
+    total = sum(e["tokens"] for e in spent)
+    assert f"**Usage:** {total:,} tokens" in report
+    assert f"| 1 | implementer | {spent[0]['tokens']:,} |" in report
+    assert f"| 1 | reviewer | {spent[1]['tokens']:,} |" in report
+    closed = handoff("close", "CU-1", cwd=repo)
+    assert closed.returncode == 0, closed.stderr
+
+
+def test_codex_usage_is_read_from_its_rollout_in_the_implementers_worktree(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str], claude: Path,
+        codex: Path, anthropic: AnthropicStandIn, openai: OpenAIStandIn) -> None:
+    claude_home(Path(isolated["HOME"]), [repo])
+    trust_codex(openai, repo)
+    configure(handoff_home, {"implementer": role("codex", codex),
+                             "reviewer": role("claude", claude)})
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    done = handoff("start", "CXU-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    spent = {e["role"]: e for e in events(handoff_home, "CXU-1") if e["kind"] == "usage"}
+    assert set(spent) == {"implementer", "reviewer"}
+    codex_usage = spent["implementer"]
+    assert codex_usage["provider"] == "codex" and "cost_usd" not in codex_usage
+    # the implementer's own $CODEX_HOME, seeded from the person's (which gets no rollout)
+    sessions = ticket_path(handoff_home, "CXU-1") / "cli" / "implementer" / "codex" / "sessions"
+    assert Path(codex_usage["source"]).is_relative_to(sessions)
+    assert not (Path(os.environ["CODEX_HOME"]) / "sessions").exists()
+    assert Path(codex_usage["source"]).name.startswith("rollout-")
+    assert codex_usage["input_tokens"] > 0 and codex_usage["output_tokens"] > 0
+    assert spent["reviewer"]["provider"] == "claude"
+    row = json.loads(handoff("status", "CXU-1", "--json", cwd=repo).stdout)[0]
+    assert row["usage"]["tokens"] == codex_usage["tokens"] + spent["reviewer"]["tokens"]
+    assert handoff("close", "CXU-1", cwd=repo).returncode == 0
