@@ -22,9 +22,10 @@ def test_ticket_ids_are_the_folders_of_every_repository(handoff_home: Path) -> N
     folder(handoff_home, "repo-0123456789", "C-2", state="{broken")  # any state at all
     folder(handoff_home, "other-abcdef0123", "C-3")
     folder(handoff_home, "other-abcdef0123", "D-1")
+    folder(handoff_home, "other-abcdef0123", "CX-1")
     (handoff_home / "repo-0123456789" / "C-9").mkdir()  # no state.json: no ticket
     assert ticket_ids("C-") == ["C-1", "C-2", "C-3"]
-    assert ticket_ids("") == ["C-1", "C-2", "C-3", "D-1"]
+    assert ticket_ids("") == ["C-1", "C-2", "C-3", "CX-1", "D-1"]
     assert ticket_ids("X") == []
 
 

@@ -28,6 +28,9 @@ def test_run_gives_status_and_output_and_fails_clearly(repo: Path) -> None:
     with pytest.raises(ExternalFailure) as info:
         gitcmd.run(repo, ["rev-parse", "--verify", "no-such"])
     assert info.value.message == "git rev-parse --verify failed: fatal: Needed a single revision"
+    with pytest.raises(ExternalFailure) as info:
+        gitcmd.run(repo, ["fetch", "nowhere"])  # several lines of stderr: the last one said
+    assert info.value.message == "git fetch nowhere failed: and the repository exists."
 
 
 def test_run_passes_the_environment_and_its_own_bound(repo: Path, tmp_path: Path) -> None:

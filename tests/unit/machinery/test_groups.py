@@ -3,6 +3,7 @@ handoff process that holds a lock, never another program. Real processes, real l
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 from handoff.errors import UsageError
 from handoff.machinery.groups import end_group, end_lock_holder
 from handoff.processes import alive, group_alive
-from handoff.record.lock import holder
+from handoff.record.lock import holder, try_lock
 from tests.conftest import wait_until
 
 #: a child that holds lock (argv[1]) until it is ended; "handoff" is in its command line
@@ -97,3 +98,15 @@ def test_nobody_holding_the_lock_is_nothing_to_end(tmp_path: Path) -> None:
     assert end_lock_holder(tmp_path / "none.lock", "the lock", timeout=1) is None
     (tmp_path / "free.lock").write_text("12345\n")  # a pid written, no lock held
     assert end_lock_holder(tmp_path / "free.lock", "the lock", timeout=1) is None
+
+
+def test_a_held_lock_whose_owner_cannot_be_read_signals_nobody(tmp_path: Path) -> None:
+    """Held, but its pid emptied by hand: there is nobody to name, and nobody is signalled."""
+    lock = tmp_path / "emptied.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        assert try_lock(fd)
+        assert holder(lock) == -1
+        assert end_lock_holder(lock, "the lock", timeout=1) is None
+    finally:
+        os.close(fd)

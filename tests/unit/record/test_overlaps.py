@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from handoff.phases import Phase
-from handoff.record.overlaps import OPEN, Overlap, for_ticket, of, open_states
+from handoff.record.overlaps import OPEN, Overlap, among, for_ticket, of, open_states
 from handoff.record.ticket import State, ticket_dir
 
 KEY = "repo-0123456789"
@@ -29,6 +29,16 @@ def test_a_listing_is_cut_after_five_files() -> None:
     assert few.shown() == "B (reviewing) also changes a.py, b.py"
     many = Overlap("B", "passed", tuple(f"f{i}.py" for i in range(7)))
     assert many.shown() == "B (passed) also changes f0.py, f1.py, f2.py, f3.py, f4.py and 2 more"
+    six = Overlap("B", "passed", tuple(f"f{i}.py" for i in range(6)))
+    assert six.shown().endswith("f4.py and 1 more")
+
+
+def test_among_passes_over_itself_the_closed_and_the_unrelated() -> None:
+    others = [("A", "implementing", ["calc.py"]), ("C", "closed", ["calc.py"]),
+              ("D", "passed", ["other.py"]), ("E", "escalated", ["calc.py", "z.py"])]
+    assert among("A", ["z.py", "calc.py"], others) == [
+        Overlap("E", "escalated", ("calc.py", "z.py"))]
+    assert among("A", [], others) == []
 
 
 def test_the_records_beside_a_ticket_say_what_overlaps_it(handoff_home: Path) -> None:
