@@ -58,7 +58,7 @@ def _end_group_then_tree(pid: int) -> bool:
 
 # GitPython has no hook for how its watchdog kills; this is the one name it calls (checked
 # against the pinned source by
-# tests/unit/machinery/test_repo.py::test_gitpython_watchdog_seam_is_the_one_we_wrap).
+# tests/unit/machinery/test_gitcmd.py::test_gitpython_watchdog_seam_is_the_one_we_wrap).
 git.cmd._kill_process = _end_group_then_tree
 
 

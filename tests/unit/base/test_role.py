@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from handoff.errors import UsageError
-from handoff.phases import Phase, awaited
 from handoff.role import DEFAULT, Kind, Team, check_name
 
 
@@ -51,7 +50,3 @@ def test_state_keeps_the_team_and_a_ticket_from_before_teams_has_the_two_roles()
                               {"name": "security", "kind": "reviewer"}]
     assert Team.from_records([]) == DEFAULT
     assert DEFAULT.names == ("implementer", "reviewer")
-
-
-def test_each_kind_has_the_phase_its_reports_are_awaited_in() -> None:
-    assert [awaited(k) for k in Kind] == [Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING]

@@ -1,4 +1,4 @@
-"""handoff.machinery.relay and handoff.cli.warm: commands handed to the warm process, with real
+"""handoff.machinery.relay: commands handed to the warm process (handoff.cli.warm), with real
 processes, a real tmux server and real tickets."""
 
 from __future__ import annotations
@@ -8,14 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from handoff.cli import warm
 from handoff.config import PEER_NICE
 from handoff.machinery import relay
 from handoff.operations.resume import ORCHESTRATOR_NICE
@@ -218,45 +216,6 @@ def test_a_foreground_run_typed_in_a_terminal_is_that_terminals_own_process(
         stop_runner(runner)
 
 
-def test_a_warm_process_whose_code_changed_serves_no_more(tmp_path: Path,
-                                                          handoff_home: Path) -> None:
-    """The real serve loop over a file standing for handoff's code: once it changes, the next
-    command is told `stale` (and runs in its own process), and the warm process ends."""
-    code = tmp_path / "module.py"
-    code.write_text("x = 1\n", encoding="utf-8")
-    where = handoff_home / relay.FOLDER
-    where.mkdir(parents=True)
-    script = textwrap.dedent(f"""
-        import fcntl, os, socket
-        from pathlib import Path
-        from handoff.cli import warm
-        from handoff.machinery import relay
-        where = {str(where)!r}
-        lock = os.open(os.path.join(where, "test.lock"), os.O_RDWR | os.O_CREAT)
-        from handoff.record.address import Address
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with Address(where, relay.key() + ".sock") as address:  # a long tmp path too
-            listener.bind(address.path)
-        listener.listen(8)
-        files = [Path({str(code)!r})]
-        warm.serve(listener, lock, files, warm.stamp(files), lambda: True)
-    """)
-    server = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        wait_until(lambda: relay.connect(str(where)) is not None, 20, "the loop to listen")
-        assert relay.relay(["resume", "NOPE"], str(handoff_home)) == 3
-        assert warm.stamp([code]) == warm.stamp([code])
-        before = warm.stamp([code])
-        code.write_text("x = 22\n", encoding="utf-8")
-        assert warm.stamp([code]) != before
-        assert relay.relay(["resume", "NOPE"], str(handoff_home)) is None
-        assert server.wait(timeout=20) == 0, "it ends after saying stale"
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait(timeout=10)
-
-
 def test_a_request_is_read_back_as_it_was_sent() -> None:
     request = relay.Request([b"start", b"T-1", b"--plan", "pl\u00e4n.md".encode()],
                             {b"A": b"1", b"EMPTY": b"", b"EQ": b"a=b"}, b"/tmp/x y", 10)
@@ -272,17 +231,6 @@ def test_a_request_is_read_back_as_it_was_sent() -> None:
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was taken for a request")
-
-
-def test_stamp_names_every_file_and_sees_one_vanish(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("a\n", encoding="utf-8")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.py").write_text("b\n", encoding="utf-8")
-    files = warm.code_files(tmp_path)
-    assert [f.name for f in files] == ["a.py", "b.py"]
-    before = warm.stamp(files)
-    (tmp_path / "sub" / "b.py").unlink()
-    assert warm.stamp(files) != before
 
 
 def test_a_warm_process_that_never_comes_up_costs_a_command_half_a_second_once(

@@ -1,0 +1,58 @@
+"""handoff.cli.options: what a TAB completes TICKET, ROLE and a window to, read from the ticket
+folders and the configuration here, and never failing. (The whole chain through bash is
+tests/project/test_cli_conventions.py's.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from handoff.cli.options import roles, ticket_ids, windows
+from tests.conftest import git
+
+
+def folder(home: Path, key: str, ticket: str, state: str = "{}") -> None:
+    (home / key / ticket).mkdir(parents=True)
+    (home / key / ticket / "state.json").write_text(state)
+
+
+def test_ticket_ids_are_the_folders_of_every_repository(handoff_home: Path) -> None:
+    folder(handoff_home, "repo-0123456789", "C-1")
+    folder(handoff_home, "repo-0123456789", "C-2", state="{broken")  # any state at all
+    folder(handoff_home, "other-abcdef0123", "C-3")
+    folder(handoff_home, "other-abcdef0123", "D-1")
+    folder(handoff_home, "other-abcdef0123", "CX-1")
+    (handoff_home / "repo-0123456789" / "C-9").mkdir()  # no state.json: no ticket
+    assert ticket_ids("C-") == ["C-1", "C-2", "C-3"]
+    assert ticket_ids("") == ["C-1", "C-2", "C-3", "CX-1", "D-1"]
+    assert ticket_ids("X") == []
+
+
+def test_no_state_folder_yet_completes_to_nothing(handoff_home: Path) -> None:
+    assert not handoff_home.exists()
+    assert ticket_ids("") == []
+
+
+def test_roles_are_the_teams_of_the_configuration_here(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / ".handoff.yaml").write_text(
+        "roles:\n  security:\n    provider: scripted\n    kind: reviewer\n", encoding="utf-8")
+    git(repo, "add", ".handoff.yaml")
+    git(repo, "commit", "-q", "-m", "team")
+    monkeypatch.chdir(repo / "tests")
+    assert roles("") == ["implementer", "reviewer", "security"]
+    assert roles("s") == ["security"]
+    assert windows("") == ["orchestrator", "implementer", "reviewer", "security"]
+    assert windows("o") == ["orchestrator"]
+
+
+def test_roles_fall_back_on_the_two_of_every_ticket(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / ".handoff.yaml").write_text("roles: [not, a, mapping\n", encoding="utf-8")
+    monkeypatch.chdir(repo)
+    assert roles("") == ["implementer", "reviewer"], "a broken configuration"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    assert roles("rev") == ["reviewer"], "no repository here"
