@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from handoff.cli import status_view
 from handoff.cli.status_view import ordinal, parse, text
+from handoff.operations.standing import StatusRow
 
 
-def row(**changed: Any) -> dict[str, Any]:
-    """A row as standing.status gives one, for a ticket in review."""
-    return {"ticket": "T-1", "phase": "reviewing", "round": 2, "orchestrator": None,
+def row(**changed: Any) -> StatusRow:
+    """A row as standing.status gives one, for a ticket in review (the keys text reads)."""
+    return cast(StatusRow, {"ticket": "T-1", "phase": "reviewing", "round": 2, "orchestrator": None,
             "run": "not started", "repo": "/src/calc", "reason": "", "error": "", "hint": "",
             "events_skipped": 0, "branch": "handoff/T-1", "commit": "0123456789abcdef",
-            "dir": "/state/calc-0123/T-1", **changed}
+            "dir": "/state/calc-0123/T-1", **changed})
 
 
 @pytest.mark.parametrize(("n", "said"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"),
