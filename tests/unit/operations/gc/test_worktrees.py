@@ -10,6 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from handoff.machinery.repo import Repo
+from handoff.machinery.worktrees import TicketWorktrees
+from handoff.operations.gc.found import Options
+from handoff.operations.gc.sessions import InUse
+from handoff.operations.gc.worktrees import worktree_leftovers
+from handoff.phases import Phase
+from handoff.record.ticket import State, TicketDir
 from tests.conftest import git
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -152,3 +159,53 @@ def test_gc_keeps_a_worktree_a_process_works_in(repo: Path, tmp_path: Path,
     assert path.is_dir()
     others = {i["path"]: i for i in found}[str(worktree_dir(repo, "GC2", "reviewer"))]
     assert others["removed"], "the worktree nobody works in goes"
+
+
+def made_by(repo: Path, home: Path, ticket: str, *roles: str) -> TicketWorktrees:
+    """A ticket's worktrees, as handoff under HANDOFF_HOME home makes them (it records home)."""
+    wt = TicketWorktrees(Repo.at(repo), ticket, home=home)
+    for role in roles:
+        wt.ensure(role, git(repo, "rev-parse", "HEAD"))
+    return wt
+
+
+def other_record(home: Path, repo: Path, ticket: str, phase: Phase) -> None:
+    tdir = TicketDir(home / Repo.at(repo).key / ticket)
+    tdir.path.mkdir(parents=True)
+    tdir.save(State(ticket=ticket, repo=str(repo.resolve()), repo_key=Repo.at(repo).key,
+                    phase=phase))
+
+
+def test_another_homes_worktree_goes_once_its_owners_record_is_closed_or_gone(
+        repo: Path, handoff_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other-home"
+    live = made_by(repo, other, "L-1", "implementer")
+    closed = made_by(repo, other, "C-1", "implementer")
+    gone = made_by(repo, other, "G-1", "implementer")
+    other_record(other, repo, "L-1", Phase.IMPLEMENTING)
+    other_record(other, repo, "C-1", Phase.CLOSED)
+    found = {i.path: i for i in worktree_leftovers(handoff_home, [], Options(repo=repo),
+                                                   InUse())}
+    kept = found[str(live.path("implementer"))]
+    assert not kept.removable and f"belongs to ticket L-1 of HANDOFF_HOME {other}" in kept.why
+    assert live.path("implementer").is_dir()
+    for wt in (closed, gone):
+        item = found[str(wt.path("implementer"))]
+        assert item.removed and f"has no record in {handoff_home}" in item.why
+        assert not wt.root.exists(), "the ticket's empty folder goes with its last worktree"
+
+
+def test_a_worktree_a_kept_sessions_pane_works_in_is_kept_and_a_dry_run_removes_nothing(
+        repo: Path, handoff_home: Path) -> None:
+    wt = made_by(repo, handoff_home, "T-1", "implementer", "reviewer")
+    busy = InUse([(wt.path("reviewer").resolve(), "tmux session s:work")])
+    dry = {i.path: i for i in worktree_leftovers(handoff_home, [], Options(repo=repo,
+                                                                            dry_run=True), busy)}
+    assert dry[str(wt.path("implementer"))].removable and \
+        not dry[str(wt.path("implementer"))].removed
+    assert wt.path("implementer").is_dir()
+    found = {i.path: i for i in worktree_leftovers(handoff_home, [], Options(repo=repo), busy)}
+    reviewer = found[str(wt.path("reviewer"))]
+    assert not reviewer.removable and "a pane of tmux session s:work works in it" in reviewer.why
+    assert found[str(wt.path("implementer"))].removed
+    assert wt.path("reviewer").is_dir() and not wt.path("implementer").exists()
