@@ -17,17 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from handoff.config import Config
 from handoff.errors import UsageError
-from handoff.loop.workspace import Workspace
-from handoff.machinery.repo import Repo
 from handoff.providers import RoleSpec, clistate, get
 from handoff.providers.base import Provider
 from handoff.providers.claude import Claude
 from handoff.providers.codex import Codex
 from handoff.providers.gemini import Gemini
 from handoff.providers.opencode import Opencode
-from handoff.record.ticket import TicketDir
 from tests.unit.providers.test_sessions import claude_lines, write_jsonl
 
 PERSON_SETTINGS = {"hooks": {"Stop": [{"hooks": [{"type": "command",
@@ -413,32 +409,6 @@ def test_the_persons_own_cli_is_read_where_the_person_keeps_it(tmp_path: Path,
     scripted = get(RoleSpec(provider="scripted"), tmp_path / "cli" / "implementer")
     assert clistate.seed(scripted, os.environ, tmp_path) is None
     assert not (tmp_path / "cli").exists()
-
-
-def test_a_closed_ticket_keeps_no_copy_of_a_login(tmp_path: Path,
-                                                  isolated: dict[str, str]) -> None:
-    """`handoff close` (Workspace.forget_logins) removes every role's copy of every CLI's
-    login, and nothing else: the session logs stay with the record."""
-    home = Path(isolated["HOME"])
-    person_claude(home, tmp_path / "repo")
-    (home / ".codex").mkdir()
-    (home / ".codex" / "auth.json").write_text('{"OPENAI_API_KEY": "sk-1"}')
-    tdir = TicketDir(tmp_path / "state" / "repo-1" / "T-1")
-    ws = Workspace(home=tmp_path / "state", tdir=tdir, repo=Repo(top=tmp_path / "repo",
-                   common_dir=tmp_path / "repo" / ".git"), config=Config())
-    claude = get(RoleSpec(provider="claude"), tdir.cli("implementer"))
-    codex = get(RoleSpec(provider="codex"), tdir.cli("reviewer"))
-    for provider in (claude, codex):
-        clistate.seed(provider, os.environ, tmp_path / "wt")
-    assert claude.own is not None and codex.own is not None
-    log = write_jsonl(claude.own / "projects" / "-wt" / "s.jsonl", claude_lines())
-    (tdir.path / "cli" / "elsewhere").symlink_to(home / ".claude")
-    assert sorted(ws.forget_logins()) == sorted([claude.own / ".credentials.json",
-                                                 codex.own / "auth.json"])
-    assert not (claude.own / ".credentials.json").exists()
-    assert not (codex.own / "auth.json").exists()
-    assert log.is_file() and (claude.own / "settings.json").is_file()
-    assert (home / ".claude" / ".credentials.json").is_file(), "the person's own stays"
 
 
 def test_a_role_folder_made_a_link_to_the_persons_is_replaced_not_pruned_through(
