@@ -216,6 +216,11 @@ def test_stop_then_resume_in_the_background(repo: Path, tmp_path: Path, handoff_
                       cwd=repo)
     assert started.returncode == 0, started.stderr
     wait_event(handoff_home, "T-S", "launch", role="implementer")
+    folder = ticket_path(handoff_home, "T-S")
+    # its screen is what the stop keeps: wait until it shows the pause (under load the agent
+    # printed it after the launch event by more than the stop took)
+    wait_until(lambda: "paused until" in _screen(folder, "implementer"),
+               what="the implementer paused")
     running = json.loads(handoff("status", "T-S", "--json", cwd=repo).stdout)[0]
     assert running["orchestrator"], "the orchestrator runs in its tmux window"
 
@@ -224,7 +229,6 @@ def test_stop_then_resume_in_the_background(repo: Path, tmp_path: Path, handoff_
     assert not tmux_alive(socket)
     idle = json.loads(handoff("status", "T-S", "--json", cwd=repo).stdout)[0]
     assert idle["orchestrator"] is None and idle["phase"] == "implementing"
-    folder = ticket_path(handoff_home, "T-S")
     assert any("paused until" in t.read_text() for t in (folder / "transcripts").glob("*"))
 
     release(folder, "go")
