@@ -26,7 +26,6 @@ from handoff.protocol import protected
 from handoff.protocol.ledger import Ledger
 from handoff.record.events import EventKind
 from handoff.record.store import atomic_write, digest, file_digest
-from handoff.record.ticket import State
 from handoff.record.usage import over_budget
 from handoff.role import IMPLEMENTER, Team
 
@@ -212,9 +211,3 @@ class TicketContext:
         self.apply(rules.over_budget(spent, limit, over["over"], self.state.ticket,
                                      self.state.phase))
 
-
-def context_for(ws: Workspace, state: State) -> TicketContext:
-    """A context on a state the caller already holds (read under the ticket's lock)."""
-    ctx = TicketContext(ws)
-    ctx.state = state
-    return ctx
