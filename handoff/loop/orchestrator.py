@@ -14,6 +14,7 @@ ticket with nothing lost and no round done twice.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -39,7 +40,7 @@ from handoff.protocol.reports import Report
 from handoff.record import durable, slots, starts
 from handoff.record.lock import TicketLock
 from handoff.record.slots import Slot
-from handoff.record.store import file_digest
+from handoff.record.store import file_digest, write_failed
 from handoff.record.ticket import State, ticket_dir
 from handoff.role import IMPLEMENTER, Kind
 from handoff.verdicts import Status, Verdict
@@ -49,6 +50,8 @@ FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 #: seconds between looks at the queue when nothing in its folder changed (every slot given
 #: back and every waiter gone changes something there: this is only the fallback)
 QUEUE_LOOK = 5.0
+#: what a write meets when the disk under it is full or read-only
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 class Stopped(Exception):
@@ -93,6 +96,14 @@ class Orchestrator:
                 self._steps()
             except (Stopped, KeyboardInterrupt):
                 ctx.event("stopped", phase=ctx.state.phase)
+            except OSError as exc:
+                if exc.errno not in DISK_ERRORS:
+                    raise
+                # a full or read-only disk under any write of the run (a grant, a signal, a
+                # draft), not only the record's own: one clear error naming the file and the mend
+                failed = write_failed(Path(exc.filename or ctx.tdir.path), exc)
+                ctx.event("error", phase=ctx.state.phase, message=failed.message)
+                raise failed from None
             except Exception as exc:  # recorded for `handoff log`, then shown as usual
                 ctx.event("error", phase=ctx.state.phase,
                           message=getattr(exc, "message", None) or repr(exc))
