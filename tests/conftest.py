@@ -96,8 +96,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
     tmux = shutil.which("tmux") or "tmux"  # resolved now: a test may empty PATH
     yield values
     relay.end(Path(values["HANDOFF_HOME"]))  # the warm process the test's commands started
-    subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
+    if socket_file.exists():  # a server ran on it (no tmux started for a test that used none)
+        subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file.unlink(missing_ok=True)
     shutil.rmtree(scratch, ignore_errors=True)
 

@@ -28,6 +28,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from handoff.cli import output
 from handoff.errors import HandoffError
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.next_steps import Verb
@@ -428,32 +429,26 @@ def answer(home: Path, row: Row, text: str) -> str:
     """As `handoff answer`: file it, and start the orchestrator again if none runs."""
     if row.host:
         return _on_host(home, row, ["answer", row.ticket, text])[1]
-    path, restarted = tending.answer_ticket(home, row.ticket, _repo(row), text)
-    return f"answer filed as {path.name}" + ("; orchestrator restarted in tmux" if restarted
-                                              else "")
+    return output.line(tending.answer_ticket(home, row.ticket, _repo(row), text))
 
 
 def approve(home: Path, row: Row) -> str:
     """As `handoff resume TICKET --yes`."""
     if row.host:
         return _on_host(home, row, ["resume", row.ticket, "--yes"])[1]
-    running = resume.resume_approved(home, row.ticket, _repo(row))
-    return "; ".join([f"{row.ticket} approved: the orchestrator runs in tmux session "
-                      f"{running.session}", *running.notes])
+    return output.line(resume.resume_approved(home, row.ticket, _repo(row)))
 
 
 def recycle(home: Path, row: Row, role: str) -> str:
     if row.host:
         return _on_host(home, row, ["recycle", row.ticket, role])[1]
-    brief = tending.recycle(opening.open_ticket(home, row.ticket, _repo(row)), role)
-    return f"{role} of {row.ticket} restarted on {brief.name}"
+    return output.line(tending.recycle_ticket(home, row.ticket, _repo(row), role))
 
 
 def stop(home: Path, row: Row) -> str:
     if row.host:
         return _on_host(home, row, ["stop", row.ticket])[1]
-    result = closing.stop_ticket(home, row.ticket, _repo(row))
-    return "; ".join([result.said, *result.notes])
+    return output.line(closing.stop_ticket(home, row.ticket, _repo(row)))
 
 
 def run(home: Path, repo_key: str | None, plain: bool) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
 import typer
 from typer.core import TyperCommand, TyperOption
 
+from handoff.cli import output
 from handoff.cli.options import JsonOpt, RepoOpt
 from handoff.errors import UsageError
 
@@ -74,11 +75,7 @@ def start_on(where: str, one: PlanToStart, yes: bool, now: bool, max_rounds: int
     options = [*(["--now"] if now else []),
                *(["--max-rounds", str(max_rounds)] if max_rounds else []),
                *(["--summary", summary] if summary else [])]
-    started = hosts.start_on(home, host, found, one.ticket, one.text, base, options)
-    typer.echo(started.said)
-    typer.echo(f"{one.ticket}: runs on host {host.name} (its mirror of {found.top.name}: "
-               f"{started.placement.mirror}); handoff status, attach {one.ticket} and the "
-               "rest reach it there")
+    output.show(hosts.start_on(home, host, found, one.ticket, one.text, base, options))
     return 0
 
 

@@ -73,8 +73,7 @@ def finish(
 
     result = finish_tickets(state_home(), named, repo, mode, all_passed,
                             Push(remote, pr) if push or pr else None)
-    output.notes(result.notes)
-    typer.echo("\n".join(result.said))
+    output.show(result)
     if result.refused is not None:
         raise result.refused
 
@@ -90,5 +89,5 @@ def _finished_on_its_host(ticket: str, mode: str, pushing: bool) -> bool:
                          "here first", f"'handoff finish {ticket}' merges it here")
     from handoff.operations import hosts
 
-    typer.echo("\n".join(hosts.finish_on(*on_host, mode).said))
+    output.show(hosts.finish_on(*on_host, mode))
     return True

@@ -1,14 +1,33 @@
-"""How every command speaks besides its own output: notes and a ticket's failure in a batch go
-to stderr (stdout stays what the command answers, for a script to read), and NO_COLOR."""
+"""How every command speaks: a typed result (`operations.results.Told`) shown one way by the
+command line and one way by the board; notes and a ticket's failure in a batch go to stderr
+(stdout stays what the command answers, for a script to read); NO_COLOR."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import typer
 
 from handoff.errors import HandoffError
+
+if TYPE_CHECKING:
+    from handoff.operations.results import Told
+
+
+def show(result: Told) -> None:
+    """A result on the command line: its notes on stderr first, then its lines on stdout."""
+    notes(result.notes)
+    if result.said:
+        typer.echo("\n".join(result.said))
+
+
+def line(result: Told) -> str:
+    """A result in the board's one status line: its lines, then its notes. An indented line is
+    a terminal's detail (where to watch it, its record): the board shows those in its panes."""
+    return "; ".join(part.strip() for part in [*result.said, *result.notes]
+                     if part.strip() and not part.startswith(" "))
 
 
 def notes(said: Sequence[str]) -> None:

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from handoff.cli import output
 from handoff.errors import EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_NEEDS_HUMAN, EXIT_OK
 from handoff.phases import Phase
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
+    from handoff.operations.results import Told
     from handoff.record.ticket import State
 
 #: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
@@ -32,12 +34,12 @@ def run_here(ws: Workspace) -> int:
     return outcome(ws, state)
 
 
-def outcome(ws: Workspace, state: State, after: str = "") -> int:
+def outcome(ws: Workspace, state: State, after: Told | None = None) -> int:
     """A run's end said: the final report (passed or escalated), then after; its exit code."""
     if state.phase in (Phase.PASSED, Phase.ESCALATED):
         typer.echo(ws.tdir.final_report.read_text(encoding="utf-8"))
-    if after:
-        typer.echo(after)
+    if after is not None:
+        output.show(after)
     return OUTCOME_CODES.get(state.phase, EXIT_INTERRUPTED)
 
 
@@ -68,5 +70,5 @@ def launch(ws: Workspace, foreground: bool) -> int:
 
     if foreground:
         return run_here(ws)
-    typer.echo("\n".join(resume.run_approved(ws).said))
+    output.show(resume.run_approved(ws))
     return 0

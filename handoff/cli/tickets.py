@@ -205,9 +205,7 @@ def resume(
         typer.echo(carried)
         raise typer.Exit(running.launch(ws, foreground))
     if yes and not foreground:  # as the board's approve
-        started = resume.resume_approved(state_home(), ticket, repo, more_rounds)
-        output.notes(started.notes)
-        typer.echo("\n".join(started.said))
+        output.show(resume.resume_approved(state_home(), ticket, repo, more_rounds))
         raise typer.Exit(0)
     ws, notes = resume.open_to_resume(state_home(), ticket, repo, more_rounds)
     output.notes(notes)
@@ -245,11 +243,10 @@ def _resume_all(home: Path, repo: Path | None) -> int:
 
 def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     """Kill a peer and start it fresh on its current brief."""
-    from handoff.operations import opening, tending
+    from handoff.operations import tending
     from handoff.record.store import state_home
 
-    brief = tending.recycle(opening.open_ticket(state_home(), ticket, repo), role)
-    typer.echo(f"{role} of {ticket} restarted on {brief}")
+    output.show(tending.recycle_ticket(state_home(), ticket, repo, role))
 
 
 def submit(
@@ -269,10 +266,7 @@ def answer(ticket: TicketArg, text: str, repo: RepoOpt = None) -> None:
     from handoff.operations import tending
     from handoff.record.store import state_home
 
-    path, restarted = tending.answer_ticket(state_home(), ticket, repo, text)
-    typer.echo(f"answer filed as {path}")
-    if restarted:
-        typer.echo(f"orchestrator restarted in tmux; watch with handoff attach {ticket}")
+    output.show(tending.answer_ticket(state_home(), ticket, repo, text))
 
 
 def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
@@ -280,9 +274,7 @@ def stop(ticket: TicketArg, repo: RepoOpt = None) -> None:
     from handoff.operations import closing
     from handoff.record.store import state_home
 
-    result = closing.stop_ticket(state_home(), ticket, repo)
-    output.notes(result.notes)
-    typer.echo(result.said)
+    output.show(closing.stop_ticket(state_home(), ticket, repo))
 
 
 def close(
@@ -301,9 +293,7 @@ def close(
     if on_host is not None:
         from handoff.operations import hosts
 
-        typer.echo("\n".join(hosts.close_on(*on_host, keep_worktrees, force).said))
+        output.show(hosts.close_on(*on_host, keep_worktrees, force))
         return
 
-    result = closing.close_ticket(state_home(), ticket, repo, keep_worktrees, force)
-    output.notes(result.notes)
-    typer.echo("\n".join(result.said))
+    output.show(closing.close_ticket(state_home(), ticket, repo, keep_worktrees, force))

@@ -152,4 +152,4 @@ def demo(keep: Annotated[bool, typer.Option("--keep", help="Leave the session an
 
     result, state, ws = demo_mod.run(state_home(), keep, typer.echo,
                                      lambda event: typer.echo(event_line(event)))
-    raise typer.Exit(running.outcome(ws, state, "\n".join(result.said)))
+    raise typer.Exit(running.outcome(ws, state, result))

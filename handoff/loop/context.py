@@ -26,6 +26,7 @@ from handoff.protocol import protected
 from handoff.protocol.ledger import Ledger
 from handoff.record.events import EventKind
 from handoff.record.store import atomic_write, digest, file_digest
+from handoff.record.ticket import State
 from handoff.record.usage import over_budget
 from handoff.role import IMPLEMENTER, Team
 
@@ -39,6 +40,9 @@ class TicketContext:
         self.tdir = ws.tdir
         self.say = say or (lambda event: None)
         self.state = ws.state()
+        #: how a phase change reaches the person: the session's status line, and a notice when
+        #: it is one they are told of (handoff.loop.notify); a test of the stages records it
+        self.tell: Callable[[State], None] = self._tell_person
 
     @property
     def team(self) -> Team:
@@ -66,7 +70,10 @@ class TicketContext:
         self.say(self.tdir.move(self.state, phase, reason))
         if phase in FINISHED:
             self.finish()  # before the person is told: the final report is there to read
-        notify.phase_changed(self.state, self.ws.peers(self.state).tmux, self.ws.config.notify,
+        self.tell(self.state)
+
+    def _tell_person(self, state: State) -> None:
+        notify.phase_changed(state, self.ws.peers(state).tmux, self.ws.config.notify,
                              self.ws.repo.top, self.event)
 
     def _next_round(self, move: Move) -> None:

@@ -156,6 +156,7 @@ class DemoRun:
     kept: bool
     #: the demo repo was removed with its temp folder
     removed: bool
+    notes: tuple[str, ...] = ()
 
     @property
     def said(self) -> list[str]:

@@ -28,7 +28,6 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -48,7 +47,7 @@ from handoff.operations.remote import (
     load_here,
     printable,
 )
-from handoff.operations.results import ClosedOnHost, FinishedOnHost
+from handoff.operations.results import ClosedOnHost, FinishedOnHost, StartedOnHost
 from handoff.operations.standing import StatusRow
 from handoff.phases import Phase
 from handoff.record import placed
@@ -93,15 +92,8 @@ def refuse_taken(home: Path, ticket: str) -> None:
                          f"pick another id, or close it: handoff close {ticket}")
 
 
-@dataclass(frozen=True)
-class Started:
-    placement: Placement
-    #: what the host's `handoff start` printed (its notes, its session)
-    said: str
-
-
 def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
-             base: str, options: Sequence[str]) -> Started:
+             base: str, options: Sequence[str]) -> StartedOnHost:
     """Start ticket on host: its base pushed into the mirror, the plan on the host's stdin,
     approved (--yes: it was approved here). The placement is written first."""
     remote = Remote(host)
@@ -127,7 +119,7 @@ def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
         placed.forget(home, ticket)
         raise ExternalFailure(f"host {host.name}: handoff start failed: "
                               f"{printable(last_words(err or out, status))}")
-    return Started(placement, printable((out + err).strip()))
+    return StartedOnHost(placement, printable((out + err).strip()))
 
 
 # ---- what the hosts say about their tickets ---------------------------------------------------

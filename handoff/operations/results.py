@@ -1,13 +1,28 @@
-"""What the operations that end a ticket's run answer: typed, with the notes a person reads
-beside them, and each said once (the command line and the board print the same lines)."""
+"""What the operations a person runs on a ticket answer: typed, with the notes a person reads
+beside them, and each said once. `Told` is what every one of them is to its readers: the command
+line prints it with `cli.output.show` and the board with `cli.output.line`, nothing else."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from handoff.errors import HandoffError
 from handoff.machinery.repo import short_sha
+from handoff.record.placed import Placement
+
+
+class Told(Protocol):
+    """A result as a person reads it: the lines that answer the command (a script reads them
+    on stdout) and the notes on what handoff mended or worked around beside it (stderr)."""
+
+    @property
+    def said(self) -> Sequence[str]: ...
+
+    @property
+    def notes(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -26,9 +41,40 @@ class Stopped:
     notes: tuple[str, ...] = ()
 
     @property
-    def said(self) -> str:
-        return (f"{self.ticket} stopped (orchestrator: {self.orchestrator or 'not running'}, "
-                f"peers: {'stopped' if self.session else 'not running'})")
+    def said(self) -> list[str]:
+        return [f"{self.ticket} stopped (orchestrator: {self.orchestrator or 'not running'}, "
+                f"peers: {'stopped' if self.session else 'not running'})"]
+
+
+@dataclass(frozen=True)
+class Answered:
+    """`handoff answer`: the answer filed, and the orchestrator started again when none ran to
+    pass it on."""
+
+    ticket: str
+    path: Path
+    restarted: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        return [f"answer filed as {self.path}",
+                *([f"orchestrator restarted in tmux; watch with handoff attach {self.ticket}"]
+                  if self.restarted else [])]
+
+
+@dataclass(frozen=True)
+class Recycled:
+    """`handoff recycle`: the role's CLI started fresh on its current brief."""
+
+    ticket: str
+    role: str
+    brief: Path
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        return [f"{self.role} of {self.ticket} restarted on {self.brief}"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +174,24 @@ class Train:
 
 
 @dataclass(frozen=True)
+class StartedOnHost:
+    """`handoff start --host`: the ticket placed on its host and started there."""
+
+    placement: Placement
+    #: what the host's `handoff start` printed (its notes, its session)
+    host_said: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        where = self.placement
+        return [*([self.host_said] if self.host_said else []),
+                f"{where.ticket}: runs on host {where.host} (its mirror of "
+                f"{Path(where.repo).name}: {where.mirror}); handoff status, attach "
+                f"{where.ticket} and the rest reach it there"]
+
+
+@dataclass(frozen=True)
 class ClosedOnHost:
     """`handoff close` of a ticket on a host: its work fetched here, closed there; its record
     stays on the host, its placement here is gone."""
@@ -142,6 +206,7 @@ class ClosedOnHost:
     report: Path | None
     #: why its final report stays on the host only ('' when it was kept or it had none)
     report_left: str = ""
+    notes: tuple[str, ...] = ()
 
     @property
     def said(self) -> list[str]:
@@ -172,6 +237,7 @@ class FinishedOnHost:
     untested: bool
     #: what the merge said (printed with the rest, as a hosted finish always printed it)
     merge_said: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def said(self) -> list[str]:

@@ -12,6 +12,7 @@ from handoff.machinery.peers import ORCHESTRATOR_WINDOW
 from handoff.machinery.tmux import Tmux
 from handoff.next_steps import Verb, refused
 from handoff.operations.opening import open_ticket, orchestrator_running
+from handoff.operations.results import Answered, Recycled
 from handoff.operations.resume import run_in_window
 from handoff.phases import Phase, awaited
 from handoff.record.store import atomic_write
@@ -36,15 +37,20 @@ def answer(ws: Workspace, text: str) -> Path:
     return path
 
 
-def answer_ticket(home: Path, ticket: str, repo: Path | None, text: str) -> tuple[Path, bool]:
+def answer_ticket(home: Path, ticket: str, repo: Path | None, text: str) -> Answered:
     """`handoff answer`: file the answer, and start the orchestrator again (in its tmux window)
-    when none runs to pass it on. (where it was filed, whether the orchestrator was started)"""
+    when none runs to pass it on."""
     ws = open_ticket(home, ticket, repo)
     path = answer(ws, text)
     if orchestrator_running(ws) is not None:
-        return path, False
+        return Answered(ticket, path, False)
     run_in_window(ws)
-    return path, True
+    return Answered(ticket, path, True)
+
+
+def recycle_ticket(home: Path, ticket: str, repo: Path | None, role: str) -> Recycled:
+    """`handoff recycle`: the role's CLI killed and started fresh on its current brief."""
+    return Recycled(ticket, role, recycle(open_ticket(home, ticket, repo), role))
 
 
 def recycle(ws: Workspace, role: str) -> Path:

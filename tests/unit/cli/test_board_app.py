@@ -4,25 +4,19 @@ tickets on the board are tests/e2e/test_board.py's; the rows are handoff.operati
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.text import Text
-from textual.widgets import DataTable, Static
 
 from handoff.cli.board_app import (
     PEER_WIDTH,
-    BoardApp,
-    ChoiceScreen,
     cells,
     details,
     recycle_keys,
 )
 from handoff.operations.board import Peer, Row
 from handoff.phases import Phase
-from handoff.record.ticket import State, ticket_dir
 
 NOW = datetime(2026, 11, 30, 5, 12, 30, tzinfo=UTC)
 
@@ -85,49 +79,3 @@ def test_the_details_of_a_row_say_everything_whole() -> None:
     queued = details(row(orchestrator=None, place=1, waiting=2, reason="queued then"))
     assert "no orchestrator running" in queued
     assert "  queue: 1 of 2 waiting for a slot (max_parallel)" in queued and "why" not in queued
-
-
-def test_the_board_over_a_real_state_folder(handoff_home: Path) -> None:
-    """One ticket awaiting approval: the title counts it as needing the person, the details
-    show it, a key that does not apply says why on the board, and q ends the app."""
-    tdir = ticket_dir(handoff_home, "calc-0123456789", "T-1")
-    tdir.path.mkdir(parents=True)
-    tdir.save(State(ticket="T-1", repo="/src/calc", repo_key="calc-0123456789"))
-
-    async def drive() -> tuple[str, str, str, bool, int]:
-        app = BoardApp(handoff_home, plain=True)
-        async with app.run_test(size=(160, 30)) as pilot:
-            await pilot.pause()
-            title = str(app.query_one("#title", Static).render())
-            shown = str(app.query_one("#details", Static).render())
-            await pilot.press("n")  # answer: the ticket asks for approval, not an answer
-            said = str(app.query_one("#message", Static).render())
-            await pilot.press("s")
-            chose = isinstance(app.screen, ChoiceScreen)
-            await pilot.press("escape")
-            rows = app.query_one(DataTable).row_count
-            await pilot.press("q")
-        return title, shown, said, chose, rows
-
-    title, shown, said, chose, rows = asyncio.run(drive())
-    assert title == "handoff watch — 1 ticket(s), 1 need you"
-    assert shown.startswith("T-1 in /src/calc: awaiting-approval, round 0")
-    assert said and "approv" in said, said
-    assert chose, "stop asks first"
-    assert rows == 1
-
-
-def test_an_empty_board_says_how_to_begin(handoff_home: Path) -> None:
-    async def drive() -> tuple[str, str]:
-        app = BoardApp(handoff_home, plain=True)
-        async with app.run_test() as pilot:
-            await pilot.pause()
-            shown = str(app.query_one("#details", Static).render())
-            await pilot.press("y")
-            said = str(app.query_one("#message", Static).render())
-            await pilot.press("q")
-        return shown, said
-
-    shown, said = asyncio.run(drive())
-    assert shown.startswith("no tickets yet: handoff start TICKET")
-    assert said == "no ticket selected"

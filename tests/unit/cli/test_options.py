@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from handoff.cli.options import roles, ticket_ids, windows
-from tests.conftest import git
+from handoff.cli.options import ticket_ids
 
 
 def folder(home: Path, key: str, ticket: str, state: str = "{}") -> None:
@@ -32,27 +29,3 @@ def test_ticket_ids_are_the_folders_of_every_repository(handoff_home: Path) -> N
 def test_no_state_folder_yet_completes_to_nothing(handoff_home: Path) -> None:
     assert not handoff_home.exists()
     assert ticket_ids("") == []
-
-
-def test_roles_are_the_teams_of_the_configuration_here(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (repo / ".handoff.yaml").write_text(
-        "roles:\n  security:\n    provider: scripted\n    kind: reviewer\n", encoding="utf-8")
-    git(repo, "add", ".handoff.yaml")
-    git(repo, "commit", "-q", "-m", "team")
-    monkeypatch.chdir(repo / "tests")
-    assert roles("") == ["implementer", "reviewer", "security"]
-    assert roles("s") == ["security"]
-    assert windows("") == ["orchestrator", "implementer", "reviewer", "security"]
-    assert windows("o") == ["orchestrator"]
-
-
-def test_roles_fall_back_on_the_two_of_every_ticket(
-        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (repo / ".handoff.yaml").write_text("roles: [not, a, mapping\n", encoding="utf-8")
-    monkeypatch.chdir(repo)
-    assert roles("") == ["implementer", "reviewer"], "a broken configuration"
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    monkeypatch.chdir(plain)
-    assert roles("rev") == ["reviewer"], "no repository here"

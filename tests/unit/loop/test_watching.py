@@ -1,269 +1,242 @@
-"""handoff.loop.watching: what the loop does about a peer it watches, on a real ticket with its
-real tmux session. The peer is a small program in the reviewer's pane that echoes what it is
-sent the way the scripted agent says it took a message, so what handoff typed into it shows."""
+"""handoff.loop.watching: what the loop makes of a peer it watches and what it does about it,
+on a ticket on paper whose panes are `PaperPeers` (tests/paper.py): a test sets what a pane
+shows, and reads back what handoff typed, delivered or kept. `PeerMonitor` decides (its own
+cases are in test_monitor.py); the Watch reads the screen and the signals for it and acts. The
+same acts on a real pane with a real program in it are in tests/integration/loop/."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from handoff.loop.context import TicketContext
 from handoff.loop.crew import PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
 from handoff.loop.monitor import Action, Decision
 from handoff.loop.watching import RECYCLE_GRACE, TICK, Awaited, Watch, nudge_message
-from handoff.machinery.peers import Peers
 from handoff.machinery.tmux import Patience
 from handoff.machinery.watch import Watcher
+from handoff.phases import Phase
 from handoff.providers.base import first_message
 from handoff.providers.scripted import TOOK, WAITING
-from handoff.role import IMPLEMENTER
-from tests.conftest import PYTHON, wait_until
-from tests.loop_tickets import events, new_context
+from handoff.record.store import atomic_write
+from tests.paper import PaperPeers, PaperWorkspace, paper_ticket
 from tests.rooms import FakeCrew
 
-#: the peer: says each line it reads as taken, and that its turn ended on "done"
-PEER = f"""\
-import sys
-print("peer ready", flush=True)
-for line in sys.stdin:
-    print({TOOK!r}, line.strip(), flush=True)
-    if line.strip() == "done":
-        print({WAITING!r}, flush=True)
-"""
 ROLE = "reviewer"
 
 
 class Watched:
-    """A ticket's Watch, and the reviewer's pane with the echoing peer in it."""
+    """A paper ticket in review, its Watch, and the reviewer's paper pane."""
 
-    def __init__(self, watch: Watch, crew: FakeCrew, peers: Peers, pane: str) -> None:
-        self.watch, self.crew, self.peers, self.pane = watch, crew, peers, pane
-        self.ctx = watch.ctx
+    def __init__(self, home: Path) -> None:
+        ws = paper_ticket(home, Phase.REVIEWING)
+        assert isinstance(ws, PaperWorkspace) and ws.paper is not None
+        self.ws, self.peers = ws, ws.paper
+        self.ctx = TicketContext(ws)
+        self.told: list[str] = []
+        self.ctx.tell = lambda state: self.told.append(state.phase)
+        self.crew = FakeCrew(self.ctx)
+        self.watch = Watch(self.ctx, self.crew, ReportDesk(self.ctx, self.crew))
         self.brief = self.ctx.tdir.brief(ROLE, 1)
+        atomic_write(self.brief, "review round 1\n")
+        self.peers.show(ROLE, "scripted: ready\n")
 
     def view(self) -> PeerView:
         view = self.crew.views[ROLE] = self.crew.new_view(ROLE, first_message(self.brief),
                                                           signal_clock())
         return view
 
-    def screen(self) -> str:
-        return self.peers.tmux.capture(self.pane)
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.ctx.tdir.events.read()[0] if e["kind"] == kind]
 
-    def shows(self, text: str) -> str:
-        return wait_until(lambda: text if text in self.screen() else None,
-                          what=f"the peer's pane to show {text!r}")
-
-    def type(self, text: str) -> None:
-        self.peers.tmux.send_key(self.pane, text)
-        self.peers.tmux.send_enter(self.pane)
-
-    def end(self) -> None:
-        """The peer's process ends (its input closed), its pane kept by tmux."""
-        self.peers.tmux.send_key(self.pane, "C-d")
-        wait_until(lambda: (p := self.peers.pane(ROLE)) is not None and p.dead,
-                   what="the peer to exit")
+    def awaited(self) -> Awaited:
+        return Awaited(ROLE, self.brief, self.ctx.tdir.report(ROLE, 1),
+                       Patience(self.ctx.state.ticket))
 
 
 @pytest.fixture
-def watched(repo: Path, handoff_home: Path, tmp_path: Path) -> Watched:
-    ctx = new_context(repo, handoff_home)
-    ctx.setup()
-    crew = FakeCrew(ctx)
-    watch = Watch(ctx, crew, ReportDesk(ctx, crew))
-    program = tmp_path / "peer.py"
-    program.write_text(PEER)
-    peers = ctx.ws.peers(ctx.state)
-    pane = peers.tmux.new_window(ctx.state.session, ROLE, [PYTHON, str(program)], tmp_path)
-    found = Watched(watch, crew, peers, pane)
-    found.shows("peer ready")
-    return found
+def watched(handoff_home: Path) -> Watched:
+    return Watched(handoff_home)
+
+
+def paper(watched: Watched) -> PaperPeers:
+    return watched.peers
 
 
 # ---- act: each judgement of the peer carried out --------------------------------------------
 
 
 def test_a_note_is_recorded_and_nothing_is_sent(watched: Watched) -> None:
-    held = watched.watch.act(ROLE, 1, watched.brief, Decision(Action.NOTE, "working",
-                                                              "spinner: Thinking"),
-                             watched.view(), "")
-    assert held == ""
-    [noted] = events(watched.ctx, "peer")
+    decision = Decision(Action.NOTE, "working", "spinner: Thinking")
+    assert watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "") == ""
+    [noted] = watched.events("peer")
     assert (noted["role"], noted["state"], noted["evidence"]) == (ROLE, "working",
                                                                   "spinner: Thinking")
-    assert TOOK not in watched.screen()
+    assert paper(watched).typed == [] and paper(watched).delivered == []
 
 
 def test_a_dialog_is_answered_with_its_keys(watched: Watched) -> None:
     decision = Decision(Action.ANSWER, "dialog", "trust this folder?", keys=("y", "Enter"),
                         fix="trusted the worktree", dialog="trust")
     assert watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "") == ""
-    watched.shows(f"{TOOK} y")
-    [answered] = events(watched.ctx, "dialog")
+    assert paper(watched).typed == [(ROLE, ("y", "Enter"))]
+    [answered] = watched.events("dialog")
     assert (answered["keys"], answered["answered"], answered["gone"]) == \
         (["y", "Enter"], "trusted the worktree", True)
 
 
-def test_an_unrecognised_screen_is_said_with_the_screen_kept(watched: Watched) -> None:
-    decision = Decision(Action.UNRECOGNISED, "unrecognised", "nothing on its screen was read",
-                        fix="update handoff")
-    screen = watched.screen()
-    assert watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), screen) == ""
-    kept = watched.ctx.tdir.path / "transcripts" / "reviewer-1.unrecognised.log"
-    assert "peer ready" in kept.read_text()
-    [said] = events(watched.ctx, "screen-unrecognised")
-    assert (said["provider"], said["screen"], said["fix"]) == ("scripted", kept.name,
-                                                               "update handoff")
-    assert said["version"] and "peer ready" in said["last_lines"]
-
-
-def test_a_nudge_is_pasted_and_judged_from_then_on(watched: Watched) -> None:
+def test_a_nudge_is_delivered_and_the_peer_judged_from_then_on(watched: Watched) -> None:
     view = watched.view()
     before = view.since_ns
     decision = Decision(Action.NUDGE, "turn-ended", "its turn ended without a report")
-
     assert watched.watch.act(ROLE, 1, watched.brief, decision, view, "") == ""
-
     message = nudge_message(1, watched.brief)
-    assert f"{TOOK} {message}" in watched.screen()
+    assert paper(watched).delivered == [(ROLE, message)]
     assert view.message == message and view.since_ns > before
-    [nudged] = events(watched.ctx, "nudge")
+    [nudged] = watched.events("nudge")
     assert (nudged["delivered"], nudged["evidence"]) == (True, "its turn ended without a report")
 
 
-def test_a_nudge_the_peer_cannot_take_goes_to_a_person(watched: Watched) -> None:
-    watched.end()
+def test_a_nudge_the_peer_cannot_take_goes_to_a_person_with_its_screen(
+        watched: Watched) -> None:
+    paper(watched).refuse = "its input line holds other text"
+    paper(watched).show(ROLE, f"{WAITING}\n> half a message")
     decision = Decision(Action.NUDGE, "turn-ended", "its turn ended without a report")
-    held = watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "peer ready")
-
+    held = watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "")
     assert held.startswith("the reviewer needs a person (turn-ended): its turn ended without "
-                           "a report; the nudge was not taken: the peer is not running")
-    [nudged] = events(watched.ctx, "nudge")
-    assert nudged["delivered"] is False
-    [escalated] = events(watched.ctx, "escalate")
-    assert escalated["state"] == "turn-ended"
+                           "a report; the nudge was not taken: its input line holds other text")
+    assert "'handoff answer T-1 TEXT' to carry on" in held
+    [escalated] = watched.events("escalate")
     kept = watched.ctx.tdir.path / "transcripts" / escalated["screen"]
-    assert "peer ready" in kept.read_text()
+    assert kept.read_text(encoding="utf-8") == f"{WAITING}\n> half a message"
 
 
-def test_an_escalation_keeps_the_screen_and_says_the_fix(watched: Watched) -> None:
-    watched.type("working on it")
-    watched.shows(f"{TOOK} working on it")
-    screen = watched.screen()
+def test_an_escalation_says_the_fix_and_where_its_screen_is(watched: Watched) -> None:
+    screen = f"{TOOK} working on it\n"
+    paper(watched).show(ROLE, screen)
     decision = Decision(Action.ESCALATE, "stalled", "no progress for 30 minutes",
                         fix="attach and look")
     held = watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), screen)
-
     assert held == ("the reviewer needs a person (stalled): no progress for 30 minutes. Fix: "
                     "attach and look (its screen is in transcripts/reviewer-1.log); then "
                     "'handoff answer T-1 TEXT' to carry on")
-    assert f"{TOOK} working on it" in (watched.ctx.tdir.path / "transcripts" /
-                                       "reviewer-1.log").read_text()
-    [escalated] = events(watched.ctx, "escalate")
-    assert escalated["fix"] == "attach and look"
+    [escalated] = watched.events("escalate")
+    assert (escalated["fix"], escalated["state"]) == ("attach and look", "stalled")
     assert f"{TOOK} working on it" in escalated["last_lines"]
+    assert watched.ws.state().phase == Phase.REVIEWING, "a person is asked once all reported"
 
 
-# ---- turn_over: the screen says the peer's turn is done ---------------------------------------
+def test_an_unrecognised_screen_is_said_with_the_screen_and_the_clis_version(
+        watched: Watched) -> None:
+    paper(watched).show(ROLE, "????\n")
+    decision = Decision(Action.UNRECOGNISED, "unrecognised", "nothing on its screen was read",
+                        fix="update handoff")
+    assert watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "????\n") == ""
+    [said] = watched.events("screen-unrecognised")
+    kept = watched.ctx.tdir.path / "transcripts" / said["screen"]
+    assert kept.read_text(encoding="utf-8") == "????\n"
+    assert (said["provider"], said["fix"]) == ("scripted", "update handoff")
+    assert said["version"] and said["last_lines"] == ["????"]
 
 
-def test_a_turn_is_over_only_once_the_screen_shows_the_peer_ready(watched: Watched) -> None:
-    assert not watched.watch.turn_over(ROLE), "starting: nothing says its turn ended"
-    watched.type("running the tests")
-    watched.shows(f"{TOOK} running the tests")
+# ---- assess: the screen read, the monitor asked -------------------------------------------
+
+
+def test_a_peer_replaced_in_its_pane_is_judged_afresh(watched: Watched) -> None:
+    view = watched.view()
+    view.pid = 1111
+    paper(watched).show(ROLE, f"{TOOK} looking at calc.py\n", pid=2222)
+    pane = paper(watched).look(ROLE)
+    assert pane is not None
+    assert watched.watch.assess(ROLE, 1, watched.brief, watched.ctx.tdir.report(ROLE, 1),
+                                pane) == ""
+    [recycled] = [e for e in watched.events("peer") if e["state"] == "recycled"]
+    assert recycled["evidence"] == "pid 1111 was replaced by pid 2222 in its pane " \
+                                   "(handoff recycle)"
+    assert watched.crew.views[ROLE].pid == 2222
+
+
+def test_a_busy_peer_is_left_to_work(watched: Watched) -> None:
+    paper(watched).show(ROLE, f"{TOOK} running the tests\n")
+    pane = paper(watched).look(ROLE)
+    assert pane is not None
+    assert watched.watch.assess(ROLE, 1, watched.brief, watched.ctx.tdir.report(ROLE, 1),
+                                pane) == ""
+    assert paper(watched).delivered == [] and paper(watched).typed == []
+    assert watched.events("escalate") == []
+
+
+# ---- turn_over, signalled: when a look is due --------------------------------------------
+
+
+def test_a_turn_is_over_only_when_the_screen_shows_the_peer_ready(watched: Watched) -> None:
+    paper(watched).show(ROLE, f"{TOOK} running the tests\n")
     assert not watched.watch.turn_over(ROLE), "busy"
-    watched.type("done")
-    wait_until(lambda: watched.watch.turn_over(ROLE), what="the turn to be over")
+    paper(watched).show(ROLE, f"{TOOK} done\n{WAITING}\n")
+    assert watched.watch.turn_over(ROLE)
+    del paper(watched).panes[ROLE]
+    assert not watched.watch.turn_over(ROLE), "no pane: nothing says its turn is over"
 
 
-# ---- look: a peer that ended ------------------------------------------------------------------
+def test_a_hooks_signal_since_the_view_began_is_seen_once(watched: Watched) -> None:
+    view = watched.view()
+    assert not watched.watch.signalled(ROLE)
+    signals = watched.ctx.tdir.signals(ROLE)
+    signals.mkdir(parents=True, exist_ok=True)
+    (signals / "1-stop.json").write_text('{"event": "stop"}', encoding="utf-8")
+    assert watched.watch.signalled(ROLE)
+    view.since_ns = time.time_ns() + 10**9
+    assert not watched.watch.signalled(ROLE), "judged already"
 
 
-def awaited(watched: Watched) -> Awaited:
-    return Awaited(ROLE, watched.brief, watched.ctx.tdir.report(ROLE, 1),
-                   Patience(watched.ctx.state.ticket))
+# ---- look: a peer that ended, a person recycling one -------------------------------------
 
 
-def test_a_peer_that_died_is_relaunched_and_its_unfinished_reports_voided(
-        watched: Watched, tmp_path: Path) -> None:
+def test_a_dead_peer_is_revived_and_its_unfinished_review_voided(watched: Watched,
+                                                                tmp_path: Path) -> None:
     report = watched.ctx.tdir.report(ROLE, 1)
-    report.write_text("---\nverdict: pass\n---\n")  # filed before its session ended
-    watched.end()
+    report.write_text("---\nverdict: pass\n---\n", encoding="utf-8")
+    paper(watched).show(ROLE, "", dead=True, status=137)
     with Watcher([tmp_path / "watched"]) as watcher:
-        assert watched.watch.look(awaited(watched), 1, watched.peers, watcher) == TICK
-
-    assert watched.crew.launched == [(ROLE, watched.brief, "relaunch")]
-    assert watched.ctx.ws.state().relaunched == {ROLE: 1}
-    [death] = events(watched.ctx, "death")
-    assert (death["role"], death["existed"], death["relaunches"]) == (ROLE, True, 1)
-    assert not report.exists()
-    assert (watched.ctx.tdir.path / "review-report-1.void-1.md").exists()
+        assert watched.watch.look(watched.awaited(), 1, paper(watched), watcher) == TICK
+    assert watched.crew.revived == [(ROLE, True, 137, "")], "with how it ended"
+    assert not report.exists(), "a review filed by a session that ended before its turn did"
+    assert (watched.ctx.tdir.path / "review-report-1.void-1.md").exists(), "kept beside"
+    [voided] = watched.events("voided")
+    assert voided["why"] == "its session ended before its turn was over"
 
 
 def test_a_peer_a_person_is_recycling_is_not_taken_for_dead(watched: Watched,
-                                                           tmp_path: Path) -> None:
-    watched.ctx.tdir.recycling(ROLE).write_text(str(os.getpid()))
-    watched.end()
+                                                            tmp_path: Path) -> None:
+    atomic_write(watched.ctx.tdir.recycling(ROLE), str(os.getpid()))
+    del paper(watched).panes[ROLE]
     with Watcher([tmp_path / "watched"]) as watcher:
-        assert watched.watch.look(awaited(watched), 1, watched.peers, watcher) == TICK
-    assert watched.crew.launched == [] and events(watched.ctx, "death") == []
-    assert watched.ctx.ws.state().relaunched == {}
+        assert watched.watch.look(watched.awaited(), 1, paper(watched), watcher) == TICK
+    assert watched.crew.revived == []
 
 
-# ---- recycled_by_hand, void_unfinished: no tmux needed ---------------------------------------
-
-
-def a_watch(repo: Path, home: Path) -> Watch:
-    ctx = new_context(repo, home)
-    crew = FakeCrew(ctx)
-    return Watch(ctx, crew, ReportDesk(ctx, crew))
-
-
-def test_a_fresh_marker_of_a_live_recycle_is_a_recycle_by_hand(repo: Path,
-                                                               handoff_home: Path) -> None:
-    watch = a_watch(repo, handoff_home)
-    marker = watch.ctx.tdir.recycling(ROLE)
-    assert not watch.recycled_by_hand(ROLE), "no marker"
-    marker.write_text(str(os.getpid()))
-    assert watch.recycled_by_hand(ROLE)
-    assert not watch.recycled_by_hand(IMPLEMENTER), "the marker is the reviewer's"
-
-
-def test_a_stale_or_dead_or_unreadable_marker_is_no_recycle(repo: Path,
-                                                           handoff_home: Path) -> None:
-    watch = a_watch(repo, handoff_home)
-    marker = watch.ctx.tdir.recycling(ROLE)
-    marker.write_text(str(os.getpid()))
+def test_a_stale_or_unreadable_recycle_marker_is_no_recycle(watched: Watched) -> None:
+    marker = watched.ctx.tdir.recycling(ROLE)
+    atomic_write(marker, str(os.getpid()))
+    assert watched.watch.recycled_by_hand(ROLE)
     old = time.time() - RECYCLE_GRACE - 5
     os.utime(marker, (old, old))
-    assert not watch.recycled_by_hand(ROLE), "the recycle would have finished long ago"
-
-    ended = subprocess.Popen([PYTHON, "-c", "pass"])
-    ended.wait(timeout=30)
-    marker.write_text(str(ended.pid))
-    assert not watch.recycled_by_hand(ROLE), "its process is gone"
-
-    marker.write_text("not a pid")
-    assert not watch.recycled_by_hand(ROLE)
+    assert not watched.watch.recycled_by_hand(ROLE)
+    atomic_write(marker, "not a pid")
+    assert not watched.watch.recycled_by_hand(ROLE)
 
 
-def test_only_a_tester_or_reviewers_unfinished_reports_are_voided(repo: Path,
-                                                                  handoff_home: Path) -> None:
-    watch = a_watch(repo, handoff_home)
-    tdir = watch.ctx.tdir
-    for role in (IMPLEMENTER, ROLE):
-        tdir.report(role, 1).write_text("a report\n")
-    (tdir.path / "review-report-1.filed-1.md").write_text("an earlier one\n")
-
-    watch.void_unfinished(IMPLEMENTER, 1, tdir.report(IMPLEMENTER, 1))
-    watch.void_unfinished(ROLE, 1, tdir.report(ROLE, 1))
-
-    assert tdir.report(IMPLEMENTER, 1).exists(), "taken when filed: its session may end"
-    assert not tdir.report(ROLE, 1).exists()
-    assert sorted(p.name for p in tdir.path.glob("*.void-*.md")) == \
-        ["review-report-1.filed-1.void-1.md", "review-report-1.void-1.md"]
-    assert [e["why"] for e in events(watch.ctx, "voided")] == \
-        ["its session ended before its turn was over"] * 2
+def test_the_held_peers_go_to_a_person_in_the_same_round(watched: Watched) -> None:
+    wait = watched.awaited()
+    wait.held = "the reviewer needs a person (stalled): no progress"
+    watched.watch.hand_to_person([wait])
+    state = watched.ws.state()
+    assert (state.phase, state.after_answer, state.held) == (Phase.NEEDS_HUMAN, "reviewing",
+                                                             [ROLE])
+    assert state.reason == "the reviewer needs a person (stalled): no progress"
+    assert watched.told == [Phase.NEEDS_HUMAN]

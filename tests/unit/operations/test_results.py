@@ -7,14 +7,18 @@ from pathlib import Path
 
 from handoff.errors import NotMerged
 from handoff.operations.results import (
+    Answered,
     Closed,
     ClosedOnHost,
     Finished,
     FinishedOnHost,
+    Recycled,
     Running,
+    StartedOnHost,
     Stopped,
     Train,
 )
+from handoff.record.placed import Placement
 
 BEFORE, AFTER, COMMIT = "1" * 40, "2" * 40, "3" * 40
 RECORD = Path("/state/repo-1/T-1")
@@ -30,9 +34,32 @@ def closed(ticket: str = "T-1", **fields: object) -> Closed:
 
 def test_a_stopped_ticket_says_what_ran() -> None:
     assert Stopped("T-1", 4242, True).said == \
-        "T-1 stopped (orchestrator: 4242, peers: stopped)"
+        ["T-1 stopped (orchestrator: 4242, peers: stopped)"]
     assert Stopped("T-1", None, False).said == \
-        "T-1 stopped (orchestrator: not running, peers: not running)"
+        ["T-1 stopped (orchestrator: not running, peers: not running)"]
+
+
+def test_an_answer_says_where_it_was_filed_and_whether_the_orchestrator_was_started() -> None:
+    answer = RECORD / "answer-1.md"
+    assert Answered("T-1", answer, False).said == [f"answer filed as {answer}"]
+    assert Answered("T-1", answer, True).said == [
+        f"answer filed as {answer}",
+        "orchestrator restarted in tmux; watch with handoff attach T-1"]
+
+
+def test_a_recycled_peer_says_its_brief() -> None:
+    brief = RECORD / "brief-reviewer-2.md"
+    assert Recycled("T-1", "reviewer", brief).said == [f"reviewer of T-1 restarted on {brief}"]
+
+
+def test_a_ticket_started_on_a_host_says_where_it_runs_after_what_the_host_said() -> None:
+    where = Placement("R-1", "build1", "/home/me/proj", "~/.handoff/mirrors/proj", "main",
+                      COMMIT)
+    last = ("R-1: runs on host build1 (its mirror of proj: ~/.handoff/mirrors/proj); handoff "
+            "status, attach R-1 and the rest reach it there")
+    assert StartedOnHost(where, "R-1: the orchestrator runs in tmux session s").said == [
+        "R-1: the orchestrator runs in tmux session s", last]
+    assert StartedOnHost(where, "").said == [last]
 
 
 def test_a_running_ticket_says_where_to_watch_it() -> None:

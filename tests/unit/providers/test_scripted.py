@@ -3,12 +3,11 @@ pane, no model, no network)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from handoff.providers import REGISTRY, Launch, RoleSpec, get
-from handoff.providers.scripted import EXIT, SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
 
 
 def start(tmp_path: Path, signals: bool = True) -> Launch:
@@ -23,21 +22,6 @@ def test_it_is_always_there_and_runs_as_this_python() -> None:
     from handoff import __version__
 
     assert scripted.version() == __version__
-
-
-def test_its_command_line_starts_the_agent_which_leaves_on_its_exit_keys(
-        tmp_path: Path) -> None:
-    scripted = get(RoleSpec(provider="scripted"))
-    launch = start(tmp_path)
-    argv = scripted.argv(launch)
-    assert argv[-2:] == ["reviewer", launch.message]
-    typed = scripted.exit_keys[0]
-    assert typed == EXIT and scripted.exit_keys[1] == "Enter"
-    done = subprocess.run(argv, input=f"{typed}\n", capture_output=True, text=True, timeout=60,
-                          env={**scripted.env(launch), "PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, done.stderr
-    assert "scripted agent — reviewer" in done.stdout
-    assert "scripted: leaving" in done.stdout
 
 
 def test_its_signal_folder_reaches_it_through_one_variable(tmp_path: Path) -> None:

@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from handoff.record import slots
 from handoff.record.slots import Slot
-from tests.conftest import wait_until
-from tests.paths import ROOT
-
-HOLDER = """
-import sys, time
-from pathlib import Path
-from handoff.record.slots import Slot
-slot = Slot(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
-print("waits" if slot.take() is not None else "holds", flush=True)
-time.sleep(300)
-"""
 
 
 def slot(home: Path, name: str, order: str, limit: int, now: bool = False) -> Slot:
@@ -69,38 +55,6 @@ def test_now_takes_a_slot_over_the_limit_and_still_counts(tmp_path: Path) -> Non
     assert b.take() is not None, "U counts: 1 of 1 is at work"
     urgent.release()
     assert b.take() is None
-
-
-def test_a_killed_holder_gives_its_slot_back_and_a_killed_waiter_its_place(
-        tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-    def holder(name: str, order: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home),
-                                 str(home / "repo-1" / name), order, "1"],
-                                stdout=subprocess.PIPE, text=True, env=env)
-        assert proc.stdout is not None
-        proc.stdout.readline()  # it has taken the slot (or its place) and says so
-        return proc
-
-    working = holder("A", "1")
-    waiting = holder("B", "2")
-    try:
-        mine = slot(home, "C", "3", 1)
-        queue = mine.take()
-        assert queue is not None and [h.name for h in queue.waiting] == ["B", "C"]
-        assert [h.pid for h in queue.at_work] == [working.pid]
-        for proc in (working, waiting):  # no chance to tidy up
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
-        wait_until(lambda: mine.take() is None, 10, "the dead ones' slot and place freed")
-        left = sorted(p.name for p in slots.folder(home).iterdir())
-        assert left == [f"{slots.key(mine.ticket)}.run"], "their files were removed"
-    finally:
-        for proc in (working, waiting):
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def test_release_gives_back_the_slot_and_the_file_and_is_harmless_twice(

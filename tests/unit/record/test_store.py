@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.errors import ExternalFailure, UsageError
+from handoff.errors import UsageError
 from handoff.record.store import (
     atomic_write,
     atomic_write_json,
@@ -20,8 +20,6 @@ from handoff.record.store import (
     state_home,
     validate_ticket_id,
 )
-from tests.conftest import git
-from tests.faults.test_record_faults import fill, small_disk
 
 # ---- validate_ticket_id ------------------------------------------------------------------------
 
@@ -172,20 +170,6 @@ def test_repo_key_is_a_safe_folder_name(name: str, tmp_path: Path) -> None:
     assert "/" not in key
 
 
-def test_a_linked_worktree_maps_to_its_repos_key(repo: Path, tmp_path: Path) -> None:
-    """From inside a worktree git reports the same common dir, so the key (common dir and main
-    checkout) is the same as from the main checkout: one ticket folder per repository."""
-    linked = tmp_path / "elsewhere" / "implementer"
-    git(repo, "worktree", "add", "-q", "--detach", str(linked), "HEAD")
-
-    def key_at(path: Path) -> str:
-        common = Path(git(path, "rev-parse", "--path-format=absolute", "--git-common-dir"))
-        return repo_key(common, common.parent)
-
-    assert key_at(linked) == key_at(repo)
-    assert key_at(repo).startswith("repo-")
-
-
 # ---- atomic_write ------------------------------------------------------------------------------
 
 
@@ -279,20 +263,3 @@ def test_keep_private_makes_the_umask_077_and_keeps_a_stricter_one(loose_umask: 
     assert os.umask(0o277) == 0o077
     keep_private()
     assert os.umask(0o022) == 0o277
-
-
-# ---- a full disk -----------------------------------------------------------------------------
-
-
-def test_a_full_disk_is_a_clear_error_and_keeps_the_old_file(tmp_path: Path) -> None:
-    with small_disk(tmp_path / "disk", "64k") as disk:
-        target = disk / "T-1" / "state.json"
-        atomic_write(target, "old and whole\n")
-        fill(disk)
-        with pytest.raises(ExternalFailure) as caught:
-            atomic_write(target, "new " * 10_000)
-        assert str(target) in caught.value.message
-        assert "No space left on device" in caught.value.message
-        assert "free space" in caught.value.hint
-        assert target.read_text(encoding="utf-8") == "old and whole\n"
-        assert [p.name for p in target.parent.iterdir()] == ["state.json"], "no temp file left"

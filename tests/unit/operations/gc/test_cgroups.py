@@ -2,7 +2,7 @@
 peers and gates go once empty; a busy one is named and kept, a live ticket's is not looked at.
 
 Folders stand in for the cgroups here (the kernel's own, with processes in them, are proven by
-tests/unit/machinery/test_limits.py::test_gc_removes_a_gone_ticket_s_empty_cgroups_and_names_a_busy_one):
+tests/integration/machinery/test_limits.py::test_gc_removes_a_gone_ticket_s_empty_cgroups_and_names_a_busy_one):
 what is read is the same, cgroup.procs, and an rmdir that fails on a folder that is not empty."""
 
 from __future__ import annotations

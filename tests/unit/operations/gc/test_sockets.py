@@ -5,45 +5,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import socket as socketlib
-import subprocess
 from pathlib import Path
 
 from handoff.operations.gc.found import Options, Record
 from handoff.operations.gc.sockets import socket_leftovers, tmux_dir
 from handoff.record.ticket import State, TicketDir
-from tests.conftest import wait_until
-from tests.harness import (
-    handoff,
-    tmux_alive,
-)
-from tests.unit.operations.gc.test_gc import (
-    gc,
-    listed,
-)
-
-
-def test_a_stale_socket_goes_a_live_one_stays(repo: Path, handoff_home: Path,
-                                              socket: str) -> None:
-    path = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
-    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "x", "sleep", "600"],
-                   check=True, timeout=15)
-    assert [i for i in gc(cwd=repo) if i["kind"] == "socket"] == [], "a live server stays"
-    server = int(subprocess.run(["tmux", "-L", socket, "display-message", "-p", "#{pid}"],
-                                capture_output=True, text=True, check=True,
-                                timeout=15).stdout)
-    os.kill(server, signal.SIGKILL)
-    wait_until(lambda: not tmux_alive(socket), what="the tmux server to die")
-    assert path.exists()
-
-    assert listed(gc("--dry-run", cwd=repo)) == {("socket", str(path))}
-    assert path.exists()
-    done = handoff("gc", cwd=repo)
-    assert done.returncode == 0, done.stderr
-    assert f"removed      socket {path}: no tmux server answers on it" in done.stdout
-    assert done.stdout.strip().endswith("gc: removed 1, kept 0")
-    assert not path.exists() and not path.with_name(f"{socket}.lock").exists()
 
 
 def stale_socket(name: str) -> Path:

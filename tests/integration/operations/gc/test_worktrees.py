@@ -25,7 +25,7 @@ from tests.harness import (
     stop_runner,
     ticket_path,
 )
-from tests.unit.operations.gc.test_gc import (
+from tests.integration.operations.gc.test_gc import (
     gc,
     has_session,
     mark_closed,

@@ -1,7 +1,7 @@
 """handoff.cli.finishing: what finish takes before it merges anything. A ticket on a host is
 finished on its own (a train merges tickets of this machine), and never pushed from here; the
-merges themselves are tests/unit/operations/test_finish.py's, and a hosted finish over a real sshd
-tests/unit/operations/test_hosts.py's."""
+merges themselves are tests/integration/operations/test_finish.py's, and a hosted finish over a real sshd
+tests/integration/operations/test_hosts.py's."""
 
 from __future__ import annotations
 

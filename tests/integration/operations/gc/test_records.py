@@ -22,14 +22,14 @@ from tests.harness import (
     ticket_path,
     write_plan,
 )
-from tests.unit.operations.gc.test_found import saved
-from tests.unit.operations.gc.test_gc import (
+from tests.integration.operations.gc.test_gc import (
     gc,
     has_session,
     listed,
     registered,
     worktree_dir,
 )
+from tests.unit.operations.gc.test_found import saved
 
 
 def test_a_killed_orchestrator_s_lock_is_named_its_live_ticket_untouched(

@@ -41,7 +41,7 @@ def test_stop_ends_the_session_and_keeps_everything_else(repo: Path,
     assert tmux.has_session(state.session)
     stopped = stop(ws)
     assert (stopped.ticket, stopped.orchestrator, stopped.session) == ("T-1", None, True)
-    assert stopped.said == "T-1 stopped (orchestrator: not running, peers: stopped)"
+    assert stopped.said == ["T-1 stopped (orchestrator: not running, peers: stopped)"]
     assert not tmux.has_session(state.session)
     assert ws.worktrees.path("implementer").is_dir() and ws.state().phase == "implementing"
     [event] = kinds(ws, "stopped")

@@ -58,8 +58,8 @@ def test_an_answer_to_a_running_orchestrator_starts_none(repo: Path,
     ws = new_ticket(handoff_home, repo)
     state = moved(ws, "needs-human", round=1)
     with TicketLock(ws.tdir.lock_file):  # its orchestrator waits for the answer
-        path, started = answer_ticket(handoff_home, "T-1", repo, "go on")
-    assert (path, started) == (ws.tdir.answer(1), False)
+        answered = answer_ticket(handoff_home, "T-1", repo, "go on")
+    assert (answered.path, answered.restarted) == (ws.tdir.answer(1), False)
     assert not Tmux(state.socket, handoff_home).has_session(state.session)
 
 
