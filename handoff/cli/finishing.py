@@ -38,9 +38,9 @@ def finish(
         autocompletion=ticket_ids, show_default=False,
         help="The passed tickets to merge, in this order (a train: tested together, the base "
              "moved once).")] = None,
-    squash: Annotated[bool, typer.Option("--squash/--merge", help="One commit per ticket "
-                                         "(--squash) or a merge commit (--merge, the "
-                                         "default).")] = False,
+    squash: Annotated[bool, typer.Option("--squash", help="One commit per ticket.")] = False,
+    merge: Annotated[bool, typer.Option("--merge", help="A merge commit per ticket (the "
+                                        "default).")] = False,
     all_passed: Annotated[bool, typer.Option("--all-passed", help="Every passed ticket of the "
                                              "repository, in the order they passed.")] = False,
     push: Annotated[bool, typer.Option("--push", help="Instead of merging here: push each "
@@ -59,6 +59,10 @@ def finish(
     from handoff.operations.finish import Push, finish_tickets
     from handoff.record.store import state_home
 
+    if squash and merge:  # the two ways are one choice: the last one given is no answer
+        raise UsageError("--squash and --merge are two ways to merge: give one",
+                         "--merge (the default) keeps each ticket's commits under a merge "
+                         "commit; --squash makes one commit of each")
     if remote is not None and not (push or pr):
         raise UsageError("--remote says where --push pushes", "add --push (or --pr)")
     named = tickets or []

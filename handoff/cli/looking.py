@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ import typer
 
 from handoff.cli import output
 from handoff.cli.options import JsonOpt, RepoOpt, TicketArg, ticket_ids, windows
+from handoff.errors import UsageError
 
 
 def status(ticket: Annotated[str | None, typer.Argument(autocompletion=ticket_ids)] = None,
@@ -73,5 +75,9 @@ def attach(ticket: TicketArg,
     from handoff.record.store import state_home
 
     argv = tending.attach_argv(opening.open_ticket(state_home(), ticket, repo), role)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # tmux would only say "not a terminal"
+        raise UsageError(f"attach needs a terminal to show {ticket}'s panes in, and this is not "
+                         "one", f"run it in a terminal; from a script, 'handoff status {ticket}' "
+                         f"and 'handoff log {ticket}' say where it stands")
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     os.execvpe(argv[0], argv, env)

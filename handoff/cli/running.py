@@ -10,13 +10,23 @@ from typing import TYPE_CHECKING
 import typer
 
 from handoff.cli import output
-from handoff.errors import EXIT_ESCALATED, EXIT_INTERRUPTED, EXIT_NEEDS_HUMAN, EXIT_OK
+from handoff.errors import (
+    EXIT_ESCALATED,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_HUMAN,
+    EXIT_OK,
+    HandoffError,
+)
 from handoff.phases import Phase
 
 if TYPE_CHECKING:
     from handoff.loop.workspace import Workspace
     from handoff.operations.results import Told
     from handoff.record.ticket import State
+
+class PlanRefused(HandoffError):
+    """The person at the terminal said no to the plan: the ticket is closed (exit 1)."""
+
 
 #: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
 #: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
@@ -45,7 +55,8 @@ def outcome(ws: Workspace, state: State, after: Told | None = None) -> int:
 
 def approve(ws: Workspace, yes: bool) -> bool:
     """The ticket's plan approved: by --yes, else by the person at this terminal when there is
-    one (the plan shown, then asked); with no one to ask, the ticket waits for approval."""
+    one (the plan shown, then asked); with no one to ask, the ticket waits for approval
+    (False). A person's no closes it (PlanRefused), and Ctrl-C too (KeyboardInterrupt)."""
     from handoff.operations import approval
 
     if yes:
@@ -57,10 +68,15 @@ def approve(ws: Workspace, yes: bool) -> bool:
         return False
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
     typer.echo("".join(f"  {line}\n" for line in approval.approval_summary(ws)))
-    if typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False):
-        approval.approve(ws)
-        return True
-    return False
+    try:
+        approved = typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False)
+    except typer.Abort:  # Ctrl-C (or the terminal's end of input) at the prompt
+        typer.echo(f"\n{approval.refuse(ws, 'Ctrl-C')}", err=True)
+        raise KeyboardInterrupt from None  # exit 130, as any command stopped by Ctrl-C
+    if not approved:
+        raise PlanRefused(approval.refuse(ws, "no"))
+    approval.approve(ws)
+    return True
 
 
 def launch(ws: Workspace, foreground: bool) -> int:

@@ -76,6 +76,12 @@ class Limits:
     #: bytes the private /tmp (and TMPDIR) of the sandbox may hold
     tmp: int | None = GIB
 
+    def shown(self) -> str:
+        """As a person writes them (`doctor`): sizes in their units."""
+        processes = "no limit" if self.processes is None else str(self.processes)
+        return (f"processes: {processes}, memory: {show_size(self.memory)}, "
+                f"tmp: {show_size(self.tmp)}")
+
 
 def show_size(size: int | None) -> str:
     """A number of bytes as a person reads it: `8 GiB`, `512 MiB`, `1536 KiB`."""

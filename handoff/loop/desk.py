@@ -37,6 +37,9 @@ class ReportDesk:
         self.judged: dict[str, submission.Filed] = {}
         #: when each role last filed a report through this orchestrator (time.time_ns())
         self.filed_ns: dict[str, int] = {}
+        #: why each role's last `handoff submit` was refused, until one is accepted: what a
+        #: person is told when its turn then ends with no report
+        self.refused: dict[str, list[str]] = {}
 
     def judge_handed(self, request: Request) -> Reply:
         """The verdict on a report `handoff submit` handed over: judged here, once."""
@@ -52,13 +55,23 @@ class ReportDesk:
                                 f"{ctx.state.ticket} go'", after_answer=ctx.state.phase))
             return Reply(None, [f"{exc.message}; nothing was filed, and a person was asked"])
         except HandoffError as exc:  # tmux or git did not answer: nothing filed, said
-            return Reply(None, [f"{exc.message}; nothing was filed: submit again"])
+            return self._refuse(request, [f"{exc.message}; nothing was filed: submit again"])
         if filed is None:
-            return Reply(None, problems)
+            return self._refuse(request, problems)
+        self.refused.pop(request.role, None)
         self.judged[filed.path.name] = filed
         self.filed_ns[request.role] = time.time_ns()
         ctx.event("submitted", request.role, report=filed.path.name, pid=request.pid)
         return Reply(str(filed.path), [])
+
+    def _refuse(self, request: Request, problems: list[str]) -> Reply:
+        """A submit refused: the peer is told why, and the record keeps it (`handoff log`, the
+        board), so a turn that then ends with no report is said with its real cause."""
+        self.refused[request.role] = problems
+        self.ctx.event("submission", request.role, accepted=False, filed=False,
+                       by="handoff submit", round_asked=request.round, pid=request.pid,
+                       problems=problems)
+        return Reply(None, problems)
 
     def forget(self, name: str) -> None:
         """A report this orchestrator judged was set aside: whatever has its name is read anew."""

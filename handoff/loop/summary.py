@@ -26,9 +26,10 @@ def words(text: str) -> int:
 
 
 def clip_words(text: str, words: int) -> str:
-    """At most words words of text (the final report has a word budget)."""
+    """At most words words of text, marked as cut (the final report has a word budget); text
+    as it is when it is within them, or words is 0 (no limit)."""
     parts = text.split()
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    return text if not words or len(parts) <= words else " ".join(parts[:words]) + " …"
 
 
 def compose(ws: Workspace, state: State) -> str:
@@ -121,15 +122,10 @@ def _listed(title: str, items: Sequence[str], keep: int, cut: int) -> str:
     so a person always learns that tests were weakened."""
     if not items:
         return ""
-    lines = ["", f"**{title}:**", *(f"- {_clip(i, cut)}" for i in items[:max(keep, 1)])]
+    lines = ["", f"**{title}:**", *(f"- {clip_words(i, cut)}" for i in items[:max(keep, 1)])]
     if len(items) > max(keep, 1):
         lines.append(f"- and {len(items) - max(keep, 1)} more")
     return "\n".join(lines) + "\n"
-
-
-def _clip(text: str, cut: int) -> str:
-    parts = text.split()
-    return text if not cut or len(parts) <= cut else " ".join(parts[:cut]) + " …"
 
 
 def _render(ticket: str, outcome: str, reason: str, branch: str, commit: str, rounds: int,
@@ -138,18 +134,18 @@ def _render(ticket: str, outcome: str, reason: str, branch: str, commit: str, ro
     lines = [f"# {ticket}: {outcome}", ""]
     head = f"**Outcome:** {outcome}"
     if reason:
-        head += f": {_clip(reason, cut or 30)}"
+        head += f": {clip_words(reason, cut or 30)}"
     lines.append(head)
     lines.append(f"**Branch:** {branch}@{short_sha(commit) if commit else '(no commit)'}")
     lines.append(f"**Rounds:** {rounds} implementer, {reviews} review, {bounces} gate bounce(s)")
     shown = files[:keep_files]
     more = f" and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
     lines.append(f"**Changed:** {', '.join(shown) + more if files else 'nothing'}")
-    lines.append("**Verified:** " + ("; ".join(_clip(v, cut) for v in verified) or "nothing"))
+    lines.append("**Verified:** " + ("; ".join(clip_words(v, cut) for v in verified) or "nothing"))
     if findings:
         lines.append("")
         lines.append("**Open findings:**")
-        lines.extend(f"- {_clip(f, cut)}" for f in findings[:keep_findings])
+        lines.extend(f"- {clip_words(f, cut)}" for f in findings[:keep_findings])
         if len(findings) > keep_findings:
             lines.append(f"- and {len(findings) - keep_findings} more")
     return "\n".join(lines) + "\n"

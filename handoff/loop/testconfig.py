@@ -172,7 +172,10 @@ def _config_files(argv: Sequence[str]) -> list[str]:
     for before, arg in zip(["", *argv], argv, strict=False):
         option, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         option_value = before in CONFIG_OPTIONS and not (before == "-c" and shell)
-        named = not arg.startswith("-") and "." in arg and arg.rsplit(".", 1)[-1] in CONFIG_ENDS
+        # a file's name, not a command line a shell runs (`sh -c "pytest -c x.ini"`: its
+        # words are read as a line of their own)
+        named = not arg.startswith("-") and not any(c.isspace() for c in arg) \
+            and "." in arg and arg.rsplit(".", 1)[-1] in CONFIG_ENDS
         if option in CONFIG_OPTIONS and value:
             found.append(value)
         elif option_value or named:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from handoff.loop import rules, submission
@@ -20,6 +20,7 @@ from handoff.loop.crew import Crew, PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
 from handoff.loop.monitor import Action, Decision
 from handoff.loop.submission import set_aside
+from handoff.loop.summary import clip_words
 from handoff.machinery.peers import Peers
 from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
@@ -350,6 +351,10 @@ class Watch:
         """The peer needs a person: its screen kept, the reason and the fix spelled out (the
         ticket goes to one once the phase's other peers have reported)."""
         ctx = self.ctx
+        refused = self.desk.refused.get(role)
+        if refused:  # what handoff knows of why no report came: the peer tried, and was told
+            decision = replace(decision, evidence=f"{decision.evidence}; its last handoff submit "
+                               f"was refused: {clip_words('; '.join(refused), 60)}")
         shown_as = ctx.tdir.transcript(role, ctx.state.round)
         ctx.ws.peers(ctx.state).capture(role, shown_as)
         ctx.ws.keep_session(ctx.state, role, shown_as)

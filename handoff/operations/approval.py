@@ -11,6 +11,7 @@ from handoff.loop.workspace import Workspace
 from handoff.machinery import sandbox
 from handoff.machinery.ticket_branch import branch_name
 from handoff.phases import Phase
+from handoff.record import peerfiles
 from handoff.record.store import file_digest
 from handoff.record.ticket import State
 from handoff.role import IMPLEMENTER
@@ -86,3 +87,19 @@ def ask_for_approval(ws: Workspace) -> None:
     state = ws.state()
     notify.approval_wanted(state, ws.config.notify, ws.repo.top, lambda kind, **fields: (
         ws.tdir.events.append(kind, round=state.round, **fields)))
+
+
+def refuse(ws: Workspace, how: str) -> str:
+    """The person said no to the plan (how: `no`, or Ctrl-C at the prompt). No means no: the
+    ticket is not left waiting for an approval nobody will give. Nothing was made for it but
+    its record (no worktree, branch or peer comes before approval), and that goes too, so the
+    id is free for the mended plan. What to tell them."""
+    from handoff.operations.closing import close
+
+    state = ws.state()
+    if state.phase != Phase.AWAITING_APPROVAL:  # approved meanwhile (the board): it stands
+        return f"{ws.tdir.ticket} was approved meanwhile: it goes on"
+    close(ws, reason=f"its plan was not approved ({how})")  # its ports, were any booked
+    peerfiles.remove_tree(ws.tdir.path.parent, ws.tdir.path)
+    return (f"{ws.tdir.ticket} was not started: its plan was not approved ({how}); nothing of "
+            f"it is kept (start it again, with the mended plan, under the same id)")

@@ -177,6 +177,9 @@ def _peer_of(kind: str, event: Mapping[str, object], when: str) -> Peer | None:
     if kind == "submission":
         if event.get("accepted"):
             return Peer("reported", f"report {event.get('report')} accepted", when)
+        if event.get("filed") is False:
+            return Peer("working", "handoff submit refused: " + "; ".join(
+                words(event.get("problems"))), when)
         return Peer("working", f"report {event.get('report')} rejected; told why", when)
     if kind == "verdict":
         must = len(listed(event.get("must_fix")))

@@ -62,7 +62,8 @@ def close_ticket(home: Path, ticket: str, repo: Path | None, keep_worktrees: boo
         f"{path} was left in place: it is not a worktree handoff made" for path in result.left)))
 
 
-def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> Closed:
+def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False,
+          reason: str = "closed by handoff close") -> Closed:
     """Stop everything, remove the worktrees (never silently losing work), keep the branch.
     With the repo gone there is nothing left to remove: the peers are stopped, the record kept."""
     state = ws.state()
@@ -87,7 +88,7 @@ def close(ws: Workspace, keep_worktrees: bool = False, force: bool = False) -> C
     # ticket is over, and nothing of handoff's runs in them any more)
     ports = PortBook(ws.home).release(f"{ws.tdir.path}#")
     if state.phase != Phase.CLOSED:  # a second close changes nothing and says so
-        ws.tdir.move(state, Phase.CLOSED, "closed by handoff close", removed=removed,
+        ws.tdir.move(state, Phase.CLOSED, reason, removed=removed,
                      kept_worktrees=keep_worktrees, left=left, repo_gone=ws.repo_gone,
                      ports=ports)
     branch = state.branch or ws.branch()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
 from handoff import config as config_mod
@@ -30,11 +30,33 @@ def peer_env(provider: Provider, cfg: Config) -> dict[str, str]:
 
 
 def shown_value(value: object) -> str:
-    """A setting as one short line (a role by its provider, anything long cut)."""
-    if isinstance(value, dict):
-        value = {k: getattr(v, "provider", v) for k, v in value.items()}
-    text = repr(value) if not isinstance(value, str) else value
+    """A setting as one short line, in the words of the file it came from (a role by its
+    provider, a scanner by its name, a section by its keys; never a Python repr), anything
+    long cut."""
+    text = _plain(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, str | int | float | Path):
+        return str(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {_plain(getattr(item, 'provider', item))}"
+                         for key, item in value.items()) or "none"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(_plain(item) for item in value) or "none"
+    shown = getattr(value, "shown", None)
+    if callable(shown):
+        return str(shown())
+    if is_dataclass(value):
+        named = getattr(value, "name", None)
+        return named if isinstance(named, str) else ", ".join(
+            f"{f.name}: {_plain(getattr(value, f.name))}" for f in fields(value))
+    return str(value)
 
 
 def tool_checks() -> list[Check]:

@@ -59,6 +59,8 @@ def _submission(event: Mapping[str, object]) -> str:
         said = event.get("status") or event.get("verdict") or ""
         commit = short_sha(str(event.get("commit") or ""))
         return f"report accepted: {event.get('report')}" + (f" ({said} at {commit})" if said else "")
+    if event.get("filed") is False:  # refused at `handoff submit`: nothing was filed
+        return "handoff submit refused: " + "; ".join(words(event.get("problems")))
     return f"report rejected: {event.get('report')}: " + "; ".join(words(event.get("problems")))
 
 

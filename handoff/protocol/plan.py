@@ -99,11 +99,16 @@ def parse(text: str, source: str = "plan") -> Plan:
         raise UsageError(f"{source} is larger than {PLAN_LIMIT // 1024} KiB",
                          "shorten the plan: it goes into every brief")
     data: dict[str, object] = {}
+    body = text
     if text.lstrip("\ufeff").startswith("---"):
         try:
-            data, _ = split(text)
+            data, body = split(text)
         except FrontmatterError as exc:
             raise UsageError(f"{source}: {exc}") from None
+    if not body.strip(" \t\r\n\ufeff"):  # a run would brief its peers with nothing to do
+        raise UsageError(f"{source} is empty: it says nothing the ticket must do",
+                         "write what the ticket must achieve (and, under '## Acceptance "
+                         "criteria', how a reviewer tells it did) below the frontmatter")
     unknown = set(data) - {"test", "review", "may_change", "ticket", "after"}
     if unknown:
         raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",

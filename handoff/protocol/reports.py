@@ -262,5 +262,6 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
            if earlier else "")
         + (f"weakened:               # every weakened test: justified | unjustified\n{answers}"
            if weakened else "")
-        + "---\n## Summary\nWhat you checked and what you found.\n"
+        + "---\n## Tests run\nEach test command you ran, and what it said (e.g. `pytest -q`: "
+        "42 passed).\n\n## Summary\nWhat you checked and what you found.\n"
     )

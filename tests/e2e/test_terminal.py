@@ -93,16 +93,16 @@ def test_plan_approval_prompt_in_a_terminal(repo: Path, tmp_path: Path, handoff_
     assert wait_phase(handoff_home, "T-3", "passed", "escalated")["phase"] == "passed"
 
 
-def test_declining_the_plan_leaves_it_waiting(repo: Path, tmp_path: Path, handoff_home: Path,
-                                              terminal: str) -> None:
+def test_declining_the_plan_starts_nothing_and_keeps_nothing_waiting(
+        repo: Path, tmp_path: Path, handoff_home: Path, terminal: str) -> None:
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
     run_in_terminal(terminal, repo, "start", "T-4", "--plan", str(plan), "--foreground")
     wait_until(lambda: "Approve this plan for T-4?" in screen(terminal), what="the prompt")
     subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "n", "Enter"],
                    check=True, timeout=15)
     wait_until(lambda: program_ended(terminal), what="start to end after the refusal")
-    assert "handoff resume T-4 --yes" in screen(terminal)
-    assert state(handoff_home, "T-4")["phase"] == "awaiting-approval"
+    assert "T-4 was not started: its plan was not approved (no)" in screen(terminal)
+    assert not list(handoff_home.glob("*/T-4")), "no ticket left awaiting an approval"
     assert not (repo / ".worktrees").exists()
 
 

@@ -8,7 +8,17 @@ from pathlib import Path
 
 from handoff.record.events import EventLog
 from tests.conftest import wait_until
-from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, spawn, ticket_path, write_plan
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    assert_clean_error,
+    handoff,
+    plan_text,
+    spawn,
+    ticket_path,
+    wait_event,
+    write_plan,
+)
 
 
 def test_status_empty_and_log_survives_a_torn_line(repo: Path, tmp_path: Path,
@@ -56,3 +66,18 @@ def test_log_follow_prints_new_events_as_they_come(repo: Path, tmp_path: Path,
     finally:
         follower.kill()
         follower.wait()
+
+
+def test_attach_from_no_terminal_says_so_instead_of_tmuxs_error(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD], "pause_until": "go"}},
+                                          test=ADD_ONLY))
+    assert handoff("start", "T-7", "--plan", str(plan), "--yes", cwd=repo).returncode == 0
+    try:
+        wait_event(handoff_home, "T-7", "launch", role="implementer")
+        done = handoff("attach", "T-7", cwd=repo)  # its stdin and stdout are pipes
+        assert_clean_error(done, 2, "attach needs a terminal to show T-7's panes in",
+                           "'handoff status T-7'")
+        assert "not a terminal" not in done.stderr.replace("this is not one", "")
+    finally:
+        handoff("stop", "T-7", cwd=repo)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -44,24 +45,47 @@ def read_until(fd: int, needle: bytes, timeout: float = 60) -> bytes:
     return seen
 
 
-def test_a_person_at_the_terminal_is_shown_the_plan_and_asked(
-        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY)
-                      + "\nThe sum must add.\n")
+def at_the_prompt(repo: Path, plan: Path, ticket: str, keys: bytes) -> tuple[int, bytes]:
+    """`handoff start` in a real terminal, keys typed at its approval prompt (none: Ctrl-C,
+    the SIGINT a terminal sends its program): its exit status and all it showed."""
     controller, terminal = pty.openpty()
-    child = subprocess.Popen([sys.executable, "-m", "handoff", "start", "T-A", "--plan",
+    child = subprocess.Popen([sys.executable, "-m", "handoff", "start", ticket, "--plan",
                               str(plan)], cwd=repo, stdin=terminal, stdout=terminal,
                              stderr=terminal, start_new_session=True)
     os.close(terminal)
     try:
-        shown = read_until(controller, b"Approve this plan for T-A? [y/N]: ")
-        assert b"The sum must add." in shown, shown
-        os.write(controller, b"n\n")
-        assert child.wait(timeout=60) == 1
-        assert b"T-A is waiting for approval" in read_until(controller, b"approves it")
+        shown = read_until(controller, f"Approve this plan for {ticket}? [y/N]: ".encode())
+        if keys:
+            os.write(controller, keys)
+        else:
+            child.send_signal(signal.SIGINT)
+        code = child.wait(timeout=60)
+        return code, shown + read_until(controller, b"not started")
     finally:
         child.kill()
         child.wait()
         os.close(controller)
-    assert state(handoff_home, "T-A")["phase"] == "awaiting-approval"
+
+
+def test_a_person_at_the_terminal_is_shown_the_plan_and_no_means_no(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY)
+                      + "\nThe sum must add.\n")
+    code, shown = at_the_prompt(repo, plan, "T-A", b"n\n")
+    assert b"The sum must add." in shown, shown
+    assert code == 1
+    assert b"T-A was not started: its plan was not approved (no)" in shown, shown
+    assert not list(handoff_home.glob("*/T-A")), "nothing waits for an approval nobody gives"
     assert not (repo / ".worktrees").exists(), "nothing is created before approval"
+    again = handoff("start", "T-A", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+    assert again.returncode == 0, "the id is free for the mended plan: " + again.stderr
+
+
+def test_ctrl_c_at_the_prompt_is_an_interruption_and_starts_nothing(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    code, shown = at_the_prompt(repo, plan, "T-C", b"")
+    assert code == 130, shown
+    assert b"T-C was not started: its plan was not approved (Ctrl-C)" in shown, shown
+    assert b"Aborted" not in shown and b"Traceback" not in shown
+    assert not list(handoff_home.glob("*/T-C"))

@@ -45,3 +45,8 @@ def test_a_ticket_on_a_host_is_pushed_from_there(tmp_path: Path, hosted: str, fl
     assert_clean_error(handoff_here("finish", hosted, flag, cwd=tmp_path), 2,
                        f"{hosted} runs on a host: push its branch from there",
                        f"'handoff finish {hosted}' merges it here")
+
+
+def test_squash_and_merge_together_are_refused_naming_both(tmp_path: Path) -> None:
+    assert_clean_error(handoff_here("finish", "T-1", "--merge", "--squash", cwd=tmp_path), 2,
+                       "--squash and --merge are two ways to merge: give one")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handoff.loop.summary import WORD_LIMIT, final_report, words
+from handoff.loop.summary import WORD_LIMIT, clip_words, final_report, words
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 BRANCH = "handoff/PROJ-7"
@@ -145,3 +145,10 @@ def test_weakened_tests_are_named_however_little_room_is_left() -> None:
     assert words(squeezed) <= WORD_LIMIT
     assert "**Tests weakened:**" in squeezed and "and 11 more" in squeezed
     assert "weakened" not in report()
+
+
+def test_a_text_is_clipped_to_its_words_and_marked_only_when_cut() -> None:
+    assert clip_words("ran   python -m pytest", 14) == "ran   python -m pytest", "kept as it is"
+    assert clip_words("one two three four", 2) == "one two …"
+    assert clip_words("one two three", 0) == "one two three", "0: no limit"
+    assert clip_words("one two", 2) == "one two"

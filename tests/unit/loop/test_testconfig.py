@@ -35,6 +35,8 @@ def test_what_a_command_line_makes_part_of_the_gate() -> None:
     assert extra([["pytest", "-c", "/etc/p.ini"], ["pytest", "-c", "../up.ini"]]) == [], \
         "only files of the repository"
     assert extra([["sh", "-c", "pytest 'unbalanced"]]) == []
+    assert extra([["sh", "-c", "pytest -q -c x.ini"]]) == [("x.ini", ())], \
+        "a shell's script that ends as a file name does is no file"
 
 
 def test_a_watched_name_is_a_files_name_at_any_depth_or_with_a_slash_its_path() -> None:

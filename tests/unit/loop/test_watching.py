@@ -240,3 +240,14 @@ def test_the_held_peers_go_to_a_person_in_the_same_round(watched: Watched) -> No
                                                              [ROLE])
     assert state.reason == "the reviewer needs a person (stalled): no progress"
     assert watched.told == [Phase.NEEDS_HUMAN]
+
+
+def test_an_escalation_says_why_the_last_submit_was_refused(watched: Watched) -> None:
+    watched.watch.desk.refused[ROLE] = ["verdict must be pass or fail, not maybe"]
+    decision = Decision(Action.ESCALATE, "turn-ended", "its turn ended without a report",
+                        fix="attach and look")
+    held = watched.watch.act(ROLE, 1, watched.brief, decision, watched.view(), "")
+    assert "its turn ended without a report; its last handoff submit was refused: verdict " \
+           "must be pass or fail, not maybe. Fix: attach and look" in held
+    [escalated] = watched.events("escalate")
+    assert escalated["evidence"].endswith("refused: verdict must be pass or fail, not maybe")

@@ -167,3 +167,13 @@ def test_a_plan_larger_than_the_limit_is_refused() -> None:
     assert caught.value.message == "plan.md is larger than 1024 KiB"
     assert "every brief" in caught.value.hint
     assert parse(text[:PLAN_LIMIT]).text == text[:PLAN_LIMIT]
+
+
+@pytest.mark.parametrize("text", ["", "  \n\n", "---\ntest: pytest\n---\n", "---\n---\n\n  \n",
+                                  "\ufeff\n"])
+def test_an_empty_plan_is_refused_saying_what_it_lacks(text: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        parse(text, "plan.md")
+    assert refused.value.message == "plan.md is empty: it says nothing the ticket must do"
+    assert "Acceptance criteria" in refused.value.hint
+    assert parse("---\ntest: pytest\n---\nFix add.\n").test == ("pytest",)

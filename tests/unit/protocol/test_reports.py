@@ -9,6 +9,7 @@ import yaml
 
 from handoff.protocol.frontmatter import join
 from handoff.protocol.reports import IMPL_SECTIONS, Finding, Report, parse, template
+from handoff.role import Kind
 
 SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 IMPL_BODY = (
@@ -389,3 +390,17 @@ def test_a_later_reviews_template_is_a_report_once_its_blanks_are_filled() -> No
     assert [a.id for a in report.ledger] == ["F1", "F2"]
     assert [w.id for w in report.weakened] == ["W1"]
     assert report.must_fix[0].criterion == "AC1"
+
+
+def test_the_reviewers_template_asks_for_the_tests_it_ran_which_the_final_report_reads() -> None:
+    """The final report shows each reviewer's first `## Tests run` line (handoff.loop.summary):
+    the template every brief shows asks for the section, so a real reviewer that follows it
+    is credited with the tests it ran."""
+    text = template(Kind.REVIEWER, "a" * 40).replace(
+        "Each test command you ran, and what it said (e.g. `pytest -q`: 42 passed).",
+        "`python -m pytest -q`: 12 passed").replace("must_fix:\n  - file: path/to/file.py\n"
+                                                   "    line: 42\n    reason: what is wrong "
+                                                   "and why it matters\n", "must_fix: []\n")
+    report, problems = parse(text.replace("verdict: fail", "verdict: pass"), Kind.REVIEWER)
+    assert problems == [] and report is not None
+    assert report.sections["tests run"] == "`python -m pytest -q`: 12 passed"
