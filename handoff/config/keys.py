@@ -19,6 +19,7 @@ from handoff.config.values import (
     whole_number,
 )
 from handoff.errors import UsageError
+from handoff.protocol.plan import command_line
 
 MAX_PORTS = 32
 
@@ -106,6 +107,7 @@ KEYS: dict[str, Key] = {
     "max_gate_bounces": Key(_whole(1)),
     "max_relaunches": Key(_whole(0)),
     "gate_timeout": Key(_seconds),
+    "test": Key(lambda given: command_line(given.source, given.key, given.value)),
     "base_tests": Key(_base_tests),
     "start_timeout": Key(_seconds),
     "stall_timeout": Key(_seconds),

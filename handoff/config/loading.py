@@ -75,6 +75,7 @@ TEMPLATE = """\
 # max_gate_bounces: 3    # failed verification gates before escalating
 # max_relaunches: 2      # restarts of a dying peer per round before asking a person
 # gate_timeout: 900      # seconds the verification command may take
+# test: python -m pytest -q   # the gate of every plan that names no test: of its own
 # base_tests: true       # count the tests the plan's command runs at the base, beside round 1
 # start_timeout: 120     # seconds a new peer may take to show its input line or start work
 # stall_timeout: 1800    # seconds a peer may show no progress before a person is asked

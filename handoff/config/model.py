@@ -136,6 +136,9 @@ class Config:
     max_gate_bounces: int = MAX_GATE_BOUNCES
     max_relaunches: int = MAX_RELAUNCHES
     gate_timeout: float = 900.0
+    #: the repository's test command: the gate of a plan that names none (a plan's own `test:`
+    #: wins); empty: none
+    test: tuple[str, ...] = ()
     #: run the plan's test command once at the base commit, beside round 1, to count the tests
     #: it runs: a round whose gate runs fewer is shown to the reviewers (handoff.loop.baseline)
     base_tests: bool = True

@@ -10,7 +10,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from handoff import config as config_mod
@@ -143,7 +143,10 @@ class Workspace:
                      self.config.peer_nice)
 
     def plan(self) -> plan_mod.Plan:
-        return plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
+        """The approved plan; its gate the repository's `test:` when it names none itself."""
+        plan = plan_mod.parse(self.tdir.plan_md.read_text(encoding="utf-8"), str(self.tdir.plan_md))
+        return replace(plan, test=self.config.test) if plan.test is None and self.config.test \
+            else plan
 
     def timing(self) -> Timing:
         return Timing(start=self.config.start_timeout, stall=self.config.stall_timeout,

@@ -36,7 +36,10 @@ def approval_summary(ws: Workspace) -> list[str]:
         lines.append("scanners: " + ", ".join(
             s.name + ("" if s.required else " (optional)") for s in ws.config.scanners))
     lines.append(f"base: {state.base} at {state.base_commit[:12]}; branch {branch_name(state.ticket)}")
-    gate = " ".join(plan.test) if plan.test else "none (the plan names no test command)"
+    gate = " ".join(plan.test) if plan.test else \
+        "none (the plan names no test command, and the repository's config no test:)"
+    if plan.test and plan.test == ws.config.test and not own_test(ws):
+        gate += " (the repository's test:)"
     lines.append(f"rounds: at most {state.max_rounds} review round(s); gate: {gate}")
     lines.append(sandbox_line(ws))
     return lines
@@ -103,3 +106,10 @@ def refuse(ws: Workspace, how: str) -> str:
     peerfiles.remove_tree(ws.tdir.path.parent, ws.tdir.path)
     return (f"{ws.tdir.ticket} was not started: its plan was not approved ({how}); nothing of "
             f"it is kept (start it again, with the mended plan, under the same id)")
+
+
+def own_test(ws: Workspace) -> bool:
+    """The plan names its own test command (else the gate is the repository's, or none)."""
+    from handoff.protocol import plan as plan_mod
+
+    return plan_mod.parse(ws.tdir.plan_md.read_text(encoding="utf-8")).test is not None

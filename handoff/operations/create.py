@@ -157,6 +157,9 @@ def create(home: Path, new: NewTicket) -> Created:
     notes = [f"{checkout.changes} uncommitted change(s) in {repo.top} are not part of {ticket}: "
              f"it starts from {new.base} ({short_sha(base_commit)})"] \
         if new.notes and checkout and checkout.changes else []
+    if new.notes and plan.test is None and not cfg.test and not cfg.scanners:  # --yes hid it
+        notes.append(f"{ticket} has no gate: its plan names no test command and the repository "
+                     "sets no test: (in .handoff.yaml), so only its reviewers judge the work")
     return Created(Workspace(home=home, tdir=tdir, repo=repo, config=cfg), notes)
 
 

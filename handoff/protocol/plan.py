@@ -78,7 +78,9 @@ class Plan:
         return (self.test,) if self.test else ()
 
 
-def _argv(source: str, key: str, value: object) -> Argv:
+def command_line(source: str, key: str, value: object) -> Argv:
+    """A command as a plan or a configuration file gives it: a command line (split as a shell
+    would, without running one) or a list of arguments; never empty."""
     if isinstance(value, str):
         try:
             parts = shlex.split(value)
@@ -134,11 +136,11 @@ def parse(text: str, source: str = "plan") -> Plan:
             for v in after):
         raise UsageError(f"{source}: 'after' must be a list of ticket ids",
                          "e.g. after: [PROJ-11]")
-    test = _argv(source, "test", data["test"]) if "test" in data else None
+    test = command_line(source, "test", data["test"]) if "test" in data else None
     review_raw = data.get("review", [])
     if not isinstance(review_raw, list):
         review_raw = [review_raw]
-    review = tuple(_argv(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
+    review = tuple(command_line(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
     return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
                 may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip(),
                 after=tuple(dict.fromkeys(str(v).strip() for v in after)))

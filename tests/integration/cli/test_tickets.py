@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from handoff.inputs import PLAN_LIMIT
+from tests.conftest import commit_file
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -80,3 +81,23 @@ def test_hints_after_close_point_the_right_way(repo: Path, tmp_path: Path,
     assert again.returncode == 2
     assert "it is closed" in again.stderr and "start a new ticket" in again.stderr
     assert "handoff resume" not in again.stderr
+
+
+def test_the_repositorys_test_command_gates_a_plan_that_names_none(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """`test:` in .handoff.yaml: every plan need not repeat it. A plan without one, and no
+    repository default, is said to have no gate (--yes shows no approval summary)."""
+    bare = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}), "bare.md")
+    first = handoff("start", "T-1", "--plan", str(bare), "--yes", "--foreground", cwd=repo)
+    assert first.returncode == 0, first.stderr
+    assert "note: T-1 has no gate: its plan names no test command" in first.stderr
+    assert [e["result"] for e in events(handoff_home, "T-1") if e["kind"] == "gate"] == \
+        ["skipped"]
+
+    commit_file(repo, ".handoff.yaml", json.dumps({"test": ADD_ONLY}), "the project's tests")
+    done = handoff("start", "T-2", "--plan", str(bare), "--yes", "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "has no gate" not in done.stderr
+    gates = [e for e in events(handoff_home, "T-2") if e["kind"] == "gate"]
+    assert [e["command"] for e in gates if e["result"] == "running"] == [ADD_ONLY]
+    assert gates[-1]["result"] == "pass"

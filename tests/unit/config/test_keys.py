@@ -51,6 +51,9 @@ BAD_VALUES = [
     ("env_allow: HTTP_PROXY\n", "env_allow"),
     ("env_allow: [HTTP_PROXY, 1]\n", "env_allow"),
     ("max_round: 3\n", "max_round"),
+    ("test: ''\n", "test"),
+    ("test: [pytest, 3]\n", "test"),
+    ("test: \"pytest 'unclosed\"\n", "test"),
     ("providers: {implementer: claude}\n", "providers"),
 ]
 
@@ -142,3 +145,12 @@ def test_this_machines_keys_are_refused_in_a_repositorys_file_before_their_value
                                         "it is about every ticket this machine runs")
         assert caught.value.hint == ("put it in $HANDOFF_HOME/config.yaml (handoff doctor names "
                                      "that file)")
+
+
+@pytest.mark.parametrize("text", ["test: python -m pytest -q\n",
+                                  "test: [python, -m, pytest, -q]\n"])
+def test_the_repositorys_test_command_is_a_command_line_or_a_list(text: str, home: Path,
+                                                                   project: Path) -> None:
+    repo_file(project, text)
+    assert load(home, project).test == ("python", "-m", "pytest", "-q")
+    assert Config().test == (), "none unless the repository says"

@@ -12,6 +12,7 @@ from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo
 from handoff.providers import RoleSpec, clistate, get
 from handoff.record.ticket import TicketDir
+from tests.paper import paper_ticket
 from tests.unit.providers.test_clistate import person_claude
 from tests.unit.providers.test_sessions import claude_lines, write_jsonl
 
@@ -40,3 +41,14 @@ def test_a_closed_ticket_keeps_no_copy_of_a_login(tmp_path: Path,
     assert not (codex.own / "auth.json").exists()
     assert log.is_file() and (claude.own / "settings.json").is_file()
     assert (home / ".claude" / ".credentials.json").is_file(), "the person's own stays"
+
+
+def test_a_plan_with_no_test_command_gets_the_repositorys_and_its_own_wins(
+        handoff_home: Path) -> None:
+    handoff_home.mkdir(parents=True)
+    (handoff_home / "config.yaml").write_text("test: python -m pytest -q\n", encoding="utf-8")
+    ws = paper_ticket(handoff_home)
+    assert ws.plan().test == ("python", "-m", "pytest", "-q")
+    assert ws.plan().review_commands == (("python", "-m", "pytest", "-q"),), "reviewers run it"
+    ws.tdir.plan_md.write_text("---\ntest: make check\n---\n# Fix add\n", encoding="utf-8")
+    assert ws.plan().test == ("make", "check")
