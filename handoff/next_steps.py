@@ -134,6 +134,8 @@ class Verb(StrEnum):
     FINISH = "finish"
     #: the board's approve (`resume --yes` approves only a plan that waits, and goes on)
     APPROVE = "approve"
+    #: a record deleted: only a closed ticket's (its worktrees gone, no peer left)
+    FORGET = "forget"
 
 
 def _but(verb: Verb, message: str, *accepted: Phase) -> dict[tuple[Verb, Phase], str]:
@@ -162,6 +164,8 @@ REFUSED: dict[tuple[Verb, Phase], str] = {
            "merged", Phase.PASSED),
     **_but(Verb.APPROVE, "{ticket} has no plan waiting for approval (phase {phase})",
            Phase.AWAITING_APPROVAL),
+    **_but(Verb.FORGET, "{ticket} is {phase}, not closed: only a closed ticket's record is "
+           "forgotten", Phase.CLOSED),
 }
 #: what a verb adds after a step that names a command: its own other way
 ALSO = {Verb.START: "or pick a new id"}

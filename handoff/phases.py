@@ -36,6 +36,15 @@ WORKING = (Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING)
 AT_WORK = (Phase.IMPLEMENTING, Phase.TESTING, Phase.GATING, Phase.REVIEWING)
 
 
+#: the order the lists show tickets in (`status`, the board): what waits for a person first (a
+#: record nobody can read too), then work under way, then work waiting its turn, then work
+#: ready to finish, the closed last; within each, the most recently active first
+LIST_RANK: dict[str, int] = {
+    Phase.AWAITING_APPROVAL: 0, Phase.NEEDS_HUMAN: 0, Phase.ESCALATED: 0,
+    **dict.fromkeys(AT_WORK, 1), Phase.QUEUED: 2, Phase.WAITING: 2, Phase.PASSED: 3,
+    Phase.CLOSED: 4}
+
+
 def awaited(kind: Kind) -> Phase:
     """The phase in which the ticket waits for the report of a role of this kind."""
     return {Kind.IMPLEMENTER: Phase.IMPLEMENTING, Kind.TESTER: Phase.TESTING,

@@ -37,6 +37,7 @@ from handoff.next_steps import Verb
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
 from handoff.operations import closing, opening, resume, tending
 from handoff.operations.board import Board, Row
+from handoff.operations.standing import in_list_order
 from handoff.phases import Phase
 from handoff.record.store import private_dir
 
@@ -167,7 +168,8 @@ class BoardApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "attach", "attach"), Binding("n", "answer", "answer"),
         Binding("y", "approve", "approve"), Binding("r", "recycle", "recycle"),
-        Binding("s", "stop", "stop"), Binding("q", "quit", "quit")]
+        Binding("s", "stop", "stop"), Binding("c", "closed", "closed: show/hide"),
+        Binding("q", "quit", "quit")]
 
     def __init__(self, home: Path, repo_key: str | None = None, plain: bool = False) -> None:
         # NO_COLOR: Textual's own filter that drops every colour (ansi_color=True picks it
@@ -181,6 +183,10 @@ class BoardApp(App[None]):
         #: why the board polls instead of waiting on inotify, for its title ("": it does not)
         self._polling = ""
         self._done = threading.Event()
+        #: the closed tickets are listed too (`c`); by default they are not, as in `status`
+        self.closed_shown = False
+        #: every row the board has, shown or not
+        self._all: list[Row] = []
 
     def compose(self) -> ComposeResult:
         yield Static("handoff watch", id="title")
@@ -252,25 +258,43 @@ class BoardApp(App[None]):
             self._done.set()
 
     def show(self, rows: list[Row]) -> None:
+        """The rows as `status` lists them: what waits for you first, then by activity; the
+        closed ones only when asked for (`c`)."""
+        self._all = rows
+        listed = in_list_order((row for row in rows
+                                if self.closed_shown or row.phase != Phase.CLOSED),
+                               lambda row: row.phase, lambda row: row.phase_since)
         table: DataTable[str | Text] = self.query_one(DataTable)
         now = datetime.now(UTC)
-        fresh = {row.key: row for row in rows}
-        for key in set(self.rows) - set(fresh):
-            table.remove_row(key)
-        for key, row in fresh.items():
-            shown = cells(row, now)
-            if key not in self.rows:
+        fresh = {row.key: row for row in listed}
+        if list(fresh) != list(self.rows):  # a ticket came, went or moved: drawn afresh
+            selected = self.selected()
+            table.clear()
+            for key, row in fresh.items():
+                shown = cells(row, now)
                 table.add_row(*(shown[c] for c, _ in COLUMNS), key=key)
-            elif row != self.rows[key]:
-                for column, value in shown.items():
-                    table.update_cell(key, column, value)
+            if selected is not None and selected.key in fresh:
+                table.move_cursor(row=list(fresh).index(selected.key))
+        else:
+            for key, row in fresh.items():
+                if row != self.rows[key]:
+                    for column, value in cells(row, now).items():
+                        table.update_cell(key, column, value)
         self.rows = fresh
         self._in_phase = {key: row.in_phase(now) for key, row in fresh.items()}
-        waiting = sum(1 for row in rows if row.needs)
+        waiting = sum(1 for row in listed if row.needs)
+        hidden = sum(1 for row in rows if row.phase == Phase.CLOSED) if not self.closed_shown \
+            else 0
         self.query_one("#title", Static).update(
-            f"handoff watch — {len(rows)} ticket(s)" + (f", {waiting} need you" if waiting
-                                                        else "") + self._polling)
+            f"handoff watch — {len(listed)} ticket(s)" + (f", {waiting} need you" if waiting
+                                                          else "")
+            + (f" ({hidden} closed hidden: c shows them)" if hidden else "") + self._polling)
         self.show_details()
+
+    def action_closed(self) -> None:
+        self.closed_shown = not self.closed_shown
+        self.show(self._all)
+        self.say("closed tickets shown" if self.closed_shown else "closed tickets hidden")
 
     def tick(self) -> None:
         """Time in phase moves on with no file changing: only that column is redrawn."""

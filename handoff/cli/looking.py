@@ -19,11 +19,13 @@ from handoff.errors import UsageError
 
 
 def status(ticket: Annotated[str | None, typer.Argument(autocompletion=ticket_ids)] = None,
-           repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
-    """Where every ticket stands (or one)."""
+           repo: RepoOpt = None, as_json: JsonOpt = False,
+           every: Annotated[bool, typer.Option("--all", help="The closed tickets too.")] = False,
+           ) -> None:
+    """Where every open ticket stands, what waits for you first (or one ticket)."""
     from handoff.cli import status_view
 
-    typer.echo(status_view.show(ticket, repo, as_json))
+    typer.echo(status_view.show(ticket, repo, as_json, every))
 
 
 def watch(repo: Annotated[Path | None, typer.Option(

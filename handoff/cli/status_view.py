@@ -25,15 +25,18 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def text(rows: Sequence[StatusRow], one: bool, as_json: bool) -> str:
-    """What `status` prints for rows (one: a single ticket was asked for)."""
+def text(rows: Sequence[StatusRow], one: bool, as_json: bool, closed: int = 0) -> str:
+    """What `status` prints for rows (one: a single ticket was asked for; closed: how many
+    closed tickets the list left out)."""
     from handoff.machinery.repo import short_sha
     from handoff.record.usage import usage_line
 
     if as_json:
         return json.dumps(rows, indent=2)
+    left_out = f"{closed} closed ticket(s) not shown: handoff status --all" if closed else ""
     if not rows:
-        return "no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)"
+        return f"no open tickets ({left_out})" if closed else \
+            "no tickets yet: handoff start TICKET --plan plan.md (or try handoff demo)"
     lines = [f"{'TICKET':<22} {'PHASE':<18} {'ROUND':<5} {'ORCHESTRATOR':<20} REPO"]
     for row in rows:
         running = f"running (pid {row['orchestrator']})" if row["orchestrator"] else \
@@ -70,40 +73,48 @@ def text(rows: Sequence[StatusRow], one: bool, as_json: bool) -> str:
         if one:
             lines.append(f"    branch {row['branch']} @ {short_sha(row['commit'])}\n"
                          f"    dir {row['dir']}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *([f"({left_out})"] if left_out else [])])
 
 
-def show(ticket: str | None, repo: Path | None, as_json: bool) -> str:
+def show(ticket: str | None, repo: Path | None, as_json: bool, every: bool = False) -> str:
+    """One ticket, or the list: the open tickets (every: the closed too), what waits for a
+    person first (handoff.operations.standing.listed)."""
     from handoff.operations import standing
     from handoff.record import placed
     from handoff.record.store import state_home
 
     home = state_home()
     elsewhere = placed.every(home)  # tickets on hosts: each host asked, side by side
-    if not elsewhere:
-        return text(standing.status(home, ticket, repo), ticket is not None, as_json)
-    from handoff import config
-    from handoff.operations import hosts
+    if ticket is not None and elsewhere and any(p.ticket == ticket for p in elsewhere):
+        from handoff import config
+        from handoff.operations import hosts
 
-    cfg = config.load(home, None)
-    if ticket is not None and any(p.ticket == ticket for p in elsewhere):
-        return text(hosts.rows(home, cfg, ticket), True, as_json)
+        return text(hosts.rows(home, config.load(home, None), ticket), True, as_json)
     rows = standing.status(home, ticket, repo)
-    if ticket is None:
-        rows += hosts.rows(home, cfg)
-    return text(rows, ticket is not None, as_json)
+    if ticket is not None:
+        return text(rows, True, as_json)
+    if elsewhere:
+        from handoff import config
+        from handoff.operations import hosts
+
+        rows += hosts.rows(home, config.load(home, None))
+    shown, closed = standing.listed(rows, every)
+    return text(shown, False, as_json, closed)
 
 
-def parse(argv: list[str]) -> tuple[str | None, Path | None, bool] | None:
-    """`status [TICKET] [--repo PATH] [--json]` (--repo=PATH too); None for anything else."""
+def parse(argv: list[str]) -> tuple[str | None, Path | None, bool, bool] | None:
+    """`status [TICKET] [--repo PATH] [--json] [--all]` (--repo=PATH too); None for anything
+    else."""
     ticket: str | None = None
     repo: Path | None = None
-    as_json = False
+    as_json = every = False
     args = iter(argv)
     for arg in args:
         name, eq, value = arg.partition("=")
         if arg == "--json" and not as_json:
             as_json = True
+        elif arg == "--all" and not every:
+            every = True
         elif name == "--repo" and repo is None:
             value = value if eq else next(args, "")
             if not value:
@@ -113,7 +124,7 @@ def parse(argv: list[str]) -> tuple[str | None, Path | None, bool] | None:
             return None
         else:
             ticket = arg
-    return ticket, repo, as_json
+    return ticket, repo, as_json, every
 
 
 def main(argv: list[str]) -> int | None:

@@ -249,6 +249,18 @@ def recycle(ticket: TicketArg, role: RoleArg, repo: RepoOpt = None) -> None:
     output.show(tending.recycle_ticket(state_home(), ticket, repo, role))
 
 
+def forget(tickets: Annotated[list[str], typer.Argument(
+        autocompletion=ticket_ids, show_default=False, help="The closed tickets.")],
+        repo: RepoOpt = None) -> None:
+    """Delete closed tickets' records (their branches stay); 'gc --older-than DAYS' forgets
+    the long closed."""
+    from handoff.operations import closing
+    from handoff.record.store import state_home
+
+    for ticket in tickets:
+        output.show(closing.forget_ticket(state_home(), ticket, repo))
+
+
 def submit(
     report: Path,
     directory: Annotated[str | None, typer.Option("--dir", help="The ticket directory.")] = None,

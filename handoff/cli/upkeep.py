@@ -108,6 +108,10 @@ def gc_command(
                                         "changes first saved as a patch.")] = False,
     prune_records: Annotated[bool, typer.Option("--prune-records", help="Delete the records "
                                                 "of tickets whose repository is gone.")] = False,
+    older_than: Annotated[float | None, typer.Option(
+        "--older-than", metavar="DAYS", min=0, help="Forget the records of tickets closed more "
+        "than DAYS days ago, as 'handoff forget' does (their branches stay).",
+        show_default=False)] = None,
     repo: RepoOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -117,7 +121,8 @@ def gc_command(
 
     home = state_home()
     found = [item.fields() for item in gc_mod.collect(home, gc_mod.Options(
-        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo)))]
+        dry_run=dry_run, force=force, prune_records=prune_records, repo=_repo_top(repo),
+        older_than=older_than))]
     if (home / "config.yaml").is_file():
         from handoff import config
         from handoff.operations import hosts

@@ -10,10 +10,12 @@ from pathlib import Path
 from handoff.loop.gate import end_left
 from handoff.loop.workspace import Workspace
 from handoff.machinery.ports import PortBook
+from handoff.next_steps import Verb, already_running, refused
 from handoff.operations.opening import restore_state
-from handoff.operations.results import Closed, Stopped
+from handoff.operations.results import Closed, Forgotten, Stopped
 from handoff.operations.standing import find_ticket, recovered_state
 from handoff.phases import Phase
+from handoff.record.lock import holder
 from handoff.record.ticket import State
 
 
@@ -103,3 +105,19 @@ def _gone_note(ws: Workspace) -> str:
         return ""
     return (f"the repository {ws.repo.top} is gone, and the ticket's worktrees and branch with "
             f"it; the record stays in {ws.tdir.path}")
+
+
+def forget_ticket(home: Path, ticket: str, repo: Path | None) -> Forgotten:
+    """`handoff forget`: delete a closed ticket's record, holding its lock so that no
+    orchestrator starts on it meanwhile. Anything else is refused with where it stands: a
+    ticket is closed (its worktrees and peers gone) before its history may go."""
+    from handoff.operations.gc.records import delete_record
+
+    tdir = find_ticket(home, ticket, repo)
+    state = recovered_state(tdir).state
+    if state.phase != Phase.CLOSED:
+        raise refused(Verb.FORGET, state.phase, ticket, tdir.path,
+                      holder(tdir.lock_file) is not None)
+    if not delete_record(tdir):
+        raise already_running(state.phase, ticket, tdir.path, holder(tdir.lock_file) or 0)
+    return Forgotten(ticket, tdir.path, state.branch if state.commits else "")

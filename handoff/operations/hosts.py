@@ -139,7 +139,7 @@ def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[StatusRow]:
         started = time.monotonic()
         try:
             host = cfg.host(host_name)
-            said = Remote(host).ask(["status", "--json"])
+            said = Remote(host).ask(["status", "--json", "--all"])  # closed there too
             if not isinstance(said, list):
                 raise ExternalFailure("status answered no list")
         except (ExternalFailure, UsageError) as exc:

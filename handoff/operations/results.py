@@ -132,6 +132,22 @@ class Closed:
 
 
 @dataclass(frozen=True)
+class Forgotten:
+    """`handoff forget`: a closed ticket's record deleted (its branch, if any, stays)."""
+
+    ticket: str
+    record: Path
+    #: its branch, which stays in the repository ('' when it had none)
+    branch: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def said(self) -> list[str]:
+        kept = f"; its branch {self.branch} stays" if self.branch else ""
+        return [f"{self.ticket} forgotten: its record {self.record} is deleted{kept}"]
+
+
+@dataclass(frozen=True)
 class Finished:
     """`handoff finish`: the reviewed commit merged into the base branch, then closed."""
 

@@ -7,21 +7,23 @@ named by --repo): `handoff status` runs often, in scripts and prompts, and must 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, TypeVar
 
 from handoff.errors import HandoffError, NotFound, UsageError
 from handoff.machinery.repo import Repo
 from handoff.next_steps import next_step
-from handoff.phases import FINISHED, PHASES, Phase
+from handoff.phases import FINISHED, LIST_RANK, PHASES, Phase
 from handoff.record import overlaps, slots, usage
 from handoff.record.lock import holder
 from handoff.record.store import repo_key, validate_ticket_id
 from handoff.record.ticket import State, TicketDir, all_tickets, find, ticket_dir
 from handoff.record.usage import UsageFields
+
+T = TypeVar("T")
 
 
 class Queued(TypedDict):
@@ -288,6 +290,22 @@ def status(home: Path, ticket: str | None = None, repo: Path | None = None) -> l
         by_repo[key] = overlaps.open_states(home, key)
     queue = slots.standing(home)
     return [_row_or_problem(t, by_repo.get(t.path.parent.name, []), queue) for t in tickets]
+
+
+def in_list_order(rows: Iterable[T], phase: Callable[[T], str],
+                  active: Callable[[T], str]) -> list[T]:
+    """rows as the lists show them (handoff.phases.LIST_RANK, `status` and the board alike);
+    active: the row's last activity, an ISO time (the newest first within a rank)."""
+    newest_first = sorted(rows, key=active, reverse=True)
+    return sorted(newest_first, key=lambda row: LIST_RANK.get(phase(row), 0))
+
+
+def listed(rows: list[StatusRow], every: bool) -> tuple[list[StatusRow], int]:
+    """The rows a list shows, in its order (handoff.phases.LIST_RANK): the open tickets, or
+    every one; and how many closed ones it left out."""
+    shown = rows if every else [row for row in rows if row["phase"] != Phase.CLOSED]
+    return (in_list_order(shown, lambda row: row["phase"], lambda row: row["updated"]),
+            len(rows) - len(shown))
 
 
 def _row_or_problem(tdir: TicketDir, neighbours: list[State] | None = None,

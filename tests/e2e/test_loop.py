@@ -61,7 +61,8 @@ def test_demo_runs_the_loop_and_cleans_up(handoff_home: Path, socket: str, temp_
     assert "round 1 fail, round 2 pass" in done.stdout
     assert not tmux_alive(socket)
 
-    rows = json.loads(handoff("status", "--json").stdout)
+    assert json.loads(handoff("status", "--json").stdout) == [], "closed: not an open ticket"
+    rows = json.loads(handoff("status", "--json", "--all").stdout)
     assert len(rows) == 1
     row = rows[0]
     assert {"ticket", "repo", "phase", "round", "dir"} <= set(row)

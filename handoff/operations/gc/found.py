@@ -65,6 +65,8 @@ class Options:
     prune_records: bool = False
     #: a repository to look in besides those the records name (its vanished tickets' worktrees)
     repo: Path | None = None
+    #: forget the records of tickets closed longer ago than this many days (None: keep them)
+    older_than: float | None = None
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from datetime import UTC, datetime
 
 from handoff.errors import Busy
 from handoff.machinery.tmux import ServerGone, Tmux, TmuxFailure
 from handoff.operations.gc.found import Leftover, Options, Record
 from handoff.phases import FINISHED
 from handoff.record.lock import TicketLock, holder
+from handoff.record.ticket import TicketDir
 
 
 def record_leftovers(records: list[Record], options: Options) -> list[Leftover]:
     found = []
     for record in records:
         if record.repo is not None:
+            found += _closed_long_ago(record, options)
             continue
         gone = record.state.repo or "(none named)"
         why = f"ticket {record.ticket}'s repository {gone} is gone"
@@ -31,11 +34,32 @@ def record_leftovers(records: list[Record], options: Options) -> list[Leftover]:
             continue
         item = Leftover("record", str(record.tdir.path), f"{why} (--prune-records)", True)
         if not options.dry_run:
-            item.removed = _delete_record(record)
+            item.removed = delete_record(record.tdir)
             if not item.removed:
                 item.removable, item.why = False, f"{why}, but its orchestrator started: kept"
         found.append(item)
     return found
+
+
+def _closed_long_ago(record: Record, options: Options) -> list[Leftover]:
+    """A record closed longer ago than --older-than days, forgotten as `handoff forget` does
+    (its branch stays); nothing without --older-than."""
+    if options.older_than is None or not record.closed:
+        return []
+    try:
+        age = datetime.now(UTC) - datetime.fromisoformat(record.state.updated)
+    except ValueError:
+        return []  # a time that does not read: no age to judge it by, so it stays
+    days = age.total_seconds() / 86400
+    if days < options.older_than:
+        return []
+    item = Leftover("record", str(record.tdir.path), f"ticket {record.ticket} was closed "
+                    f"{days:.0f} day(s) ago (--older-than {options.older_than:g})", True)
+    if not options.dry_run:
+        item.removed = delete_record(record.tdir)
+        if not item.removed:
+            item.removable, item.why = False, f"{item.why}, but an orchestrator holds it: kept"
+    return [item]
 
 
 def _still_running(record: Record) -> str:
@@ -52,19 +76,20 @@ def _still_running(record: Record) -> str:
     return ""
 
 
-def _delete_record(record: Record) -> bool:
+def delete_record(tdir: TicketDir) -> bool:
     """Delete a ticket directory holding its lock, so no orchestrator starts on it meanwhile;
-    its repo-key folder goes too when it is left empty. False when the lock is held."""
-    lock = TicketLock(record.tdir.lock_file)
+    its repo-key folder goes too when it is left empty. False when the lock is held. (rmtree
+    works through file descriptors and removes a link a peer planted as a link.)"""
+    lock = TicketLock(tdir.lock_file)
     try:
         lock.acquire()
     except Busy:
         return False
     try:
-        shutil.rmtree(record.tdir.path)
+        shutil.rmtree(tdir.path)
     finally:
         lock.release()
-    parent = record.tdir.path.parent
+    parent = tdir.path.parent
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty
     return True

@@ -13,6 +13,7 @@ from handoff.cli.board_app import (
     BoardApp,
     ChoiceScreen,
 )
+from handoff.phases import Phase
 from handoff.record.ticket import State, ticket_dir
 
 
@@ -60,3 +61,38 @@ def test_an_empty_board_says_how_to_begin(handoff_home: Path) -> None:
     shown, said = asyncio.run(drive())
     assert shown.startswith("no tickets yet: handoff start TICKET")
     assert said == "no ticket selected"
+
+
+def test_the_board_lists_what_needs_you_first_and_hides_the_closed_until_asked(
+        handoff_home: Path) -> None:
+    """The order and the filter of `handoff status`: a ticket waiting for its person above one
+    at work above one passed; the closed ones only after `c`."""
+    phases = {"P-1": Phase.PASSED, "W-1": Phase.IMPLEMENTING, "H-1": Phase.NEEDS_HUMAN,
+              "C-1": Phase.CLOSED, "C-2": Phase.CLOSED}
+    for ticket, phase in phases.items():
+        tdir = ticket_dir(handoff_home, "calc-0123456789", ticket)
+        tdir.path.mkdir(parents=True)
+        tdir.save(State(ticket=ticket, repo="/src/calc", repo_key="calc-0123456789",
+                        phase=phase, round=1))
+
+    def order(app: BoardApp) -> list[str]:
+        table = app.query_one(DataTable)
+        return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+
+    async def drive() -> tuple[list[str], str, list[str], list[str]]:
+        app = BoardApp(handoff_home, plain=True)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await pilot.pause()
+            first, title = order(app), str(app.query_one("#title", Static).render())
+            await pilot.press("c")
+            shown = order(app)
+            await pilot.press("c")
+            hidden = order(app)
+            await pilot.press("q")
+        return first, title, shown, hidden
+
+    first, title, shown, hidden = asyncio.run(drive())
+    assert first == ["H-1", "W-1", "P-1"]
+    assert title == "handoff watch — 3 ticket(s), 1 need you (2 closed hidden: c shows them)"
+    assert shown[:3] == ["H-1", "W-1", "P-1"] and sorted(shown[3:]) == ["C-1", "C-2"]
+    assert hidden == first

@@ -81,3 +81,23 @@ def test_attach_from_no_terminal_says_so_instead_of_tmuxs_error(
         assert "not a terminal" not in done.stderr.replace("this is not one", "")
     finally:
         handoff("stop", "T-7", cwd=repo)
+
+
+def test_status_lists_the_open_tickets_and_says_how_many_closed_it_left_out(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    assert handoff("start", "T-1", "--plan", str(plan), "--yes", "--foreground",
+                   cwd=repo).returncode == 0
+    assert handoff("close", "T-1", cwd=repo).returncode == 0
+    assert handoff("start", "T-2", "--plan", str(plan), cwd=repo, input_text="").returncode == 1
+    for lean in (True, False):  # the lean lane and the full command line say the same
+        args = ("status",) if lean else ("status", "--repo", str(repo))
+        shown = handoff(*args, cwd=repo).stdout
+        assert "T-2" in shown and "T-1" not in shown, shown
+        assert shown.rstrip().endswith("(1 closed ticket(s) not shown: handoff status --all)")
+    every = handoff("status", "--all", cwd=repo).stdout
+    assert every.index("T-2") < every.index("T-1"), "awaiting its person, above the closed"
+    assert [r["ticket"] for r in json.loads(handoff("status", "--json").stdout)] == ["T-2"]
+    assert handoff("close", "T-2", cwd=repo).returncode == 0
+    assert handoff("status", cwd=repo).stdout.strip() == \
+        "no open tickets (2 closed ticket(s) not shown: handoff status --all)"

@@ -3,17 +3,20 @@ tmux sessions, real git worktrees and a repository that may be gone."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from handoff.errors import WorkAtRisk
+from handoff.errors import NotFound, UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
 from handoff.machinery.tmux import Tmux
 from handoff.operations.approval import approve
-from handoff.operations.closing import close, close_ticket, stop, stop_ticket
+from handoff.operations.closing import close, close_ticket, forget_ticket, stop, stop_ticket
+from handoff.operations.gc import Options, collect
 from tests.conftest import git
 from tests.tickets import new_ticket
 
@@ -108,3 +111,47 @@ def test_close_mends_a_damaged_state_before_it_closes(repo: Path, handoff_home: 
     assert any("restored it from state.json.bak" in note for note in closed.notes)
     assert ws.tdir.load().phase == "closed"
     assert (ws.tdir.path / "state.json.corrupt-1").read_text(encoding="utf-8") == "{"
+
+
+def test_forget_deletes_a_closed_tickets_record_and_refuses_any_other(
+        repo: Path, handoff_home: Path) -> None:
+    ws = new_ticket(handoff_home, repo)
+    approve(ws)
+    with pytest.raises(UsageError) as open_one:
+        forget_ticket(handoff_home, "T-1", repo)
+    assert open_one.value.message == ("T-1 is implementing, not closed: only a closed ticket's "
+                                      "record is forgotten")
+    assert ws.tdir.path.is_dir(), "nothing removed"
+    close_ticket(handoff_home, "T-1", repo)
+    planted = handoff_home.parent / "kept.txt"
+    planted.write_text("a person's file\n", encoding="utf-8")
+    (ws.tdir.path / "cli").mkdir(exist_ok=True)
+    (ws.tdir.path / "cli" / "link").symlink_to(planted)  # as a peer could plant one
+    forgotten = forget_ticket(handoff_home, "T-1", repo)
+    assert forgotten.said == [f"T-1 forgotten: its record {ws.tdir.path} is deleted"]
+    assert not ws.tdir.path.exists() and planted.read_text() == "a person's file\n"
+    with pytest.raises(NotFound):
+        forget_ticket(handoff_home, "T-1", repo)
+
+
+def test_gc_older_than_forgets_only_the_long_closed(repo: Path, handoff_home: Path) -> None:
+    old, recent, working = (new_ticket(handoff_home, repo, name) for name in ("O-1", "R-1", "W-1"))
+    for ws in (old, recent):
+        close_ticket(handoff_home, ws.tdir.ticket, repo)
+    state = old.state()
+    state.updated = "2026-01-01T00:00:00+00:00"
+    old.tdir.path.joinpath("state.json").write_text(json.dumps(asdict(state)),
+                                                     encoding="utf-8")
+    state = working.state()
+    state.updated = "2026-01-01T00:00:00+00:00"
+    working.tdir.save(state)
+    dry = collect(handoff_home, Options(dry_run=True, older_than=30))
+    [would] = [item for item in dry if item.kind == "record"]
+    assert would.path == str(old.tdir.path) and not would.removed and old.tdir.path.is_dir()
+    assert "ticket O-1 was closed" in would.why and "(--older-than 30)" in would.why
+    done = [item for item in collect(handoff_home, Options(older_than=30))
+            if item.kind == "record"]
+    assert [(i.path, i.removed) for i in done] == [(str(old.tdir.path), True)]
+    assert not old.tdir.path.exists() and recent.tdir.path.is_dir() and working.tdir.path.is_dir()
+    assert [i for i in collect(handoff_home, Options()) if i.kind == "record"] == [], \
+        "without --older-than, no record is forgotten"
