@@ -79,11 +79,13 @@ def test_json_is_the_rows_as_they_are() -> None:
 
 
 def test_only_a_plain_status_takes_the_lean_path() -> None:
-    assert parse([]) == (None, None, False)
-    assert parse(["T-1", "--repo=/r", "--json"]) == ("T-1", Path("/r"), True)
-    assert parse(["--repo", "/r", "T-1"]) == ("T-1", Path("/r"), False)
+    assert parse([]) == (None, None, False, False)
+    assert parse(["T-1", "--repo=/r", "--json"]) == ("T-1", Path("/r"), True, False)
+    assert parse(["--repo", "/r", "T-1"]) == ("T-1", Path("/r"), False, False)
+    assert parse(["--all", "--json"]) == (None, None, True, True)
     for argv in (["--help"], ["--json", "--json"], ["--repo"], ["A", "B"], ["--repo", "/a",
-                                                                            "--repo", "/b"]):
+                                                                            "--repo", "/b"],
+                 ["--all", "--all"]):
         assert parse(argv) is None, argv
 
 
@@ -94,3 +96,11 @@ def test_main_prints_the_status_of_this_home(handoff_home: Path,
     assert status_view.main(["--bogus"]) is None, "the full command line says what is wrong"
     assert status_view.main(["NOPE"]) == 3
     assert capsys.readouterr().err.startswith("handoff: error: ")
+
+
+def test_a_list_that_left_closed_tickets_out_says_how_many_and_how_to_see_them() -> None:
+    shown = text([row()], False, False, closed=3).splitlines()
+    assert shown[-1] == "(3 closed ticket(s) not shown: handoff status --all)"
+    assert text([], False, False, closed=2) == \
+        "no open tickets (2 closed ticket(s) not shown: handoff status --all)"
+    assert "not shown" not in text([row()], False, False)
