@@ -12,6 +12,11 @@ from typing import NoReturn
 
 import pytest
 
+# GitPython runs `git version` once, when it is first imported: done here, before any test
+# (a library loaded is no process of the test's), so that no test's result hangs on which
+# test of its worker happened to import it first
+from handoff.machinery import gitcmd  # noqa: F401
+
 MOVE = ("a unit test starts no process ({how}): move it to tests/integration/<layer>/, "
         "where the tests that run real git, tmux and CLIs live")
 
