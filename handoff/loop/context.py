@@ -12,9 +12,12 @@ It is light to build (no slot, no intake, no watcher): `resume --more-rounds` an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from handoff import config as config_mod
+from handoff.errors import HandoffError
 from handoff.loop import notify, rules, summary
 from handoff.loop.rules import Move
 from handoff.loop.workspace import Workspace
@@ -86,6 +89,22 @@ class TicketContext:
                                "findings": [e.fields() for e in Ledger.of(self.state.ledger).open()],
                                "notes": [list(n) for n in move.notes]}
         self._enter(move.phase, move.reason)
+
+    def reread_config(self) -> None:
+        """After a person's answer: the configuration as its files say now (a hint may have
+        asked them to change it, such as a scanner's `required`), for every launch, gate and
+        scan from here on. A file that no longer reads keeps the configuration the run had,
+        and says why."""
+        try:
+            fresh = config_mod.load(self.ws.home, self.ws.repo.top)
+        except HandoffError as exc:
+            self.event("config", reread=False, error=exc.message)
+            return
+        changed = [f.name for f in fields(fresh)
+                   if getattr(fresh, f.name) != getattr(self.ws.config, f.name)]
+        if changed:
+            self.ws = replace(self.ws, config=fresh)
+            self.event("config", reread=True, changed=changed)
 
     def finish(self) -> None:
         """The final report, written once when the ticket ends (never for a closed one)."""

@@ -64,7 +64,6 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 class Orchestrator:
     def __init__(self, ws: Workspace, say: EventSink | None = None) -> None:
-        self.ws = ws
         self.ctx = TicketContext(ws, say)
         self.crew = Crew(self.ctx)
         self.desk = ReportDesk(self.ctx, self.crew)
@@ -78,6 +77,12 @@ class Orchestrator:
     @property
     def state(self) -> State:
         return self.ctx.state
+
+    @property
+    def ws(self) -> Workspace:
+        """The ticket's workspace, as its context holds it (a person's answer re-reads its
+        configuration: TicketContext.reread_config)."""
+        return self.ctx.ws
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self) -> State:
@@ -381,6 +386,7 @@ class Orchestrator:
         number = state.answers_used + 1
         path = ctx.tdir.answer(number)
         self.watch.wait_for_answer(path)
+        ctx.reread_config()  # what the hint asked them to change in a file counts from now
         state.answers_used = number
         text = path.read_text(encoding="utf-8")
         approved = file_digest(ctx.tdir.plan_md)

@@ -284,12 +284,15 @@ def limits_check(cfg: Config) -> Check:
 
 
 def ready_to_start(cfg: Config, repo: Path) -> None:
-    """Refuse to start peers that would hang or die at once: the failing checks, with fixes."""
+    """Refuse to start what would hang, die at once or stop at its first gate: the failing
+    checks, with fixes."""
     failing = [c for role in cfg.team.names
                for c in provider_checks(role, get(cfg.roles[role]), cfg, repo, probe=False)
                if c.level == Level.FAIL]
     fenced = sandbox_check(cfg)
     failing += [fenced] if fenced.level == Level.FAIL else []
+    # a required scanner that is not there would stop the first gate, a round later
+    failing += [c for c in scanner_checks(cfg, repo) if c.level == Level.FAIL]
     if failing:
         raise MissingTool("; ".join(f"{c.what}: {c.detail}" for c in failing),
                           "; ".join(c.fix for c in failing if c.fix)

@@ -92,7 +92,14 @@ def _worktree(event: Mapping[str, object]) -> str:
     return f"{done}: {event.get('path')}"
 
 
+def _config(event: Mapping[str, object]) -> str:
+    if event.get("reread") is False:
+        return f"configuration not re-read: {event.get('error')}; the run's own stays"
+    return "configuration re-read after the answer: " + ", ".join(words(event.get("changed")))
+
+
 _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
+    "config": _config,
     "created": lambda e: f"ticket created at base {short_sha(str(e.get('base_commit')))}",
     "phase": _phase,
     "launch": lambda e: "launched"

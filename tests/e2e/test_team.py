@@ -19,6 +19,7 @@ from tests.harness import (
     FIX_NEG,
     LOGGED,
     MEND,
+    assert_clean_error,
     events,
     handoff,
     in_peer,
@@ -282,25 +283,31 @@ def test_scanners_run_after_the_tests_every_one_and_a_failing_required_one_bounc
                          (1, "pyonly", "skipped")]
 
 
-def test_a_required_scanner_that_is_missing_stops_the_gate_with_the_fix(
+def test_a_required_scanner_that_is_missing_is_refused_at_start_with_the_fix(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    (repo / ".handoff.yaml").write_text(yaml.safe_dump({"scanners": [
-        {"name": "gitleaks", "command": ["no-such-scanner-xyz", "detect"]}]}))
-    git(repo, "add", ".handoff.yaml")
-    git(repo, "commit", "-q", "-m", "scanners")
+    """doctor FAILs it, and start refuses it the same way, before a round is spent (the gate
+    used to find it missing after the implementer's whole round); optional, it is only said."""
+    def scanners(required: bool) -> None:
+        (repo / ".handoff.yaml").write_text(yaml.safe_dump({"scanners": [
+            {"name": "gitleaks", "command": ["no-such-scanner-xyz", "detect"],
+             "required": required}]}))
+        git(repo, "add", ".handoff.yaml")
+        git(repo, "commit", "-q", "-m", "scanners")
+
+    scanners(required=True)
     doctor = handoff("doctor", cwd=repo)
     assert "scanner gitleaks" in doctor.stdout and "no-such-scanner-xyz is not installed" in \
         doctor.stdout
-    plan = plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG]}}, test=ALL_TESTS)
-    runner = spawn("start", "TS-2", "--plan", str(write_plan(tmp_path, plan)), "--yes",
-                   "--foreground", cwd=repo, log=tmp_path / "orch.log")
-    try:
-        waiting = wait_phase(handoff_home, "TS-2", "needs-human", timeout=90)
-    finally:
-        stop_runner(runner)
-    assert "no-such-scanner-xyz" in waiting["reason"] and "required: false" in waiting["reason"]
-    assert not any(e.get("result") == "running" for e in kinds(events(handoff_home, "TS-2"),
-                                                                 "gate")), "no test ran"
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD, FIX_MUL, FIX_NEG]}},
+                                          test=ALL_TESTS))
+    refused = handoff("start", "TS-2", "--plan", str(plan), "--yes", cwd=repo)
+    assert_clean_error(refused, 6, "scanner gitleaks: no-such-scanner-xyz is not installed",
+                       "set required: false for scanner gitleaks")
+    assert not list(handoff_home.glob("*/TS-2")), "nothing made"
+    scanners(required=False)
+    done = handoff("start", "TS-2", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert state(handoff_home, "TS-2")["scans"]["1"] == {"gitleaks": "missing"}
 
 
 def ticket_path_when(home: Path, ticket: str) -> Path:

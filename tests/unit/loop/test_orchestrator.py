@@ -251,3 +251,40 @@ def test_the_record_of_a_stage_is_json_a_person_can_read(handoff_home: Path) -> 
     orch.judge_round(1, {"reviewer": review("reviewer", Verdict.PASS)})
     data = json.loads(ws.tdir.state_file.read_text(encoding="utf-8"))
     assert data["phase"] == "passed" and Phase(data["phase"]) is Phase.PASSED
+
+
+def test_an_answer_rereads_the_configuration_a_hint_asked_to_change(handoff_home: Path) -> None:
+    """"set required: false for scanner X, then handoff answer T go": the running orchestrator
+    takes the changed file from the answer on (it used to keep the configuration it started
+    with, so following the hint looped)."""
+    handoff_home.mkdir(parents=True)
+    personal = handoff_home / "config.yaml"
+    personal.write_text("scanners:\n  - name: gitleaks\n    command: [gitleaks, detect]\n",
+                        encoding="utf-8")
+    ws = paper_ticket(handoff_home, Phase.NEEDS_HUMAN)
+    state = ws.state()
+    state.after_answer = "gating"
+    ws.tdir.save(state)
+    orch, _, _, _ = on_paper(ws)
+    assert orch.ws.config.scanners[0].required
+    personal.write_text(personal.read_text(encoding="utf-8").replace(
+        "detect]\n", "detect]\n    required: false\n"), encoding="utf-8")
+    atomic_write(ws.tdir.answer(1), "go\n")
+    orch.needs_human()
+    assert not orch.ws.config.scanners[0].required, "the gate now skips it"
+    assert orch.ctx.ws is orch.ws and orch.gate.ctx.ws is orch.ws, "every room sees it"
+    [reread] = events(orch.ctx, "config")
+    assert reread["changed"] == ["scanners"]
+    assert ws.state().phase == Phase.GATING
+
+
+def test_an_answer_after_a_config_file_broke_keeps_the_runs_own(handoff_home: Path) -> None:
+    ws = paper_ticket(handoff_home, Phase.NEEDS_HUMAN)
+    (handoff_home / "config.yaml").write_text("max_rounds: [\n", encoding="utf-8")
+    atomic_write(ws.tdir.answer(1), "go on\n")
+    orch, _, _, _ = on_paper(ws)
+    before = orch.ws.config
+    orch.needs_human()
+    assert orch.ws.config is before
+    [kept] = events(orch.ctx, "config")
+    assert kept["reread"] is False and "config.yaml" in kept["error"]
