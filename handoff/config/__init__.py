@@ -10,7 +10,15 @@ themselves (loading). The rest of handoff imports what it uses from here.
 
 from __future__ import annotations
 
-from handoff.config.loading import REPO_CONFIG, TEMPLATE, config_template, files, load, settings
+from handoff.config.loading import (
+    REPO_CONFIG,
+    TEMPLATE,
+    config_template,
+    files,
+    load,
+    set_in,
+    settings,
+)
 from handoff.config.model import (
     HOSTS_HINT,
     LIST_PLACEHOLDERS,
@@ -30,5 +38,5 @@ from handoff.config.sections import SSH_REFUSED, ssh_refused
 __all__ = [
     "HOSTS_HINT", "LIST_PLACEHOLDERS", "PEER_NICE", "REPO_CONFIG", "SSH_REFUSED", "TEMPLATE",
     "TEXT_PLACEHOLDERS", "Budget", "Config", "Host", "Limits", "Sandbox", "Scanner", "Share",
-    "config_template", "files", "load", "settings", "show_size", "ssh_refused",
+    "config_template", "files", "load", "set_in", "settings", "show_size", "ssh_refused",
 ]

@@ -37,6 +37,14 @@ def files(home: Path, repo: Path | None) -> list[Path]:
     return [path for path in found if path is not None and path.is_file()]
 
 
+def set_in(home: Path, repo: Path | None, key: str) -> Path:
+    """The file a person changes key in: the last file that sets it (its value in force comes
+    from there), else the repository's own (else, with no repository, theirs)."""
+    found = [path for path in files(home, repo)
+             if isinstance(data := _read(path), dict) and key in data]
+    return found[-1] if found else repo / REPO_CONFIG if repo else home / "config.yaml"
+
+
 def load(home: Path, repo: Path | None) -> Config:
     """Read the user's and the repo's config files (both optional) over the defaults."""
     defaults = Config()

@@ -103,8 +103,9 @@ class GateStage:
         names = [s.name for s in missing]
         ctx.event("gate", result="stopped", reason="required scanner(s) not installed",
                   scanners=names, commit=commit)
+        where = str(ctx.ws.config_file("scanners"))
         ctx.apply(rules.missing_scanners(names, [scanners.fix_for_missing(
-            s, env, ctx.state.ticket) for s in missing]))
+            s, env, ctx.state.ticket, where) for s in missing]))
         return False
 
     def _judged(self, n: int, commit: str, passed: bool, result: GateResult | None,

@@ -52,6 +52,11 @@ class Timing:
     #: seconds a live peer may go without a hook signal or a screen its rules read before
     #: handoff says it cannot tell what the peer does (a CLI release that changed its screen)
     unrecognised: float = 60.0
+    #: key → the configuration file a fix names for it (the one that sets it now)
+    files: tuple[tuple[str, str], ...] = ()
+
+    def file(self, key: str) -> str:
+        return dict(self.files).get(key, ".handoff.yaml")
 
 
 class Action(StrEnum):
@@ -241,12 +246,13 @@ class PeerMonitor:
             return [Decision(Action.ESCALATE, "starting", f"the prompt never arrived "
                              f"{now - self.launched:.0f}s after launch ({state or 'no screen'})",
                              fix="attach to see what the CLI shows; raise start_timeout in "
-                                 ".handoff.yaml if it is only slow")]
+                                 f"{self.timing.file('start_timeout')} if it is only slow")]
         if now - self.last_progress >= self.timing.stall and self.ended_at is None:
             return [Decision(Action.ESCALATE, "stalled", f"nothing changed on screen or in hooks for "
                              f"{now - self.last_progress:.0f}s",
                              fix="attach to see what it is doing; raise stall_timeout in "
-                                 ".handoff.yaml for work that is legitimately this slow")]
+                                 f"{self.timing.file('stall_timeout')} for work that is "
+                                 "legitimately this slow")]
         return []
 
     def next_look(self, now: float, hooks: bool) -> float:

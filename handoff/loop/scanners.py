@@ -135,12 +135,13 @@ def run_scanners(scanners: Sequence[Scanner], scope: Scope, cwd: Path, env: dict
     return found
 
 
-def fix_for_missing(scanner: Scanner, env: Mapping[str, str], ticket: str) -> str:
-    """How to mend a required scanner that is not installed."""
+def fix_for_missing(scanner: Scanner, env: Mapping[str, str], ticket: str,
+                    file: str = ".handoff.yaml") -> str:
+    """How to mend a required scanner that is not installed (file: where it is configured)."""
     folders = [p for p in env.get("PATH", "").split(os.pathsep) if p][:4]
     return (f"Install {scanner.command[0]} where the gate finds it (its PATH: "
             f"{os.pathsep.join(folders)}…), or set required: false for scanner {scanner.name} "
-            f"in .handoff.yaml; then 'handoff answer {ticket} go' runs the gate again.")
+            f"in {file}; then 'handoff answer {ticket} go' runs the gate again.")
 
 
 def note(results: Sequence[ScanResult]) -> tuple[str, str] | None:

@@ -151,7 +151,13 @@ class Workspace:
     def timing(self) -> Timing:
         return Timing(start=self.config.start_timeout, stall=self.config.stall_timeout,
                       grace=self.config.turn_grace, patience=self.config.api_patience,
-                      unrecognised=self.config.unrecognised_timeout)
+                      unrecognised=self.config.unrecognised_timeout,
+                      files=tuple((key, str(self.config_file(key)))
+                                  for key in ("start_timeout", "stall_timeout")))
+
+    def config_file(self, key: str) -> Path:
+        """Where a fix tells the person to change key: the file that sets it now."""
+        return config_mod.set_in(self.home, self.repo.top, key)
 
     def spec(self, role: str) -> RoleSpec:
         """What the config says of one of the ticket's roles; a clear error when a config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.config import REPO_CONFIG, Config, config_template, files, load, settings
+from handoff.config import REPO_CONFIG, Config, config_template, files, load, set_in, settings
 from handoff.errors import UsageError
 from handoff.inputs import CONFIG_LIMIT
 from tests.configfiles import repo_file, user_file
@@ -149,3 +149,14 @@ def test_the_init_template_offers_a_security_reviewer_on_a_second_cli(tmp_path: 
     assert config.team.reviewers == ("reviewer", "security")
     assert (config.roles["security"].provider, config.roles["security"].focus) == \
         ("codex", "security")
+
+
+def test_a_fix_names_the_file_that_sets_the_key_now(home: Path, project: Path) -> None:
+    """A hint says "raise stall_timeout in FILE": the file whose value is in force, not
+    always the repository's."""
+    assert set_in(home, project, "stall_timeout") == project / REPO_CONFIG, "set nowhere yet"
+    user_file(home, "stall_timeout: 600\n")
+    assert set_in(home, project, "stall_timeout") == home / "config.yaml"
+    repo_file(project, "stall_timeout: 900\nmax_rounds: 2\n")
+    assert set_in(home, project, "stall_timeout") == project / REPO_CONFIG, "the later wins"
+    assert set_in(home, None, "max_rounds") == home / "config.yaml", "no repository: theirs"

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from handoff.config import Config
+from handoff.loop.monitor import PeerMonitor
 from handoff.loop.workspace import Workspace
 from handoff.machinery.repo import Repo
 from handoff.providers import RoleSpec, clistate, get
@@ -52,3 +53,15 @@ def test_a_plan_with_no_test_command_gets_the_repositorys_and_its_own_wins(
     assert ws.plan().review_commands == (("python", "-m", "pytest", "-q"),), "reviewers run it"
     ws.tdir.plan_md.write_text("---\ntest: make check\n---\n# Fix add\n", encoding="utf-8")
     assert ws.plan().test == ("make", "check")
+
+
+def test_a_stall_fix_names_the_file_its_timeout_came_from(handoff_home: Path) -> None:
+    handoff_home.mkdir(parents=True)
+    (handoff_home / "config.yaml").write_text("stall_timeout: 5\n", encoding="utf-8")
+    timing = paper_ticket(handoff_home).timing()
+    assert timing.stall == 5
+    assert timing.file("stall_timeout") == str(handoff_home / "config.yaml")
+    stalled = PeerMonitor(0.0, timing).observe(10.0, None, [], False, "")
+    assert [d.fix for d in stalled] == ["attach to see what it is doing; raise stall_timeout in "
+                                        f"{handoff_home / 'config.yaml'} for work that is "
+                                        "legitimately this slow"]
