@@ -4,12 +4,15 @@ handoff.operations.approval; running its orchestrator is handoff.operations.resu
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from handoff import config as config_mod
-from handoff.errors import MissingTool, UsageError
+from handoff.errors import ExternalFailure, MissingTool, UsageError
 from handoff.inputs import PLAN_LIMIT, need_folder, read_text
 from handoff.loop import after
 from handoff.loop.workspace import Workspace
@@ -25,7 +28,13 @@ from handoff.operations.doctor import ready_to_start
 from handoff.protocol import plan as plan_mod
 from handoff.record import placed, slots
 from handoff.record.lock import holder
-from handoff.record.store import atomic_write, keep_private, private_dir, validate_ticket_id
+from handoff.record.store import (
+    atomic_write,
+    keep_private,
+    private_dir,
+    validate_ticket_id,
+    write_failed,
+)
 from handoff.record.ticket import State, TicketDir, ticket_dir
 
 
@@ -142,18 +151,15 @@ def create(home: Path, new: NewTicket) -> Created:
     max_rounds = new.max_rounds or cfg.max_rounds
     if max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
-    for folder in (home, tdir.path.parent, tdir.path):  # the user's alone, whatever the umask
+    for folder in (home, tdir.path.parent):  # the user's alone, whatever the umask
         private_dir(folder)
     title = new.summary or _title(plan.text) or f"Ticket {ticket}"
-    atomic_write(tdir.ticket_md, f"# {ticket}\n\n{title.strip()}\n")
-    atomic_write(tdir.plan_md, plan.text)
     state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
                   base_commit=base_commit, socket=tmux.socket,
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
                   max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
                   team=cfg.team.records(), jumps_queue=new.now, after=after_)
-    tdir.save(state)
-    tdir.events.append("created", base=new.base, base_commit=base_commit, repo=str(repo.top))
+    write_record(tdir, state, f"# {ticket}\n\n{title.strip()}\n", plan.text)
     notes = [f"{checkout.changes} uncommitted change(s) in {repo.top} are not part of {ticket}: "
              f"it starts from {new.base} ({short_sha(base_commit)})"] \
         if new.notes and checkout and checkout.changes else []
@@ -161,6 +167,36 @@ def create(home: Path, new: NewTicket) -> Created:
         notes.append(f"{ticket} has no gate: its plan names no test command and the repository "
                      "sets no test: (in .handoff.yaml), so only its reviewers judge the work")
     return Created(Workspace(home=home, tdir=tdir, repo=repo, config=cfg), notes)
+
+
+#: the folder a new ticket's record is written in before it takes its name: a start that is
+#: killed, or meets a full disk, leaves no half-made ticket (gc removes what a killed one left)
+STAGING = ".{ticket}.new-{pid}"
+
+
+def write_record(tdir: TicketDir, state: State, ticket_md: str, plan: str) -> None:
+    """The ticket's record made whole beside its place, then renamed into it: every reader
+    sees no ticket, or all of it (its state and its `created` event). A write that fails
+    leaves nothing, and says so."""
+    staging = TicketDir(tdir.path.parent / STAGING.format(ticket=tdir.ticket, pid=os.getpid()))
+    try:
+        private_dir(staging.path)
+        atomic_write(staging.ticket_md, ticket_md)
+        atomic_write(staging.plan_md, plan)
+        staging.save(state)
+        staging.events.append("created", base=state.base, base_commit=state.base_commit,
+                              repo=state.repo)
+        os.rename(staging.path, tdir.path)  # refused when another start made it meanwhile
+    except (ExternalFailure, OSError) as exc:
+        shutil.rmtree(staging.path, ignore_errors=True)
+        if isinstance(exc, ExternalFailure):
+            raise ExternalFailure(exc.message, exc.hint.replace(
+                "then 'handoff resume' the ticket: nothing was half written",
+                f"then start it again: nothing of {tdir.ticket} was kept")) from None
+        if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise UsageError(f"ticket {tdir.ticket} was made meanwhile by another start",
+                             f"look at it: handoff status {tdir.ticket}") from None
+        raise write_failed(tdir.path, exc) from None
 
 
 def refuse_taken_branch(repo: Repo, ticket: str) -> None:

@@ -421,7 +421,10 @@ def all_tickets(home: Path, repo_key: str | None = None) -> list[TicketDir]:
     by ticket name."""
     if not home.is_dir():
         return []
-    return [TicketDir(p.parent) for p in sorted(home.glob(f"{repo_key or '*'}/*/state.json"))]
+    # a hidden folder is no ticket: ids never start with a dot, and a record being made
+    # (handoff.operations.create.STAGING) is one until it takes its name
+    return [TicketDir(p.parent) for p in sorted(home.glob(f"{repo_key or '*'}/*/state.json"))
+            if not p.parent.name.startswith(".")]
 
 
 def find(home: Path, ticket: str, repo_key: str | None = None) -> TicketDir:

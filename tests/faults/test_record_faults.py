@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from handoff.record.events import EventLog
+from handoff.record.store import repo_key
 from tests.conftest import git
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -284,3 +285,28 @@ def test_a_full_state_disk_fails_clearly_and_keeps_the_record_whole(
             stop_runner(runner)
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True,
                            timeout=15)
+
+
+@fault("", "the disk under the state dir is full when a ticket is started",
+       "start ends with one clear error naming the file it could not write; its hint is to "
+       "free space and start again, never to resume a ticket that does not exist",
+       "no ticket and no half-made record: status lists nothing, and the start once space is "
+       "freed makes the ticket whole")
+def test_a_start_on_a_full_disk_leaves_no_half_made_ticket(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY))
+    with small_disk(handoff_home, "1m"):
+        (handoff_home / repo_key(repo / ".git", repo)).mkdir(mode=0o700)
+        filler = fill(handoff_home)
+        done = handoff("start", "F-1", "--plan", str(plan), "--yes", cwd=repo)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        assert "handoff: error: cannot write" in done.stderr and "No space left" in done.stderr
+        assert "then start it again: nothing of F-1 was kept" in done.stderr, done.stderr
+        assert "resume" not in done.stderr
+        assert not list(handoff_home.glob("*/F-1")) and not list(handoff_home.glob("*/.F-1*"))
+        assert json.loads(handoff("status", "--json", "--all").stdout) == []
+        filler.unlink()
+        again = handoff("start", "F-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
+        assert again.returncode == 0, again.stderr
+        assert events(handoff_home, "F-1")[0]["kind"] == "created"

@@ -37,7 +37,7 @@ from pathlib import Path
 from handoff.operations.gc.cgroups import cgroup_leftovers
 from handoff.operations.gc.found import Leftover, Options, read_records
 from handoff.operations.gc.mirrors import mirror_leftovers
-from handoff.operations.gc.records import lock_leftovers, record_leftovers
+from handoff.operations.gc.records import lock_leftovers, record_leftovers, staging_leftovers
 from handoff.operations.gc.sessions import session_leftovers
 from handoff.operations.gc.sockets import socket_leftovers
 from handoff.operations.gc.worktrees import worktree_leftovers
@@ -55,6 +55,7 @@ def collect(home: Path, options: Options | None = None) -> list[Leftover]:
     found += worktree_leftovers(home, known, options, busy)
     found += socket_leftovers(known, options)
     found += record_leftovers(known, options)
+    found += staging_leftovers(home, options)
     found += lock_leftovers(known)
     found += mirror_leftovers(home, known, options)
     found += cgroup_leftovers(home, known, options)

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from datetime import UTC, datetime
+from pathlib import Path
 
 from handoff.errors import Busy
 from handoff.machinery.tmux import ServerGone, Tmux, TmuxFailure
 from handoff.operations.gc.found import Leftover, Options, Record
 from handoff.phases import FINISHED
+from handoff.processes import alive
 from handoff.record.lock import TicketLock, holder
 from handoff.record.ticket import TicketDir
 
@@ -93,6 +96,31 @@ def delete_record(tdir: TicketDir) -> bool:
     with contextlib.suppress(OSError):
         parent.rmdir()  # only when empty
     return True
+
+
+# ---- records a cut-off start left ---------------------------------------------------------
+
+#: a record being made (handoff.operations.create.STAGING): its ticket and the start's pid
+STAGED = re.compile(r"\.(?P<ticket>.+)\.new-(?P<pid>\d+)")
+
+
+def staging_leftovers(home: Path, options: Options) -> list[Leftover]:
+    """The half-made records of starts that were killed before their ticket took its name
+    (no ticket ever was: nothing of a person's is in them), once their start is gone."""
+    found = []
+    for folder in sorted(home.glob("*/.*.new-*")):
+        match = STAGED.fullmatch(folder.name)
+        if match is None or not folder.is_dir() or folder.is_symlink():
+            continue
+        if alive(int(match["pid"])):
+            continue  # a start at work: its record takes its name in a moment
+        item = Leftover("record", str(folder), f"the start of {match['ticket']} (pid "
+                        f"{match['pid']}) was cut off before its ticket was made", True)
+        if not options.dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+            item.removed = not folder.exists()
+        found.append(item)
+    return found
 
 
 # ---- abandoned locks --------------------------------------------------------------------------

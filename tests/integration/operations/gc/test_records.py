@@ -9,9 +9,10 @@ import subprocess
 from pathlib import Path
 
 from handoff.operations.gc.found import Options
-from handoff.operations.gc.records import lock_leftovers, record_leftovers
+from handoff.operations.gc.records import lock_leftovers, record_leftovers, staging_leftovers
 from handoff.phases import Phase
 from handoff.record.lock import TicketLock
+from handoff.record.ticket import State, TicketDir
 from tests.harness import (
     FIX_ADD,
     handoff,
@@ -111,3 +112,25 @@ def test_pruning_keeps_a_record_whose_tmux_session_still_runs(
     [kept] = record_leftovers([record], Options(prune_records=True))
     assert not kept.removable and "its tmux session s-T-1 still runs" in kept.why
     assert record.tdir.path.is_dir()
+
+
+def test_a_start_killed_before_its_ticket_was_made_leaves_nothing_listed_and_gc_removes_it(
+        handoff_home: Path) -> None:
+    """A start writes its record beside its place and renames it in (operations.create): killed
+    meanwhile, it leaves a hidden folder that no list shows, and gc removes it once that start
+    is gone; one whose start still runs is left to it."""
+    gone = subprocess.Popen(["true"])  # a pid that ran and is reaped: no process holds it
+    gone.wait(timeout=15)
+    repo_folder = handoff_home / "calc-0123456789"
+    cut_off = repo_folder / f".K-1.new-{gone.pid}"
+    at_work = repo_folder / f".K-2.new-{os.getpid()}"
+    for folder in (cut_off, at_work):
+        folder.mkdir(parents=True)
+        TicketDir(folder).save(State(ticket=folder.name, repo="/src/calc",
+                                     repo_key=repo_folder.name))
+    assert handoff("status", "--json", "--all").stdout.strip() == "[]", "no ticket was made"
+    dry = staging_leftovers(handoff_home, Options(dry_run=True))
+    assert [(i.path, i.removable, i.removed) for i in dry] == [(str(cut_off), True, False)]
+    assert f"the start of K-1 (pid {gone.pid}) was cut off" in dry[0].why
+    [done] = staging_leftovers(handoff_home, Options())
+    assert done.removed and not cut_off.exists() and at_work.is_dir()
