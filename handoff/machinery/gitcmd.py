@@ -38,7 +38,7 @@ from git.exc import GitCommandNotFound
 from handoff import trace
 from handoff.errors import ExternalFailure, MissingTool, NotFound, UsageError
 from handoff.machinery import groups
-from handoff.machinery.proc import KILL_GRACE, REPO_LOCATING, git_timeout
+from handoff.machinery.proc import KILL_GRACE, REPO_LOCATING, failure_said, git_timeout
 
 _tree_kill = git.cmd._kill_process  # what GitPython's watchdog calls with git's pid
 
@@ -97,9 +97,8 @@ class BoundedGit(git.Git):
                 "and retry",
             )
         if status != 0 and check:
-            detail = (str(err).strip() or str(out).strip()).splitlines()
             raise ExternalFailure(
-                f"{_words(command)} failed: {detail[-1] if detail else f'exit {status}'}")
+                f"{_words(command)} failed: {failure_said(str(err), str(out), status)}")
         return (status, out, err) if extended else out
 
 

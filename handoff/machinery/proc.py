@@ -111,11 +111,26 @@ def run(
         trace.command(argv, child.returncode, started)
     result = subprocess.CompletedProcess(list(argv), child.returncode, stdout, stderr)
     if check and result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        raise ExternalFailure(
-            f"{' '.join(argv[:4])} failed: {detail[-1] if detail else f'exit {result.returncode}'}"
-        )
+        raise ExternalFailure(f"{' '.join(argv[:4])} failed: "
+                              f"{failure_said(result.stderr, result.stdout, result.returncode)}")
     return result
+
+
+#: how much of a failed command's output its error keeps: its whole message as a rule (git's
+#: cause is often not its last line: "No space left on device" comes before "fatal: ..."),
+#: the end of a flood
+SAID_LIMIT = 1500
+
+
+def failure_said(stderr: str, stdout: str, status: int) -> str:
+    """What a failed command said, on one line: its stderr (else its stdout), every line of
+    it, the end kept when it is long; its exit status when it said nothing."""
+    lines = [line.strip() for line in (stderr.strip() or stdout.strip()).splitlines()
+             if line.strip()]
+    if not lines:
+        return f"exit {status}"
+    said = "; ".join(lines)
+    return said if len(said) <= SAID_LIMIT else "… " + said[-SAID_LIMIT:]
 
 
 def _start(argv: Sequence[str], cwd: Path | str | None, env: dict[str, str],

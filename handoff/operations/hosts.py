@@ -162,6 +162,11 @@ def rows(home: Path, cfg: Config, ticket: str | None = None) -> list[StatusRow]:
         return [row for found in pool.map(ask, list(by_host)) for row in found]
 
 
+#: what git says when the ticket never got as far as the host: its branch never made there
+#: (its start failed after the placement was saved), or the mirror itself never made
+NEVER_MADE = ("couldn't find remote ref", "does not appear to be a git repository")
+
+
 def _unreachable(placement: Placement, why: str, took: float,
                  reachable: bool = False) -> StatusRow:
     return {"ticket": placement.ticket, "repo": placement.mirror, "host": placement.host,
@@ -222,7 +227,7 @@ def close_on(home: Path, cfg: Config, placement: Placement, keep_worktrees: bool
     try:
         remote.fetch(repo, placement.mirror, branch, branch)
     except ExternalFailure as exc:
-        if "couldn't find remote ref" not in exc.message:  # never made: nothing to keep
+        if not any(said in exc.message for said in NEVER_MADE):  # nothing there to keep
             raise
         fetched = False
     report_left = ""

@@ -30,8 +30,11 @@ def test_run_gives_status_and_output_and_fails_clearly(repo: Path) -> None:
         gitcmd.run(repo, ["rev-parse", "--verify", "no-such"])
     assert info.value.message == "git rev-parse --verify failed: fatal: Needed a single revision"
     with pytest.raises(ExternalFailure) as info:
-        gitcmd.run(repo, ["fetch", "nowhere"])  # several lines of stderr: the last one said
-    assert info.value.message == "git fetch nowhere failed: and the repository exists."
+        gitcmd.run(repo, ["fetch", "nowhere"])  # several lines of stderr: every one said
+    assert info.value.message == (
+        "git fetch nowhere failed: fatal: 'nowhere' does not appear to be a git repository; "
+        "fatal: Could not read from remote repository.; Please make sure you have the correct "
+        "access rights; and the repository exists."), "the cause, not only the last line"
 
 
 def test_run_passes_the_environment_and_its_own_bound(repo: Path, tmp_path: Path) -> None:
@@ -180,4 +183,5 @@ def test_a_hang_is_an_error_even_where_failure_is_an_answer(
     with pytest.raises(ExternalFailure) as info:
         git_ok(repo, "worktree", "add", "--detach", str(tmp_path / "wt"), "HEAD")
     assert "did not finish within 1s" in info.value.message
+
 
