@@ -1,6 +1,6 @@
 """Fakes of the loop's rooms that would run peers, for testing the others on a real ticket
 without one (as pytest-xdist tests its schedulers against fake nodes): `FakeCrew` starts
-nobody and records whom it was asked to brief, launch, revive or retire; `FakeWatch` hands back at
+nobody and records whom it was asked to brief, launch or retire; `FakeWatch` hands back at
 once the reports a test gave it."""
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ class FakeCrew(Crew):
         self.briefed: list[tuple[str, Path, bool]] = []
         self.launched: list[tuple[str, Path, str]] = []
         self.left: list[str] = []
-        self.revived: list[tuple[str, bool, int | None, str]] = []
 
     def ensure_briefed(self, role: str, brief: Path, fresh: bool) -> None:
         self.briefed.append((role, brief, fresh))
@@ -38,11 +37,6 @@ class FakeCrew(Crew):
 
     def retire_finished(self) -> None:
         pass
-
-    def revive(self, role: str, brief: Path, existed: bool, status: int | None,
-               lost: str = "") -> str:
-        self.revived.append((role, existed, status, lost))
-        return ""
 
     def leave_finished(self, why: str) -> None:
         self.left.append(why)

@@ -30,6 +30,20 @@ from tests.rooms import FakeCrew
 ROLE = "reviewer"
 
 
+class PaperCrew(FakeCrew):
+    """A crew that also only records whom it would revive (a revive makes the ticket's tmux
+    session again: the integration tests run the real one)."""
+
+    def __init__(self, ctx: TicketContext) -> None:
+        super().__init__(ctx)
+        self.revived: list[tuple[str, bool, int | None, str]] = []
+
+    def revive(self, role: str, brief: Path, existed: bool, status: int | None,
+               lost: str = "") -> str:
+        self.revived.append((role, existed, status, lost))
+        return ""
+
+
 class Watched:
     """A paper ticket in review, its Watch, and the reviewer's paper pane."""
 
@@ -40,7 +54,7 @@ class Watched:
         self.ctx = TicketContext(ws)
         self.told: list[str] = []
         self.ctx.tell = lambda state: self.told.append(state.phase)
-        self.crew = FakeCrew(self.ctx)
+        self.crew = PaperCrew(self.ctx)
         self.watch = Watch(self.ctx, self.crew, ReportDesk(self.ctx, self.crew))
         self.brief = self.ctx.tdir.brief(ROLE, 1)
         atomic_write(self.brief, "review round 1\n")
