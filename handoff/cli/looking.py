@@ -83,3 +83,18 @@ def attach(ticket: TicketArg,
                          f"and 'handoff log {ticket}' say where it stands")
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
     os.execvpe(argv[0], argv, env)
+
+
+def diff(ticket: TicketArg,
+         round_: Annotated[int | None, typer.Option("--round", min=1, help="Only this round's "
+                                                    "change (default: the whole of it).")]
+         = None,
+         repo: RepoOpt = None) -> None:
+    """The ticket's change as a diff: from its base to its newest accepted commit, or one
+    round's (what that round added)."""
+    from handoff.operations import opening, viewing
+    from handoff.record.store import state_home
+
+    found, text = viewing.diff(opening.open_ticket(state_home(), ticket, repo), round_)
+    typer.echo(f"# {found.what}", err=True)
+    typer.echo(text, nl=not text.endswith("\n") and bool(text))

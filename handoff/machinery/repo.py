@@ -123,6 +123,12 @@ class Repo:
     def diff(self, base: str, commit: str) -> str:
         return git(self.top, "diff", "--binary", f"{base}...{commit}")
 
+    def readable_diff(self, base: str, commit: str) -> str:
+        """base...commit for a person to read (`handoff diff`, the board): renames found, and
+        whatever the person's git config says, no external diff or textconv program runs."""
+        return git(self.top, "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
+                   f"{base}...{commit}")
+
     def changed_paths(self, base: str, commit: str) -> list[str]:
         """Every path the commit's side changed since base (a rename names both its ends)."""
         out = git(self.top, "diff", "--name-only", "--no-renames", "-z", f"{base}...{commit}")

@@ -10,7 +10,10 @@ from handoff.record.events import EventLog
 from tests.conftest import wait_until
 from tests.harness import (
     ADD_ONLY,
+    ALL_TESTS,
     FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
     assert_clean_error,
     handoff,
     plan_text,
@@ -101,3 +104,26 @@ def test_status_lists_the_open_tickets_and_says_how_many_closed_it_left_out(
     assert handoff("close", "T-2", cwd=repo).returncode == 0
     assert handoff("status", cwd=repo).stdout.strip() == \
         "no open tickets (2 closed ticket(s) not shown: handoff status --all)"
+
+
+def test_diff_shows_the_whole_change_or_one_rounds(repo: Path, tmp_path: Path,
+                                                    handoff_home: Path) -> None:
+    """Round 1 fixes add and its reviewer (every test) fails it; round 2 fixes mul and neg."""
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]},
+                                           2: {"edits": [FIX_MUL, FIX_NEG]}},
+                                          test=ADD_ONLY, review=[ALL_TESTS]))
+    early = handoff("start", "D-1", "--plan", str(plan), cwd=repo, input_text="")
+    assert early.returncode == 1
+    assert_clean_error(handoff("diff", "D-1", cwd=repo), 2,
+                       "D-1 has no accepted work yet (phase awaiting-approval)")
+    assert handoff("resume", "D-1", "--yes", "--foreground", cwd=repo).returncode == 0
+    whole = handoff("diff", "D-1", cwd=repo)
+    assert whole.returncode == 0, whole.stderr
+    assert whole.stderr.startswith("# D-1: its whole change,") and "(2 round(s))" in whole.stderr
+    assert "+    return a + b" in whole.stdout and "+    return -a" in whole.stdout
+    first = handoff("diff", "D-1", "--round", "1", cwd=repo).stdout
+    second = handoff("diff", "D-1", "--round", "2", cwd=repo).stdout
+    assert "+    return a + b" in first and "return -a" not in first
+    assert "+    return -a" in second and "+    return a + b" not in second
+    assert_clean_error(handoff("diff", "D-1", "--round", "3", cwd=repo), 2,
+                       "D-1 has no accepted commit for round 3", "rounds with one: 1, 2")
