@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Static
 
 from handoff.cli import output
+from handoff.cli.board_screens import SCREENS_CSS, AnswerScreen, ChoiceScreen, ViewScreen
 from handoff.errors import HandoffError
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.next_steps import Verb
@@ -117,44 +115,6 @@ def details(row: Row) -> str:
     return "\n".join(lines)
 
 
-class AnswerScreen(ModalScreen[str | None]):
-    """Asks for the text of an answer; Escape cancels."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
-
-    def __init__(self, ticket: str) -> None:
-        super().__init__()
-        self.ticket = ticket
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Static(f"Answer for {self.ticket} (Enter sends, Escape cancels):")
-            yield Input(id="answer")
-
-    def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.dismiss(message.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ChoiceScreen(ModalScreen[str | None]):
-    """One key picks one of a few choices; any other key cancels."""
-
-    def __init__(self, question: str, choices: dict[str, str]) -> None:
-        super().__init__()
-        self.question, self.choices = question, choices
-
-    def compose(self) -> ComposeResult:
-        keys = ", ".join(f"{key}: {what}" for key, what in self.choices.items())
-        with Vertical(id="dialog"):
-            yield Static(f"{self.question} ({keys}; any other key cancels)")
-
-    def on_key(self, event: events.Key) -> None:
-        event.stop()
-        self.dismiss(self.choices.get(event.key))
-
-
 class BoardApp(App[None]):
     ENABLE_COMMAND_PALETTE = False  # the footer names every key the board has
     CSS = """
@@ -162,13 +122,12 @@ class BoardApp(App[None]):
     DataTable { height: 1fr; }
     #details { height: auto; max-height: 7; border-top: solid $secondary; }
     #message { height: 1; }
-    #dialog { width: 80%; height: auto; border: round $accent; padding: 0 1; }
-    AnswerScreen, ChoiceScreen { align: center middle; }
-    """
+    """ + SCREENS_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "attach", "attach"), Binding("n", "answer", "answer"),
         Binding("y", "approve", "approve"), Binding("r", "recycle", "recycle"),
-        Binding("s", "stop", "stop"), Binding("c", "closed", "closed: show/hide"),
+        Binding("s", "stop", "stop"), Binding("v", "view", "view plan/diff/report"),
+        Binding("c", "closed", "closed: show/hide"),
         Binding("q", "quit", "quit")]
 
     def __init__(self, home: Path, repo_key: str | None = None, plain: bool = False) -> None:
@@ -417,6 +376,25 @@ class BoardApp(App[None]):
         self.push_screen(ChoiceScreen(f"Stop {row.ticket}? ('handoff resume' carries it on)",
                                       {"y": "stop it"}), confirmed)
 
+    def action_view(self) -> None:
+        """The selected ticket's plan, its change as a diff, or its last report, to read."""
+        row = self._ticket()
+        if row is None:
+            return
+
+        def chosen(what: str | None) -> None:
+            if what is None:
+                return
+            try:
+                title, text = view(self.home, row, what)
+            except HandoffError as exc:
+                self.say(f"{exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
+                return
+            self.push_screen(ViewScreen(title, text))
+
+        self.push_screen(ChoiceScreen(f"Read what of {row.ticket}?",
+                                      {"p": "plan", "d": "diff", "l": "last report"}), chosen)
+
     async def action_quit(self) -> None:
         self._done.set()
         self.exit()
@@ -467,6 +445,33 @@ def recycle(home: Path, row: Row, role: str) -> str:
     if row.host:
         return _on_host(home, row, ["recycle", row.ticket, role])[1]
     return output.line(tending.recycle_ticket(home, row.ticket, _repo(row), role))
+
+
+def view(home: Path, row: Row, what: str) -> tuple[str, str]:
+    """The text the board shows for the view chosen (plan, diff, last report): its title and
+    its text. A ticket on a host shows its diff from there; its plan and reports stay there."""
+    from handoff.operations import viewing
+
+    if row.host:
+        if what != "diff":
+            raise HandoffError(f"{row.ticket} runs on {row.host}: its {what} is there",
+                               f"'handoff attach {row.ticket}' reaches it")
+        return f"{row.ticket} on {row.host}: its change", _on_host(
+            home, row, ["diff", row.ticket])[1]
+    from handoff.loop.workspace import Workspace
+    from handoff.operations.standing import find_ticket
+
+    # its plan and reports are in its record: readable with its repository gone
+    ws = Workspace.open(home, find_ticket(home, row.ticket, _repo(row)), repo_may_be_gone=True)
+    if what == "plan":
+        return f"{row.ticket}: its plan ({ws.tdir.plan_md})", viewing.plan(ws)
+    if what == "diff":
+        found, text = viewing.diff(ws)
+        return found.what, text or "(no change)"
+    last = viewing.last_report(ws)
+    if last is None:
+        raise HandoffError(f"{row.ticket} has no report yet")
+    return f"{row.ticket}: {last[0].name}", last[1]
 
 
 def stop(home: Path, row: Row) -> str:

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Static
 
-from handoff.cli.board_app import (
-    BoardApp,
-    ChoiceScreen,
-)
+from handoff.cli.board_app import BoardApp
+from handoff.cli.board_screens import ChoiceScreen, ViewScreen
 from handoff.phases import Phase
 from handoff.record.ticket import State, ticket_dir
 
@@ -96,3 +94,37 @@ def test_the_board_lists_what_needs_you_first_and_hides_the_closed_until_asked(
     assert title == "handoff watch — 3 ticket(s), 1 need you (2 closed hidden: c shows them)"
     assert shown[:3] == ["H-1", "W-1", "P-1"] and sorted(shown[3:]) == ["C-1", "C-2"]
     assert hidden == first
+
+
+def test_the_board_shows_a_tickets_plan_and_last_report_to_read(handoff_home: Path) -> None:
+    tdir = ticket_dir(handoff_home, "calc-0123456789", "T-1")
+    tdir.path.mkdir(parents=True)
+    tdir.save(State(ticket="T-1", repo="/src/calc", repo_key="calc-0123456789",
+                    phase=Phase.REVIEWING, round=1))
+    tdir.plan_md.write_text("# Fix add\n\nadd must add.\n", encoding="utf-8")
+    (tdir.path / "impl-report-1.md").write_text("---\nstatus: done\n---\nfixed add\n")
+    (tdir.path / "review-report-1.rejected-1.md").write_text("set aside: never shown\n")
+
+    async def drive() -> tuple[str, str, str, str]:
+        app = BoardApp(handoff_home, plain=True)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await pilot.pause()
+            shown = []
+            for key in ("p", "l"):
+                await pilot.press("v", key)
+                await pilot.pause()
+                assert isinstance(app.screen, ViewScreen)
+                shown.append(str(app.screen.query_one("#view-text", Static).render()))
+                await pilot.press("escape")
+            await pilot.press("v", "d")  # the repository is no real one: said on the board
+            await pilot.pause()
+            said = str(app.query_one("#message", Static).render())
+            back = type(app.screen).__name__
+            await pilot.press("q")
+        return shown[0], shown[1], said, back
+
+    plan, report, said, back = asyncio.run(drive())
+    assert plan == "# Fix add\n\nadd must add.\n"
+    assert report == "---\nstatus: done\n---\nfixed add\n", "the newest report taken"
+    assert said, "a view that cannot be shown says why"
+    assert back == "Screen", "back on the board"
