@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
@@ -55,33 +56,58 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def _peer_cell(row: Row, role: str) -> str:
+#: below this many terminal columns the board leaves out REPO and IN PHASE (the details line
+#: under the table says both) so that the rest fits: at 100 columns every column is seen
+NARROW = 120
+#: the columns a narrow terminal leaves out
+WIDE_ONLY = ("repo", "in_phase")
+#: a ticket's id on a narrow terminal (the details line shows it whole)
+NARROW_TICKET_WIDTH = 14
+
+
+def shown_columns(columns: int) -> list[str]:
+    return [key for key, _ in COLUMNS if columns >= NARROW or key not in WIDE_ONLY]
+
+
+def fitted_width(columns: int) -> int:
+    """How wide each peer cell and the last event may be for the whole table to fit a
+    terminal of columns (the other shown columns take about 85 with their padding, 60 on a
+    narrow one): PEER_WIDTH on a wide one, never under 12 (the details line shows each
+    whole)."""
+    return max(12, min(PEER_WIDTH, (columns - (85 if columns >= NARROW else 60)) // 3))
+
+
+def _peer_cell(row: Row, role: str, width: int = PEER_WIDTH) -> str:
     peer = row.peers[role]
-    return _cut(peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}", PEER_WIDTH)
+    return _cut(peer.state if not peer.evidence else f"{peer.state}: {peer.evidence}", width)
 
 
-def _team_cell(row: Row) -> str:
+def _team_cell(row: Row, width: int = PEER_WIDTH) -> str:
     """The testers and reviewers: one shown as the implementer is, several by name and state
     (the details line has each one's evidence)."""
     others = row.others
     if len(others) == 1:
-        return _peer_cell(row, next(iter(others)))
-    return _cut(" · ".join(f"{role} {peer.state}" for role, peer in others.items()), PEER_WIDTH)
+        return _peer_cell(row, next(iter(others)), width)
+    return _cut(" · ".join(f"{role} {peer.state}" for role, peer in others.items()), width)
 
 
-def cells(row: Row, now: datetime) -> dict[str, str | Text]:
+def cells(row: Row, now: datetime, width: int = PEER_WIDTH,
+          ticket_width: int = TICKET_WIDTH) -> dict[str, str | Text]:
+    """The row's cells; width: each peer cell's and the last event's (fitted_width), and
+    ticket_width the ticket's id's (shorter on a narrow terminal)."""
     needs = Text(f"► {row.needs.upper()}", style="bold reverse") if row.needs else Text("")
     # a 64-character id (ids may be that long) would push every other column off the screen;
     # the details line below the table shows it whole
-    return {"needs": needs, "ticket": _cut(row.ticket, TICKET_WIDTH),
+    return {"needs": needs, "ticket": _cut(row.ticket, ticket_width),
             "repo": _cut(row.repo_name, TICKET_WIDTH),
             "phase": f"{row.phase} {row.place}/{row.waiting}" if row.place else
             _cut(f"waiting for {', '.join(row.after)}", PEER_WIDTH)
             if row.phase == Phase.WAITING and row.after else row.phase,
             "round": f"{row.round}/{row.max_rounds}" if row.max_rounds else str(row.round),
-            "implementer": _peer_cell(row, "implementer"),
-            "reviewer": _team_cell(row), "in_phase": row.in_phase(now),
-            "last": row.last_event[10:] if row.last_event[:2].isdigit() else row.last_event}
+            "implementer": _peer_cell(row, "implementer", width),
+            "reviewer": _team_cell(row, width), "in_phase": row.in_phase(now),
+            "last": _cut(row.last_event[10:] if row.last_event[:2].isdigit() else
+                         row.last_event, width)}
 
 
 def recycle_keys(roles: list[str]) -> dict[str, str]:
@@ -142,6 +168,8 @@ class BoardApp(App[None]):
         #: why the board polls instead of waiting on inotify, for its title ("": it does not)
         self._polling = ""
         self._done = threading.Event()
+        #: the table's columns, for the terminal's width (shown_columns)
+        self.shown = [key for key, _ in COLUMNS]
         #: the closed tickets are listed too (`c`); by default they are not, as in `status`
         self.closed_shown = False
         #: every row the board has, shown or not
@@ -157,8 +185,7 @@ class BoardApp(App[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        self._columns(table)
         self.board.refresh()
         self.show(self.board.rows())
         table.focus()
@@ -230,15 +257,16 @@ class BoardApp(App[None]):
             selected = self.selected()
             table.clear()
             for key, row in fresh.items():
-                shown = cells(row, now)
-                table.add_row(*(shown[c] for c, _ in COLUMNS), key=key)
+                shown = cells(row, now, self.width, self.ticket_width)
+                table.add_row(*(shown[c] for c in self.shown), key=key)
             if selected is not None and selected.key in fresh:
                 table.move_cursor(row=list(fresh).index(selected.key))
         else:
             for key, row in fresh.items():
                 if row != self.rows[key]:
-                    for column, value in cells(row, now).items():
-                        table.update_cell(key, column, value)
+                    for column, value in cells(row, now, self.width, self.ticket_width).items():
+                        if column in self.shown:
+                            table.update_cell(key, column, value)
         self.rows = fresh
         self._in_phase = {key: row.in_phase(now) for key, row in fresh.items()}
         waiting = sum(1 for row in listed if row.needs)
@@ -249,6 +277,34 @@ class BoardApp(App[None]):
                                                           else "")
             + (f" ({hidden} closed hidden: c shows them)" if hidden else "") + self._polling)
         self.show_details()
+
+    @property
+    def width(self) -> int:
+        """Each peer cell's width for this terminal: the table fits it (at 100 columns too)."""
+        return fitted_width(self.size.width)
+
+    @property
+    def ticket_width(self) -> int:
+        return TICKET_WIDTH if self.size.width >= NARROW else NARROW_TICKET_WIDTH
+
+    def _columns(self, table: DataTable[str | Text]) -> None:
+        """The table's columns for this terminal's width (shown_columns), and no row yet."""
+        table.clear(columns=True)
+        self.rows = {}
+        self.shown = shown_columns(self.size.width)
+        labels = dict(COLUMNS)
+        for key in self.shown:
+            table.add_column(labels[key], key=key)
+
+    def on_resize(self, _: events.Resize) -> None:
+        tables = self.query(DataTable)
+        if not tables:  # before the board is composed
+            return
+        table: DataTable[str | Text] = tables.first()
+        if shown_columns(self.size.width) != self.shown or not table.columns:
+            self._columns(table)
+        self.rows = {}  # every row drawn afresh at the new width
+        self.show(self._all)
 
     def action_closed(self) -> None:
         self.closed_shown = not self.closed_shown
@@ -263,7 +319,8 @@ class BoardApp(App[None]):
             text = row.in_phase(now)
             if self._in_phase.get(key) != text:  # asking the table each second costs 5% CPU
                 self._in_phase[key] = text
-                table.update_cell(key, "in_phase", text)
+                if "in_phase" in self.shown:
+                    table.update_cell(key, "in_phase", text)
 
     def selected(self) -> Row | None:
         table: DataTable[str | Text] = self.query_one(DataTable)

@@ -128,3 +128,32 @@ def test_the_board_shows_a_tickets_plan_and_last_report_to_read(handoff_home: Pa
     assert report == "---\nstatus: done\n---\nfixed add\n", "the newest report taken"
     assert said, "a view that cannot be shown says why"
     assert back == "Screen", "back on the board"
+
+
+def test_at_100_columns_the_whole_table_fits_and_a_wide_terminal_shows_every_column(
+        handoff_home: Path) -> None:
+    """Long ids and long evidence are cut to fit; a narrow terminal leaves out REPO and IN
+    PHASE, which the details line says."""
+    tdir = ticket_dir(handoff_home, "calculator-0123456789", "PROJ-1234-make-the-parser-strict")
+    tdir.path.mkdir(parents=True)
+    tdir.save(State(ticket=tdir.ticket, repo="/src/calculator", repo_key=tdir.path.parent.name,
+                    phase=Phase.ESCALATED, round=3, max_rounds=3,
+                    reason="still failing after 3 review round(s) " + "x" * 200))
+    tdir.events.append("peer", round=3, role="implementer", state="working",
+                       evidence="spinner: " + "Thinking about the parser " * 10)
+
+    async def drive(width: int) -> tuple[list[str], int]:
+        app = BoardApp(handoff_home, plain=True)
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.pause()
+            table = app.query_one(DataTable)
+            columns = [str(key.value) for key in table.columns]
+            used = table.virtual_size.width
+            await pilot.press("q")
+        return columns, used
+
+    narrow, used = asyncio.run(drive(100))
+    assert narrow == ["needs", "ticket", "phase", "round", "implementer", "reviewer", "last"]
+    assert used <= 100, used
+    wide, used = asyncio.run(drive(160))
+    assert "repo" in wide and "in_phase" in wide and used <= 160
