@@ -217,9 +217,14 @@ def resume(
 def _resume_all(home: Path, repo: Path | None) -> int:
     from handoff.machinery.repo import Repo
     from handoff.operations import resume
+    from handoff.record.ticket import TicketDir
 
     failed_there = elsewhere.resume_all(home) if repo is None else 0
-    found = resume.left_behind(home, Repo.at(repo).key if repo is not None else None)
+    by_hand: list[TicketDir] = []
+    found = resume.left_behind(home, Repo.at(repo).key if repo is not None else None, by_hand)
+    for tdir in by_hand:
+        typer.echo(f"note: {tdir.ticket} was stopped by hand: left stopped ('handoff resume "
+                   f"{tdir.ticket}' carries it on)", err=True)
     if not found:
         typer.echo("no ticket's run was cut off here: nothing to resume (handoff status shows "
                    "where each stands)")

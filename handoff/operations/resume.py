@@ -113,21 +113,40 @@ def ensure_resumable(ws: Workspace) -> None:
         raise refused(Verb.RESUME, state.phase, state.ticket, ws.tdir.path, running=False)
 
 
-def left_behind(home: Path, repo_key: str | None = None) -> list[TicketDir]:
+def left_behind(home: Path, repo_key: str | None = None,
+                by_hand: list[TicketDir] | None = None) -> list[TicketDir]:
     """The tickets whose run was cut off (a reboot, a kill, a lost tmux server): in a phase a
-    run carries on, and no orchestrator holds them. Not those waiting for a person: their
-    approval or answer starts them."""
+    run carries on, and no orchestrator holds them. Not those waiting for a person (their
+    approval or answer starts them), nor those a person stopped (`handoff stop`: they go on
+    when that person says; by_hand, when given, gets them)."""
     found: list[tuple[bool, str, TicketDir]] = []
     for tdir in all_tickets(home, repo_key):
         try:
             phase = tdir.load().phase
         except HandoffError:
             continue  # `status` shows it unreadable, `resume TICKET` mends it by name
-        if phase in CARRIED_ON and holder(tdir.lock_file) is None:
-            found.append((phase == Phase.QUEUED, tdir.load().created, tdir))
+        if phase not in CARRIED_ON or holder(tdir.lock_file) is not None:
+            continue
+        if stopped_by_hand(tdir):
+            if by_hand is not None:
+                by_hand.append(tdir)
+            continue
+        found.append((phase == Phase.QUEUED, tdir.load().created, tdir))
     # the ones that were at work first, then the queue in its order: each is started once the
     # one before has its place (`in_line`), so the order survives the restart
     return [tdir for _, _, tdir in sorted(found, key=lambda f: (f[0], f[1], str(f[2].path)))]
+
+
+def stopped_by_hand(tdir: TicketDir) -> bool:
+    """Its last run was ended by a person's `handoff stop` (a `stopped` event of theirs since
+    the last orchestrator started), not cut off."""
+    events, _ = tdir.events.read()
+    for event in reversed(events):
+        if event.get("kind") == "stopped" and event.get("by") == "hand":
+            return True
+        if event.get("kind") == "orchestrator":
+            return False
+    return False
 
 
 #: how long `resume --all` waits for a resumed ticket to take its slot or place in the queue

@@ -19,7 +19,9 @@ from handoff.operations.resume import (
     torn_note,
 )
 from handoff.record import slots
+from handoff.record.events import EventLog
 from handoff.record.lock import TicketLock
+from handoff.record.ticket import TicketDir
 from tests.tickets import moved, new_ticket
 
 
@@ -106,11 +108,23 @@ def test_left_behind_finds_the_runs_cut_off_at_work_first_then_the_queue_in_orde
         subprocess.run(["git", "-C", str(other), *argv], check=True, timeout=60)
     elsewhere = ticket("O-1", "implementing", "2026-01-01T00:00:09", other)
 
+    stopped = ticket("S-1", "testing", "2026-01-01T00:00:00")  # by its person: not cut off
+    log = EventLog(stopped / "events.jsonl")
+    log.append("orchestrator", round=1)
+    log.append("stopped", round=1, phase="testing")  # its orchestrator's own, on the SIGTERM
+    log.append("stopped", round=1, by="hand")  # `handoff stop`'s
+    restarted = ticket("S-2", "testing", "2026-01-01T00:00:07")
+    log = EventLog(restarted / "events.jsonl")
+    log.append("stopped", round=1, by="hand")
+    log.append("orchestrator", round=1)  # resumed since: its run was cut off after that
+
     with TicketLock(held / "lock"):
-        assert [t.path for t in left_behind(handoff_home)] == [
-            waiting, at_work, elsewhere, earlier, later]
+        by_hand: list[TicketDir] = []
+        assert [t.path for t in left_behind(handoff_home, by_hand=by_hand)] == [
+            waiting, at_work, restarted, elsewhere, earlier, later]
+        assert [t.path for t in by_hand] == [stopped]
         assert [t.path for t in left_behind(handoff_home, Repo.at(repo).key)] == [
-            waiting, at_work, earlier, later]
+            waiting, at_work, restarted, earlier, later]
     assert held in [t.path for t in left_behind(handoff_home)]
 
 
