@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import gc
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -31,6 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+import setproctitle
 
 from handoff.machinery import relay
 from handoff.machinery.launcher import yield_cpu
@@ -244,6 +247,11 @@ def _run(conn: socket.socket, request: relay.Request, fds: list[int]) -> int:
         if fd > 2:
             os.close(fd)
     _reopen_streams()
+    # what `ps` and `top` show: the command it runs, not the warm process it was forked from
+    # (an orchestrator runs for hours; "python -m handoff.cli.warm" tells a person nothing).
+    # Before the environment is replaced: setproctitle finds argv's room by the environment
+    # the process started with
+    setproctitle.setproctitle(shlex.join(["handoff", *(os.fsdecode(a) for a in request.argv)]))
     os.environb.clear()
     os.environb.update(request.env)
     os.chdir(request.cwd)

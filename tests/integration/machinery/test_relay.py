@@ -131,6 +131,9 @@ def test_a_tickets_orchestrator_is_a_child_of_the_warm_process_and_its_peers_yie
     assert orchestrator is not None
     (server,) = warm_processes(handoff_home)
     assert _parent(orchestrator) == server, "forked by the warm process, not a new interpreter"
+    # ps shows what it runs (the window's `handoff resume`), not the warm process's command
+    assert _cmdline(orchestrator).startswith("handoff resume W-1"), _cmdline(orchestrator)
+    assert "handoff.cli.warm" in _cmdline(server), "the warm process keeps its own"
     assert _nice(orchestrator) == ORCHESTRATOR_NICE
     pids = _window_pids(current)
     # the orchestrator's window holds the launcher, which handed the command over itself: no
