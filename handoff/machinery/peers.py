@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -49,19 +50,44 @@ LAUNCH_FILE_AGE = 600.0
 
 
 def with_env(env: dict[str, str], argv: Sequence[str], home: Path, nice: int = 0,
-             bounds: Mapping[str, object] | None = None) -> list[str]:
+             bounds: Mapping[str, object] | None = None, owner: str = "") -> list[str]:
     """argv run under exactly env (tmux would otherwise add its server's whole environment),
     with nothing on the command line: env and argv go into a 0600 file under home/.launch that
     the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher), at
     niceness nice (launcher.yield_cpu), held to bounds (launcher.bound: a plan of
-    handoff.machinery.limits) before it execs."""
+    handoff.machinery.limits) before it execs. owner: the ticket's session, in the file's name
+    (`forget_launches`)."""
     folder = private_dir(home / ".launch")
     _drop_stale(folder)
-    handle, path = tempfile.mkstemp(dir=folder, prefix="env-", suffix=".json")
+    handle, path = tempfile.mkstemp(dir=folder, prefix=_prefix(owner), suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
         json.dump({"env": env, "argv": list(argv), "nice": nice,
                    **({"bounds": dict(bounds)} if bounds else {})}, out)
     return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path]
+
+
+def _prefix(owner: str) -> str:
+    return f"env-{owner}-" if OWNER.fullmatch(owner) else "env-"
+
+
+#: what a launch file's name may carry of its owner (a session name: handoff makes them)
+OWNER = re.compile(r"[A-Za-z0-9_+-]{1,80}")
+
+
+def forget_launches(home: Path, owner: str) -> int:
+    """The launch files of owner's windows that no launcher read (a window ended before it
+    started): removed with the environment they hold, since its session is gone. How many."""
+    if not OWNER.fullmatch(owner):
+        return 0
+    gone = 0
+    with contextlib.suppress(OSError), os.scandir(home / ".launch") as entries:
+        for entry in entries:
+            if entry.name.startswith(_prefix(owner)) and entry.name.endswith(".json") and \
+                    entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    gone += 1
+    return gone
 
 
 def _drop_stale(folder: Path) -> None:
@@ -120,7 +146,7 @@ class Peers:
         program = provider.argv(launch)
         argv = with_env({**env, **provider.env(launch), **mark},
                         fence(program) if fence is not None else program,
-                        self.tmux.config.parent, self.nice, bounds)
+                        self.tmux.config.parent, self.nice, bounds, owner=self.session)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away
         # under it: two of them must never work in one worktree

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from handoff.loop.gate import end_left
 from handoff.loop.workspace import Workspace
+from handoff.machinery.peers import forget_launches
 from handoff.machinery.ports import PortBook
 from handoff.next_steps import Verb, already_running, refused
 from handoff.operations.opening import restore_state
@@ -47,6 +48,8 @@ def stop(ws: Workspace, state: State | None = None) -> Stopped:
             ws.keep_session(state, role, transcript)
             captured.append(role)
     stopped = peers.stop()
+    # a window ended before its launcher read its file leaves the environment it was given
+    forget_launches(ws.home, state.session)
     ws.tdir.events.append("stopped", round=state.round, by="hand", orchestrator=pid, exited=left,
                           session=stopped)
     return Stopped(state.ticket, pid, stopped, tuple(captured), tuple(left))

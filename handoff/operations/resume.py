@@ -70,7 +70,8 @@ def run_in_window(ws: Workspace) -> str:
     peers = ws.peers(state)
     nice = ORCHESTRATOR_NICE if ws.config.peer_nice else 0
     argv = with_env(ws.orchestrator_env(), self_argv(
-        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home, nice)
+        "resume", state.ticket, "--repo", str(ws.repo.top), "--foreground"), ws.home, nice,
+        owner=state.session)
     # said before it starts, so it always comes before the run's `orchestrator` event: until
     # that one, `status` says it is starting rather than hint a `resume` that would start it
     # again (handoff.operations.standing.starting)

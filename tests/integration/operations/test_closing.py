@@ -13,6 +13,7 @@ import pytest
 
 from handoff.errors import NotFound, UsageError, WorkAtRisk
 from handoff.loop.workspace import Workspace
+from handoff.machinery.peers import with_env
 from handoff.machinery.tmux import Tmux
 from handoff.operations.approval import approve
 from handoff.operations.closing import close, close_ticket, forget_ticket, stop, stop_ticket
@@ -42,7 +43,10 @@ def test_stop_ends_the_session_and_keeps_everything_else(repo: Path,
     state = ws.state()
     tmux = Tmux(state.socket, handoff_home)
     assert tmux.has_session(state.session)
+    unread = Path(with_env({"ANTHROPIC_API_KEY": "sk-1"}, ["true"], handoff_home,
+                           owner=state.session)[-1])  # a window ended before it started
     stopped = stop(ws)
+    assert not unread.exists(), "its environment is not left in .launch"
     assert (stopped.ticket, stopped.orchestrator, stopped.session) == ("T-1", None, True)
     assert stopped.said == ["T-1 stopped (orchestrator: not running, peers: stopped)"]
     assert not tmux.has_session(state.session)

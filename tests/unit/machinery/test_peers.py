@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.machinery.peers import allowlisted_env, session_name
+from handoff.machinery.peers import allowlisted_env, forget_launches, session_name, with_env
 from handoff.machinery.tmux import TERM
 from handoff.record.store import repo_key, validate_ticket_id
 
@@ -87,3 +87,18 @@ def test_session_name_keeps_dot_and_underscore_tickets_apart() -> None:
     dotted, underscored = validate_ticket_id("REL.1"), validate_ticket_id("REL_1")
 
     assert session_name(dotted, key) != session_name(underscored, key)
+
+
+def test_a_launch_file_names_its_session_and_goes_when_the_session_is_forgotten(
+        tmp_path: Path) -> None:
+    """A window ended before its launcher read its file would leave the environment it was
+    given (keys included) in home/.launch until the next launch: stop removes its session's."""
+    mine = with_env({"SECRET": "k"}, ["true"], tmp_path, owner="T-1-abc123")[-1]
+    other = with_env({"SECRET": "k"}, ["true"], tmp_path, owner="T-2-abc123")[-1]
+    plain = with_env({}, ["true"], tmp_path, owner="../escape")[-1]
+    assert Path(mine).name.startswith("env-T-1-abc123-")
+    assert Path(plain).name.startswith("env-") and "escape" not in plain
+    assert forget_launches(tmp_path, "T-1-abc123") == 1
+    assert not Path(mine).exists() and Path(other).exists() and Path(plain).exists()
+    assert forget_launches(tmp_path, "../escape") == 0
+    assert forget_launches(tmp_path / "nowhere", "T-2-abc123") == 0
