@@ -37,6 +37,7 @@ from handoff.machinery.checkout_setup import CheckoutSetup, SetupFence, bytecode
 from handoff.machinery.checkouts import Checkouts, quiet_env
 from handoff.machinery.repo_worktrees import WORKTREES_DIR, registered
 from handoff.machinery.ticket_branch import TicketBranch
+from handoff.record.store import atomic_write
 from handoff.role import IMPLEMENTER, NAME
 
 #: the gate's own checkout, beside the roles' (role.RESERVED keeps the name from a role)
@@ -245,9 +246,10 @@ class TicketWorktrees(Checkouts):
                       .splitlines()) if kept else set()
         self.pinned_git(path, "add", "-A", "--", ".",
                         *[f":(exclude,literal){name}" for name in kept if name not in ignored])
-        scratch.parent.mkdir(parents=True, exist_ok=True)
-        scratch.write_text(self.pinned_git(path, "diff", "--cached", "--binary", "HEAD") + "\n",
-                           encoding="utf-8")
+        patch = self.pinned_git(path, "diff", "--cached", "--binary", "HEAD") + "\n"
+        # whole or not at all: a full disk must not leave half a patch beside a worktree that
+        # is then removed (write_failed stops the removal, naming the file and the mend)
+        atomic_write(scratch, patch)
         return True
 
     def dirty(self, path: Path) -> list[str]:

@@ -310,3 +310,31 @@ def test_a_start_on_a_full_disk_leaves_no_half_made_ticket(
         again = handoff("start", "F-1", "--plan", str(plan), "--yes", "--foreground", cwd=repo)
         assert again.returncode == 0, again.stderr
         assert events(handoff_home, "F-1")[0]["kind"] == "created"
+
+
+@fault("", "`handoff close --force` of a ticket with uncommitted work while the disk under the "
+       "state dir is full (the patch of that work cannot be written)",
+       "close ends with one clear error naming the patch it could not write (exit 1, no "
+       "traceback) and removes nothing; once space is freed, close --force keeps the patch",
+       "the implementer's worktree and its uncommitted file, until a whole patch of it is kept")
+def test_close_force_on_a_full_disk_removes_nothing_it_could_not_keep(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    with small_disk(handoff_home, "2m"):
+        runner, folder, current = paused_ticket(repo, tmp_path, handoff_home, "K-1")
+        stop_runner(runner)
+        assert handoff("stop", "K-1", cwd=repo).returncode == 0
+        worktree = Path(str(current["worktrees"]["implementer"]))  # type: ignore[index]
+        (worktree / "notes.txt").write_text("my uncommitted notes\n" * 2000, encoding="utf-8")
+        filler = fill(handoff_home)
+        done = handoff("close", "K-1", "--force", cwd=repo)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        assert "handoff: error: cannot write" in done.stderr and "discarded" in done.stderr
+        assert (worktree / "notes.txt").is_file(), "nothing removed that was not kept"
+        assert not list(folder.glob("transcripts/*discarded*.patch")), "no half a patch"
+        filler.unlink()
+        closed = handoff("close", "K-1", "--force", cwd=repo)
+        assert closed.returncode == 0, closed.stderr
+        [patch] = folder.glob("transcripts/*discarded*.patch")
+        assert "my uncommitted notes" in patch.read_text(encoding="utf-8")
+        assert not worktree.exists()
