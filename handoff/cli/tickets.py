@@ -123,6 +123,13 @@ def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
                  batch: Batch) -> int:
     """`start --plans`: each ticket started in its own window, one that fails said and the
     rest started all the same; exit 1 when any failed."""
+    from handoff import config
+    from handoff.record import slots
+    from handoff.record.store import state_home
+
+    home = state_home()
+    limit = config.load(home, how.repo or Path.cwd()).parallel
+    before = slots.standing(home, limit)
     failed = 0
     for one in starts:
         try:
@@ -131,8 +138,17 @@ def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
         except HandoffError as exc:
             output.failed(one.ticket, exc)
             failed += 1
-    typer.echo(f"{len(starts) - failed} of {len(starts)} started; where each stands: "
-               "handoff status, or handoff watch")
+    started = len(starts) - failed
+    typer.echo(f"{started} of {len(starts)} started; where each stands: handoff status, or "
+               "handoff watch")
+    free = max(0, limit - len(before.at_work) - len(before.waiting))
+    # the ones that start after others wait for those, not for a slot
+    later = sum(1 for _, after in batch if after)
+    queued = 0 if how.now or placement != "local" else max(0, started - later - free)
+    if queued:  # each one's own start said nothing: their orchestrators had not asked yet
+        typer.echo(f"{queued} of them wait in the queue ({limit} tickets at work at most: "
+                   "max_parallel), in the order of their plans; each starts by itself when "
+                   "a slot frees")
     return 1 if failed else 0
 
 

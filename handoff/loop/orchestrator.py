@@ -128,6 +128,8 @@ class Orchestrator:
         if carried:
             ctx.save()
         fenced = self.ws.sandbox()
+        if ctx.state.phase in (*AT_WORK, Phase.QUEUED) and not self.slot.now:
+            self.slot.stand_in_line()  # its place before the starts it waits for end
         # the starts a person is waiting for go first (handoff.record.starts)
         waited = starts.wait_for_starts(self.ws.home)
         ctx.event("orchestrator", pid=os.getpid(), relaunches_before=carried,

@@ -161,6 +161,16 @@ class Slot:
             return Standing(now.at_work, tuple(sorted(
                 (*now.waiting, self.holder), key=lambda h: (h.order, h.ticket))), self.limit)
 
+    def stand_in_line(self) -> None:
+        """Take a place in the queue now, before asking for a slot: the tickets of one batch
+        (`start --plans`) are let go together once all are made, and each takes its place
+        first, so the slots then go in the order the tickets were made, not to whichever
+        orchestrator asks first."""
+        if self.held or self._wait is not None:
+            return
+        with taking(self.home):
+            self._wait = self._hold(WAIT)
+
     def release(self) -> None:
         """Give the slot back (and any place in the queue)."""
         if self._run is None and self._wait is None:

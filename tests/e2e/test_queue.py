@@ -195,3 +195,28 @@ def test_start_plans_starts_a_ticket_per_plan_named_by_frontmatter_or_file(
     again = handoff("start", "--plans", str(folder / "PROJ-7.md"), "--yes", cwd=repo)
     assert again.returncode == 1 and "PROJ-7: ticket PROJ-7 already exists" in again.stderr
     assert "0 of 1 started" in again.stdout
+
+
+def test_a_batch_beyond_max_parallel_says_how_many_wait_and_its_first_plans_start_first(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Four plans, one slot: start says three wait; the slot goes to the first plan whichever
+    orchestrator asks first, and the others follow in the order of their plans."""
+    limit(handoff_home, 1)
+    folder = tmp_path / "plans"
+    folder.mkdir()
+    names = [f"B-{n}" for n in range(1, 5)]
+    for name in names:
+        quick_plan(folder, f"{name}.md")
+    started = handoff("start", "--plans", *(str(folder / f"{n}.md") for n in names), "--yes",
+                      cwd=repo)
+    assert started.returncode == 0, started.stderr
+    assert "4 of 4 started" in started.stdout
+    assert "3 of them wait in the queue (1 tickets at work at most: max_parallel)" in \
+        started.stdout, started.stdout
+    for name in names:
+        assert wait_phase(handoff_home, name, *DONE, timeout=120)["phase"] == "passed"
+    # when each one's implementer was first launched: one at a time, in the plans' order
+    at_work = {name: next(e["time"] for e in events(handoff_home, name)
+                          if e["kind"] == "launch" and e.get("role") == "implementer")
+               for name in names}
+    assert sorted(names, key=lambda n: at_work[n]) == names, at_work

@@ -74,3 +74,20 @@ def test_the_default_limit_follows_cores_and_memory() -> None:
     assert 1 <= limit <= 2 * cores
     assert limit <= max(1, memory // (1 << 30))
     assert limit in (2 * cores, max(1, memory // (1 << 30)))
+
+
+def test_a_batch_let_go_together_takes_the_slots_in_the_order_it_was_made(
+        tmp_path: Path) -> None:
+    """`start --plans`: every orchestrator of the batch stands in line before any asks, so the
+    first plans get the free slots whichever orchestrator asks first."""
+    made = [slot(tmp_path, f"P-{n}", f"2026-01-01T00:00:0{n}", 2) for n in range(1, 5)]
+    for one in made:
+        one.stand_in_line()
+    asked_last_first = list(reversed(made))  # the last plan's orchestrator asks first
+    took = [one.ticket.name for one in asked_last_first if one.take() is None]
+    assert sorted(took) == ["P-1", "P-2"], "the first two plans get the two slots"
+    queue = made[3].take()
+    assert queue is not None and [h.name for h in queue.waiting] == ["P-3", "P-4"]
+    for one in made:
+        one.release()
+    assert slots.standing(tmp_path) == slots.Standing((), (), 0)
