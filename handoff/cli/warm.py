@@ -190,11 +190,13 @@ def _child(conn: socket.socket, listener: socket.socket, lock: int) -> NoReturn:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the command waits for its own children
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.setsid()
-        request, fds = _receive(conn)
-        # before its stdio is ours: a command that gave up on us hears nothing of this child
+        request = _receive(conn)
+        # its stdio comes with `go`: a command that gave up on us hears nothing of this child,
+        # and nothing of it was ever held here
         conn.sendall(b"pid %d\n" % os.getpid())
         conn.settimeout(READ_TIMEOUT)
-        if _read_line(conn) != b"go":
+        fds = _go(conn)
+        if fds is None:
             os._exit(0)  # it gave up waiting and runs on its own: never run it twice
         conn.settimeout(None)
         code = _run(conn, request, fds)
@@ -210,26 +212,40 @@ def _child(conn: socket.socket, listener: socket.socket, lock: int) -> NoReturn:
         os._exit(code)
 
 
-def _receive(conn: socket.socket) -> tuple[relay.Request, list[int]]:
-    """The request on conn and the stdin, stdout and stderr that came with it."""
+def _receive(conn: socket.socket) -> relay.Request:
+    """The request on conn."""
     conn.settimeout(READ_TIMEOUT)
-    fds: list[int] = []
     data = b""
     while b"\n" not in data or len(data) - data.index(b"\n") - 1 < _length(data):
-        chunk, ancillary, _, _ = conn.recvmsg(relay.REQUEST_LIMIT, socket.CMSG_SPACE(3 * 4))
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds += [int.from_bytes(payload[i:i + 4], sys.byteorder)
-                        for i in range(0, len(payload) - len(payload) % 4, 4)]
+        chunk = conn.recv(relay.REQUEST_LIMIT)
         if not chunk:
             raise ConnectionError("the command hung up before it was sent")
         data += chunk
         if len(data) > relay.REQUEST_LIMIT + 16:
             raise ValueError("the request is too long")
     conn.settimeout(None)
-    if len(fds) != 3:
-        raise ValueError("the request came without its stdin, stdout and stderr")
-    return relay.Request.decode(data[data.index(b"\n") + 1:]), fds
+    return relay.Request.decode(data[data.index(b"\n") + 1:])
+
+
+def _go(conn: socket.socket) -> list[int] | None:
+    """The command's `go` and the stdin, stdout and stderr that come with it; None when it
+    gave up on us (it hung up, or said anything else)."""
+    fds: list[int] = []
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 16:
+        chunk, ancillary, _, _ = conn.recvmsg(16, socket.CMSG_SPACE(3 * 4))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += [int.from_bytes(payload[i:i + 4], sys.byteorder)
+                        for i in range(0, len(payload) - len(payload) % 4, 4)]
+        if not chunk:
+            break
+        line += chunk
+    if line.strip() != b"go" or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return fds
 
 
 def _length(data: bytes) -> int:
@@ -261,16 +277,6 @@ def _run(conn: socket.socket, request: relay.Request, fds: list[int]) -> int:
     from handoff.cli import entry
 
     return entry.run(argv, warm=False)
-
-
-def _read_line(conn: socket.socket) -> bytes:
-    line = b""
-    while not line.endswith(b"\n") and len(line) < 16:
-        chunk = conn.recv(1)
-        if not chunk:
-            break
-        line += chunk
-    return line.strip()
 
 
 def _reopen_streams() -> None:

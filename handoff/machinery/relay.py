@@ -4,9 +4,11 @@ A full `handoff start` spends about 0.3 s of CPU importing typer, libtmux, GitPy
 PyYAML before it does 30 ms of work, and so does the orchestrator each ticket runs in its tmux
 window. Twenty tickets started at once are twenty of each on the cores their peers need. The
 warm process has all of it imported once; this client, standard library only, passes it the
-command line, the environment, the working directory and its own stdin, stdout and stderr
-(SCM_RIGHTS), and the warm process forks a child that runs the command on them exactly as this
-process would have (handoff.cli.entry.run) and sends back its exit status.
+command line, the environment and the working directory, and the warm process forks a child
+that says its pid; only then does this client send it `go` with its own stdin, stdout and
+stderr (SCM_RIGHTS), and the child runs the command on them exactly as this process would
+have (handoff.cli.entry.run) and sends back its exit status. A stopped or stuck warm process
+(no pid) is given up on, said, and the command runs here: it was never handed our output.
 
 What stays exactly as without it: each command is a process of its own (the orchestrator of a
 ticket too: it holds the ticket's lock, `stop` signals it, kill -9 of it is the crash it
@@ -40,7 +42,7 @@ from handoff.record.home import state_home_path
 TYPE_CHECKING = False  # typing's own import is more than a tenth of this client's start
 if TYPE_CHECKING:
     import signal as _signal  # the same functions and numbers, typed
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import FrameType
 else:
     import _signal
@@ -55,6 +57,8 @@ READY_WAIT = 3.0
 #: how long a command waits for the warm process's child to say its pid (the warm process
 #: imports handoff after it listens: seconds on a busy machine) before it runs here instead
 SERVE_WAIT = 30.0
+#: how often a command waiting for the warm process's child looks whether it is stopped
+LOOK = 0.5
 #: a warm process takes its lock first thing: one that holds none this long after it was
 #: started has ended (its log, .warm/KEY.log, says why)
 LOCK_GRACE = 0.5
@@ -115,7 +119,7 @@ def relay(argv: list[str], home: str | None = None) -> int | None:
             _failed(where)
             return None
     try:
-        return _talk(conn, argv)
+        return _talk(conn, argv, where)
     finally:
         conn.close()
 
@@ -242,7 +246,7 @@ def end(home: str | os.PathLike[str]) -> list[int]:
 
 
 #: what a request starts with: a warm process of another protocol answers nothing to it
-PROTOCOL = b"handoff-relay/1"
+PROTOCOL = b"handoff-relay/2"
 #: the most a request may be: a command line and an environment
 REQUEST_LIMIT = 1 << 20
 
@@ -253,7 +257,8 @@ class Request:
     On the wire (no JSON: its import is a tenth of this client's start): the payload's length
     in decimal and a newline, then NUL-separated bytes: PROTOCOL, cwd, nice, the number of
     arguments, the arguments, and NAME=VALUE for each variable. None of them can hold a NUL:
-    the kernel passes each as a C string. Its stdin, stdout and stderr go with it (SCM_RIGHTS)."""
+    the kernel passes each as a C string. Its stdin, stdout and stderr follow with `go`
+    (SCM_RIGHTS)."""
 
     __slots__ = ("argv", "cwd", "env", "nice")
 
@@ -283,8 +288,15 @@ class Request:
 def send_request(conn: _socket.socket, argv: list[str]) -> None:
     request = Request([os.fsencode(a) for a in argv], dict(os.environb), os.getcwdb(),
                       os.getpriority(os.PRIO_PROCESS, 0))
+    conn.sendall(request.encode())
+
+
+def send_go(conn: _socket.socket) -> None:
+    """`go`, with our stdin, stdout and stderr: only to a child that has said its pid, so a
+    warm process that never took the command (stopped, stuck) holds none of them open (a
+    pipe reading our output would wait on it)."""
     fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints, as the kernel reads
-    conn.sendmsg([request.encode()], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    conn.sendmsg([b"go\n"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
 
 
 class _Child:
@@ -304,11 +316,17 @@ class _Child:
             self.pending.append(signum)
 
 
-def _lines(conn: _socket.socket) -> Iterator[bytes]:
-    """The lines conn sends until it hangs up (its last, unended, included)."""
+def _lines(conn: _socket.socket, quiet: Callable[[], bool]) -> Iterator[bytes]:
+    """The lines conn sends until it hangs up (its last, unended, included). Each time its
+    timeout passes with nothing said, quiet() says whether to stop listening."""
     pending = b""
     while True:
-        chunk = conn.recv(256)
+        try:
+            chunk = conn.recv(256)
+        except TimeoutError:
+            if quiet():
+                return
+            continue
         if not chunk:
             if pending:
                 yield pending
@@ -318,7 +336,20 @@ def _lines(conn: _socket.socket) -> Iterator[bytes]:
         yield from whole
 
 
-def _talk(conn: _socket.socket, argv: list[str]) -> int | None:
+def stopped(where: str) -> int:
+    """The warm process's pid when it is stopped (SIGSTOP, a debugger): it takes no command
+    until it is continued. 0 when it is not, or cannot be told."""
+    try:
+        with open(os.path.join(where, f"{key()}.pid"), encoding="utf-8") as handle:
+            pid = int(handle.read().strip())
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pid if state in ("T", "t") else 0
+
+
+def _talk(conn: _socket.socket, argv: list[str], where: str = "") -> int | None:
     """Hand argv over and wait for its exit status, passing on every signal we are sent.
 
     The warm process's child says `pid N`; the command runs only once we answer `go`, so a
@@ -331,14 +362,28 @@ def _talk(conn: _socket.socket, argv: list[str]) -> int | None:
         return None  # the warm process went away between connect and send: run it here
     child = _Child()
     kept = {signum: _signal.signal(signum, child.forward) for signum in FORWARDED}
-    conn.settimeout(SERVE_WAIT)
+    started = time.monotonic()
+
+    def quiet() -> bool:
+        """No pid yet: give up on a stopped warm process at once, on any other after
+        SERVE_WAIT; never silently."""
+        halted = stopped(where) if where else 0
+        if halted or time.monotonic() - started >= SERVE_WAIT:
+            sys.stderr.write(f"handoff: note: the warm process (pid {halted}) is stopped"
+                             if halted else "handoff: note: the warm process did not take "
+                             f"this command within {SERVE_WAIT:g}s")
+            sys.stderr.write("; it runs in a process of its own\n")
+            return True
+        return False
+
+    conn.settimeout(LOOK)
     try:
-        for line in _lines(conn):
+        for line in _lines(conn, quiet):
             word, _, number = line.strip().partition(b" ")
             if word == b"stale" and not child.pid:
                 return None
             if word == b"pid" and number.isdigit() and not child.pid:
-                conn.sendall(b"go\n")
+                send_go(conn)
                 conn.settimeout(None)  # the command runs as long as it runs
                 child.pid = int(number)
                 for signum in child.pending:

@@ -181,7 +181,7 @@ def test_signals_reach_the_command_and_a_gone_client_hangs_it_up(
         current = state(handoff_home, ticket)
         window = _window_pids(current)["orchestrator"]
         assert orchestrator is not None and orchestrator != window
-        assert "handoff.cli.warm" in _cmdline(orchestrator)
+        assert _cmdline(orchestrator).startswith(f"handoff resume {ticket}"), "a warm child"
         os.kill(window, how)
         wait_until(lambda lock=lock: holder(lock) is None, 30,  # type: ignore[misc]
                    f"{ticket}'s orchestrator to end")
@@ -286,3 +286,27 @@ def test_a_command_that_gave_up_on_a_stuck_warm_process_is_never_run_there_too(
         server.join(timeout=20)
         listener.close()
     assert heard == [b""], "the command hung up: no go"
+
+
+def test_a_stopped_warm_process_is_given_up_on_at_once_and_holds_none_of_the_output(
+        repo: Path, handoff_home: Path) -> None:
+    """SIGSTOP of the warm process (a debugger, a mistaken signal): a relayed command says so
+    and runs in a process of its own within a second or two, not after SERVE_WAIT; a pipe
+    reading its output ends with it (the stopped process was never handed the pipe)."""
+    assert handoff("close", "NOPE", cwd=repo).returncode == 3  # the warm process is up
+    (server,) = warm_processes(handoff_home)
+    os.kill(server, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        reader = subprocess.Popen([sys.executable, "-m", "handoff", "close", "NOPE"], cwd=repo,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = reader.communicate(timeout=20)  # EOF: nothing else holds its output
+        took = time.monotonic() - started
+        assert reader.returncode == 3, err
+        assert f"the warm process (pid {server}) is stopped; it runs in a process of its own" \
+            in err.decode(), err
+        assert b"no ticket 'NOPE'" in err
+        assert took < relay.SERVE_WAIT / 3, took
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert handoff("close", "NOPE", cwd=repo).returncode == 3, "it serves again once continued"
