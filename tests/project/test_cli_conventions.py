@@ -374,3 +374,21 @@ def test_a_run_stopped_mid_round_exits_interrupted(repo: Path, tmp_path: Path,
                        lambda: wait_event(handoff_home, "I-1", "launch", role="implementer"))
     assert state(handoff_home, "I-1")["phase"] == "implementing"
     assert code == errors.EXIT_INTERRUPTED == 130, (tmp_path / "run.log").read_text()
+
+
+def test_every_command_is_in_the_readmes_using_it() -> None:
+    """README's "Using it" is where a person first meets the commands: each one `--help` lists
+    is there as it is typed (`submit`, the peers' own, and `demo`, the README's first command,
+    are named where they are explained), and no command there is one `--help` does not know."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    using = readme.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    listed = {name for name, command in group.commands.items() if not command.hidden}
+    elsewhere = {"submit", "demo"}
+    missing = sorted(n for n in listed - elsewhere if f"handoff {n}" not in using)
+    assert missing == [], f"README's Using it lacks: {missing}"
+    assert all(f"handoff {n}" in readme for n in elsewhere)
+    blocks = "\n".join(re.findall(r"```sh\n(.*?)```", using, re.S))
+    typed = set(re.findall(r"^handoff ([a-z-]+)", blocks, re.M))
+    assert typed <= listed, f"README names commands handoff has not: {typed - listed}"
