@@ -102,10 +102,7 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
     # visible even where the private /tmp or a hidden folder covers them: the tools that run
     # (Python, handoff, the CLI), the home's settings, the repository's git directory and the
     # folders shared into the worktrees
-    fence = fence.with_rules(READ, [user_home, Path(sys.prefix), Path(sys.base_prefix),
-                                    Path(handoff.__file__).resolve().parent.parent,
-                                    *_program_dirs(provider), *_path_dirs(env),
-                                    repo.common_dir,
+    fence = fence.with_rules(READ, [*_tools(env, provider, user_home), repo.common_dir,
                                     *(repo.top / share.path for share in config.share)])
     # TMPDIR private, as /tmp is: an empty folder of the peer's own where the path is
     scratch = [Path(env["TMPDIR"])] if os.path.isabs(env.get("TMPDIR") or "") else []
@@ -122,6 +119,24 @@ def _base(worktree: Path, env: Mapping[str, str], home: Path, repo: Repo, config
     # extraHeader may hold (handoff.machinery.credentials): written where no peer writes
     clean = credentials.redacted_config(repo.common_dir, home / "redacted" / f"{repo.key}.config")
     return fence.with_overlay(repo.common_dir / "config", clean) if clean is not None else fence
+
+
+def _tools(env: Mapping[str, str], provider: Provider | None, user_home: Path) -> list[Path]:
+    """What stays visible of the machine for the programs to run: the person's home (its
+    secrets hidden apart), Python, handoff, the CLI's own folders and every folder of PATH."""
+    return [user_home, Path(sys.prefix), Path(sys.base_prefix),
+            Path(handoff.__file__).resolve().parent.parent, *_program_dirs(provider),
+            *_path_dirs(env)]
+
+
+def programs_seen(env: Mapping[str, str], home: Path, config: Config,
+                  provider: Provider | None = None) -> Fence:
+    """The fence as a program to run inside it meets it (a peer's, a scanner), before any
+    ticket: what `doctor` and `start` ask whether a program there would be found."""
+    user_home = Path(env.get("HOME") or os.path.expanduser("~"))
+    fence = Fence(user_home).with_rules(READ, _tools(env, provider, user_home))
+    fence = fence.with_rules(HIDE, [home, *sandbox.credentials(user_home)])
+    return _holes(fence, config)
 
 
 def _holes(fence: Fence, config: Config) -> Fence:

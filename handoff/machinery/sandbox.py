@@ -72,6 +72,22 @@ class Fence:
                                                                     item[0]))
         return [(kind, path) for _, (path, kind) in order]
 
+    def hides(self, path: str | Path) -> str:
+        """Why path would not be seen from inside the fence ('' when it would): the deepest
+        rule over it hides it, or no rule shows it again under the private /tmp."""
+        real = Path(os.path.realpath(path))
+        deepest: tuple[str, Path] | None = None
+        for kind, where in self.rules:
+            folder = Path(os.path.realpath(where))
+            if real.is_relative_to(folder) and (deepest is None or
+                                                len(folder.parts) >= len(deepest[1].parts)):
+                deepest = (kind, folder)
+        if deepest is not None:
+            return f"{real} is under {deepest[1]}, which the sandbox hides" \
+                if deepest[0] == HIDE else ""
+        return f"{real} is under /tmp, which the sandbox replaces by a private one" \
+            if real.is_relative_to("/tmp") else ""
+
     def writable(self) -> list[Path]:
         return [path for kind, path in self.laid_out() if kind == WRITE]
 

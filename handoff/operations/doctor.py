@@ -7,7 +7,9 @@ files (Claude Code's ~/.claude.json, Codex's config.toml are only read).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 
@@ -108,6 +110,12 @@ def provider_checks(role: str, provider: Provider, cfg: Config, repo: Path | Non
     missing = provider.missing()
     if missing:
         return [Check(Level.FAIL, what, missing, _install_hint(provider))]
+    command = cfg.roles[role].command if provider.name == "command" else ()
+    away = fenced_away(cfg, command, provider) if command else ""
+    if away:  # a program of the person's own, or a script it runs
+        return [Check(Level.FAIL, what, f"{away}: the peer, run in the sandbox, would not find "
+                      "its program", "install it outside it (e.g. ~/.local/bin), or add its "
+                      "folder to sandbox.write")]
     version = provider.version() if probe else None
     found = [Check(Level.OK, what, f"{provider.executable()}"
                    + (f" (version {version})" if version else "")
@@ -231,7 +239,13 @@ def scanner_checks(cfg: Config, repo: Path | None) -> list[Check]:
     for scanner in cfg.scanners:
         where = scanners.installed(scanner.command[0], env, repo or Path.cwd())
         what = f"scanner {scanner.name}"
-        if where is not None:
+        away = fenced_away(cfg, [where, *scanner.command[1:]]) if where is not None else ""
+        if away:  # there, but the gate runs in the fence, where it is not
+            found.append(Check(Level.FAIL if scanner.required else Level.WARN, what,
+                               f"{away}: the gate, run in the sandbox, would not find it",
+                               f"install {scanner.command[0]} outside it (e.g. ~/.local/bin), "
+                               f"or add its folder to sandbox.write"))
+        elif where is not None:
             found.append(Check(Level.OK, what, f"{' '.join(scanner.command)} ({where}); "
                                + ("required" if scanner.required else "optional")))
         elif scanner.required:
@@ -242,6 +256,22 @@ def scanner_checks(cfg: Config, repo: Path | None) -> list[Check]:
             found.append(Check(Level.WARN, what, f"{scanner.command[0]} is not installed: the gate "
                                "skips it (optional)", f"install {scanner.command[0]}"))
     return found
+
+
+def fenced_away(cfg: Config, argv: Sequence[str], provider: Provider | None = None) -> str:
+    """Why a command run in the sandbox (a scanner, a `command` peer) would not find its
+    program, or a file it names by its absolute path, there ('' when it would, or nothing runs
+    sandboxed)."""
+    if not sandboxed(cfg):
+        return ""
+    from handoff.loop.fences import programs_seen
+    from handoff.record.store import state_home
+
+    fence = programs_seen(os.environ, state_home(), cfg, provider)
+    found = shutil.which(argv[0]) if argv and "/" not in argv[0] else (argv[0] if argv else "")
+    named = [a for a in argv[1:] if os.path.isabs(a) and os.path.isfile(a)]
+    return next((why for path in (*([found] if found else []), *named)
+                 if (why := fence.hides(path))), "")
 
 
 def sandboxed(cfg: Config) -> bool:

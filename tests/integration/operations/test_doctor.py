@@ -359,3 +359,40 @@ def test_inits_file_leaves_the_users_settings_in_force_and_doctor_says_where_eac
     assert any(f"config stall_timeout: 12.0 (from {handoff_home / 'config.yaml'})" in o
                for o in ok), done.stdout
     assert any(f"config max_rounds: 2 (from {repo / '.handoff.yaml'})" in o for o in ok)
+
+
+def test_a_program_the_sandbox_would_hide_is_said_by_doctor_and_refused_by_start(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """A scanner whose program, and a `command` peer whose script, sit under /tmp (the test's
+    own folder), off PATH: inside the fence a private /tmp covers them, so the gate or the
+    peer would not find them. doctor names each with the mend, start refuses before a round is
+    spent, and sandbox.write mends it."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("scan", "agent.sh"):
+        (tools / name).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+        (tools / name).chmod(0o755)
+    config = {"scanners": [{"name": "mine", "command": [str(tools / "scan")]}],
+              "roles": {"implementer": {"provider": "command",
+                                        "command": ["sh", str(tools / "agent.sh"),
+                                                    "{message}"]}}}
+    (repo / ".handoff.yaml").write_text(json.dumps(config), encoding="utf-8")
+    done = handoff("doctor", cwd=repo)
+    failed = lines(done.stdout, "FAIL")
+    assert done.returncode == 1
+    assert any(line.startswith("FAIL  scanner mine:") and
+               f"{tools / 'scan'} is under /tmp, which the sandbox replaces" in line
+               for line in failed), failed
+    assert any(line.startswith("FAIL  implementer: command:") and "under /tmp" in line
+               for line in failed), failed
+    assert "add its folder to sandbox.write" in done.stdout
+    plan = tmp_path / "plan.md"
+    plan.write_text("# Fix add\n", encoding="utf-8")
+    refused = handoff("start", "T-1", "--plan", str(plan), "--yes", cwd=repo)
+    assert refused.returncode == 6 and "which the sandbox replaces" in refused.stderr
+    handoff_home.mkdir(parents=True, exist_ok=True)  # a hole is the person's own to open
+    (handoff_home / "config.yaml").write_text(json.dumps({"sandbox": {"write": [str(tools)]}}),
+                                              encoding="utf-8")
+    mended = handoff("doctor", cwd=repo)
+    assert not [line for line in lines(mended.stdout, "FAIL") if "sandbox" in line], \
+        mended.stdout

@@ -82,3 +82,18 @@ def unprivileged() -> Iterator[int]:
     finally:
         subprocess.run([shutil.which("userdel") or "userdel", name], capture_output=True,
                        timeout=30)
+
+
+def test_a_path_the_fence_would_hide_is_named_with_why() -> None:
+    """The deepest rule over a path decides; with none, the private /tmp covers what is
+    under /tmp. (Paths only: nothing is looked at but their names.)"""
+    home = Path("/home/someone")
+    fence = Fence(home).with_rules(READ, [home, Path("/tmp/shown")]).with_rules(
+        HIDE, [home / ".ssh"]).with_rules(WRITE, [home / ".ssh" / "public"])
+    assert fence.hides("/tmp/tools/agent.sh") == \
+        "/tmp/tools/agent.sh is under /tmp, which the sandbox replaces by a private one"
+    assert fence.hides("/tmp/shown/agent.sh") == "", "a rule shows it again"
+    assert fence.hides(home / ".ssh" / "bin" / "x") == \
+        f"{home / '.ssh' / 'bin' / 'x'} is under {home / '.ssh'}, which the sandbox hides"
+    assert fence.hides(home / ".ssh" / "public" / "x") == "", "the deeper rule wins"
+    assert fence.hides(home / "bin" / "tool") == "" and fence.hides("/usr/bin/env") == ""
