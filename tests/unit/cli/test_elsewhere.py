@@ -39,7 +39,7 @@ def test_the_commands_about_one_ticket_run_where_it_runs() -> None:
     commands = app.command().commands
     there = {name for name, command in commands.items() if isinstance(command,
                                                                       elsewhere.OnItsHost)}
-    assert there == {"resume", "log", "attach", "recycle", "answer", "stop"}
+    assert there == {"resume", "log", "attach", "recycle", "answer", "stop", "diff"}
     assert commands["attach"].terminal_with == elsewhere.ALWAYS
     assert commands["log"].terminal_with == "follow"
     assert commands["resume"].here_with == ("every", "foreground")
