@@ -36,7 +36,7 @@ from handoff.protocol import plan as plan_mod
 from handoff.protocol.briefs import BriefContext
 from handoff.providers import REGISTRY, Launch, Provider, RoleSpec, clistate, get
 from handoff.providers import sessions as session_files
-from handoff.record import peerfiles
+from handoff.record import peerfiles, slots
 from handoff.record.grants import Grants
 from handoff.record.store import keep_private, private_dir
 from handoff.record.ticket import State, TicketDir, brief_round
@@ -254,8 +254,12 @@ class Workspace:
         caps = limits.bounds(self.config.sandbox.limits)
         made = caps.make(self.home, reaper.marker(self.tdir.path, role),
                          f"{self.tdir.ticket}.{role}") if caps is not None else None
+        # the peer holds the ticket's place among the tickets at work while it lives: a killed
+        # orchestrator's slot is not taken by another ticket while its peers work on
+        hold = slots.peer_hold(self.home, self.tdir.path, state.created, self.config.parallel,
+                               role)
         peers.launch(self.provider(role), launch, env, fence,
-                     made.plan if made is not None else None)
+                     made.plan if made is not None else None, hold)
         # the fresh process alone may file this round's report (handoff.loop.filer); the
         # orchestrator hears no report before this returns
         round_ = brief_round(brief)

@@ -9,8 +9,10 @@ reaper follow it). The argv is there too because tmux refuses a long command lin
 too long"), which a sandboxed CLI's bubblewrap arguments and a role contract passed as a flag
 can reach.
 
-The file may also say `nice`: the program then runs below handoff's own processes and the
-person's commands (`yield_cpu`), as every peer does (`peer_nice`, handoff.config); and `bounds`:
+The file may also say `hold`: a file of the machine's queue this process locks, and the program
+keeps locked, for as long as it lives (`hold_slot`); `nice`: the program then runs below
+handoff's own processes and the person's commands (`yield_cpu`), as every peer does
+(`peer_nice`, handoff.config); and `bounds`:
 the cgroups it joins and the rlimits it takes before it execs (`bound`, decided by
 handoff.machinery.limits), so every process the program ever starts, orphans included, is
 inside them. The gate takes the same step without a file (`launcher.py --bound PLAN -- ARGV`):
@@ -167,6 +169,7 @@ def main(args: list[str]) -> None:
         env, argv = launch["env"], [str(part) for part in launch["argv"]]
         nice = int(launch.get("nice", 0))
         bounds = launch.get("bounds")
+        hold = launch.get("hold")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         sys.stderr.write(f"handoff: the environment file {path} cannot be read ({exc}): "
                          "this launch was used already or its folder was cleaned\n")
@@ -175,6 +178,8 @@ def main(args: list[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)
     yield_cpu(nice)
+    if hold:
+        hold_slot(str(hold["path"]), str(hold["holder"]))
     env = {str(k): str(v) for k, v in env.items()}
     if bounds:  # a bounded program runs here, never handed to the warm process
         _held(argv[0], bounds)
@@ -183,6 +188,39 @@ def main(args: list[str]) -> None:
         if code is not None:
             raise SystemExit(code)
     _exec(argv, env)
+
+
+#: struct flock on 64-bit Linux, as handoff.record.lock packs it (this script imports nothing
+#: of handoff): l_type, l_whence, l_start, l_len, l_pid (+ padding)
+_FLOCK = "@hhqqi4x"
+
+
+def hold_slot(path: str, holder: str) -> None:
+    """Lock path for as long as this process and the program it becomes live (the descriptor
+    is kept across exec), its holder written in it: the ticket's place among the tickets at
+    work (handoff.record.slots.PEER). The same lock kind as handoff.record.lock's, which the
+    queue tests with: an open-file-description lock where there is one, else a flock. A lock
+    that cannot be taken costs the peer nothing: it runs all the same."""
+    import fcntl
+    import struct
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        if hasattr(fcntl, "F_OFD_SETLK") and sys.maxsize > 2**32:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
+                        struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        data = json.loads(holder)
+        data["pid"] = os.getpid()  # the program's, after the exec: the same process
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(data).encode(), 0)
+        os.set_inheritable(fd, True)
+    except (OSError, ValueError):
+        os.close(fd)
 
 
 def _held(program: str, plan: BoundPlan) -> None:

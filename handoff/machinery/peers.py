@@ -50,19 +50,22 @@ LAUNCH_FILE_AGE = 600.0
 
 
 def with_env(env: dict[str, str], argv: Sequence[str], home: Path, nice: int = 0,
-             bounds: Mapping[str, object] | None = None, owner: str = "") -> list[str]:
+             bounds: Mapping[str, object] | None = None, owner: str = "",
+             hold: Mapping[str, str] | None = None) -> list[str]:
     """argv run under exactly env (tmux would otherwise add its server's whole environment),
     with nothing on the command line: env and argv go into a 0600 file under home/.launch that
     the launcher reads, deletes and replaces itself by argv (handoff.machinery.launcher), at
     niceness nice (launcher.yield_cpu), held to bounds (launcher.bound: a plan of
     handoff.machinery.limits) before it execs. owner: the ticket's session, in the file's name
-    (`forget_launches`)."""
+    (`forget_launches`); hold: a file of the queue the program keeps locked while it lives
+    (launcher.hold_slot)."""
     folder = private_dir(home / ".launch")
     _drop_stale(folder)
     handle, path = tempfile.mkstemp(dir=folder, prefix=_prefix(owner), suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp: mode 0600
         json.dump({"env": env, "argv": list(argv), "nice": nice,
-                   **({"bounds": dict(bounds)} if bounds else {})}, out)
+                   **({"bounds": dict(bounds)} if bounds else {}),
+                   **({"hold": dict(hold)} if hold else {})}, out)
     return [sys.executable, "-I", "-S", str(Path(launcher.__file__)), path]
 
 
@@ -138,7 +141,8 @@ class Peers:
 
     def launch(self, provider: Provider, launch: Launch, env: dict[str, str],
                fence: Callable[[list[str]], list[str]] | None = None,
-               bounds: Mapping[str, object] | None = None) -> str:
+               bounds: Mapping[str, object] | None = None,
+               hold: Mapping[str, str] | None = None) -> str:
         """Start the role's CLI fresh on launch.brief, replacing whatever ran in its window
         (fence: what puts its command line in the sandbox, when it runs in one; bounds: the
         limits it is held to, handoff.machinery.limits)."""
@@ -146,7 +150,8 @@ class Peers:
         program = provider.argv(launch)
         argv = with_env({**env, **provider.env(launch), **mark},
                         fence(program) if fence is not None else program,
-                        self.tmux.config.parent, self.nice, bounds, owner=self.session)
+                        self.tmux.config.parent, self.nice, bounds, owner=self.session,
+                        hold=hold)
         pane = self.pane(launch.role)
         # the old CLI and whatever it left running, also when its window or server went away
         # under it: two of them must never work in one worktree

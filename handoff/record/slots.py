@@ -24,9 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.errors import Busy
+from handoff.record import lock
 from handoff.record.lock import briefly, is_locked, try_lock
 
 RUN, WAIT = ".run", ".wait"
+#: a ticket's peer holds `<key>.peer-<role>` while its process lives (its launcher takes the
+#: lock, and the CLI it becomes keeps it): a ticket whose orchestrator was killed is at work
+#: as long as its peers are, so nobody else takes its slot meanwhile
+PEER = ".peer"
+#: a ticket directory's lock, its orchestrator's (handoff.record.ticket.TicketDir.lock_file)
+LOCK_FILE = "lock"
 #: how long a taker waits for another's take to finish (each holds it for a few file reads)
 TAKE_BOUND = 10.0
 
@@ -76,6 +83,15 @@ def key(ticket: Path) -> str:
     return hashlib.sha256(str(ticket).encode()).hexdigest()[:20]
 
 
+def peer_hold(home: Path, ticket: Path, order: str, limit: int, role: str) -> dict[str, str]:
+    """What a peer's launcher locks for the life of the peer (PEER): the file, and the holder
+    written in it as a slot's is."""
+    holder = Holder(ticket=str(ticket), order=order, pid=0, limit=limit)
+    folder(home).mkdir(parents=True, exist_ok=True)
+    return {"path": str(folder(home) / f"{key(ticket)}{PEER}-{role}"),
+            "holder": json.dumps(holder.__dict__)}
+
+
 def taking(home: Path) -> contextlib.AbstractContextManager[None]:
     """The lock every take and every clean-up of dead files holds."""
     return briefly(home / "queue.lock", TAKE_BOUND, "the queue",
@@ -109,11 +125,14 @@ def standing(home: Path, limit: int = 0, clean: bool = False, mine: str = "") ->
     mine: a key left out (the asker's own)."""
     at_work: list[Holder] = []
     waiting: list[Holder] = []
+    peers: list[Holder] = []
     base = folder(home)
     names = sorted(os.listdir(base)) if base.is_dir() else []
     for name in names:
         stem, dot, suffix = name.rpartition(".")
-        if not dot or f".{suffix}" not in (RUN, WAIT) or stem == mine:
+        kind = f".{suffix}" if f".{suffix}" in (RUN, WAIT) else \
+            PEER if suffix.startswith(PEER[1:] + "-") else ""
+        if not dot or not kind or stem == mine:
             continue
         holder = _holder(base / name)
         if holder is None:
@@ -121,7 +140,15 @@ def standing(home: Path, limit: int = 0, clean: bool = False, mine: str = "") ->
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(base / name)
             continue
-        (at_work if f".{suffix}" == RUN else waiting).append(holder)
+        {RUN: at_work, WAIT: waiting, PEER: peers}[kind].append(holder)
+    # a ticket whose orchestrator died (kill -9) and whose peers live on is still at work;
+    # one whose orchestrator lives and gave its slot back (a person is asked) is not
+    working = {h.ticket for h in at_work}
+    for one in peers:
+        if one.ticket not in working and lock.holder(Path(one.ticket) / LOCK_FILE) is None:
+            working.add(one.ticket)
+            at_work.append(one)
+    waiting = [h for h in waiting if h.ticket not in working]
     waiting.sort(key=lambda h: (h.order, h.ticket))
     limit = limit or max((h.limit for h in (*at_work, *waiting)), default=0)
     return Standing(tuple(at_work), tuple(waiting), limit)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from handoff.machinery.launcher import hold_slot
 from handoff.record import slots
+from handoff.record.lock import TicketLock
 from handoff.record.slots import Slot
 
 
@@ -91,3 +93,26 @@ def test_a_batch_let_go_together_takes_the_slots_in_the_order_it_was_made(
     for one in made:
         one.release()
     assert slots.standing(tmp_path) == slots.Standing((), (), 0)
+
+
+def test_a_live_peer_keeps_its_tickets_slot_while_no_orchestrator_holds_the_ticket(
+        tmp_path: Path) -> None:
+    """A peer's launcher locks its ticket's PEER file for the peer's life (done here as the
+    launcher does it): once the ticket's orchestrator is gone (kill -9), the ticket is still
+    at work and another waits; while an orchestrator holds the ticket (it gave its slot back
+    to ask a person), its idle peers take no slot."""
+    ticket = tmp_path / "repo-1" / "K-1"
+    ticket.mkdir(parents=True)
+    hold = slots.peer_hold(tmp_path, ticket, "2026-01-01", 1, "implementer")
+    hold_slot(hold["path"], hold["holder"])  # this process plays the peer: it keeps the lock
+    other = slot(tmp_path, "K-2", "2026-01-02", 1)
+    queue = other.take()
+    assert queue is not None, "the limit holds: the killed ticket's peer works on"
+    assert [h.name for h in queue.at_work] == ["K-1"]
+    assert [h.pid for h in queue.at_work] == [os.getpid()], "the peer's pid, for status"
+    with TicketLock(ticket / "lock"):  # an orchestrator runs it, holding no slot
+        assert other.take() is None, "its idle peers do not count"
+    other.release()
+    mine = Slot(tmp_path, ticket, "2026-01-01", 1)
+    assert mine.take() is None, "resumed, the ticket takes its slot back past its own peer"
+    mine.release()
