@@ -131,7 +131,7 @@ def test_a_ticket_runs_to_the_end_without_inotify_and_says_so(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "round 1 fail, round 2 pass" in done.stdout
-    ticket = json.loads(handoff("status", "--json").stdout)[0]["ticket"]
+    ticket = json.loads(handoff("status", "--json", "--all").stdout)[0]["ticket"]
     log = json.loads(handoff("log", ticket, "--json").stdout)
     polling = [e for e in log if e["kind"] == "watch"]
     assert polling, "the orchestrator said nothing of its polling"

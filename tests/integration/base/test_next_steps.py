@@ -109,7 +109,8 @@ def verb_argv(verb: Verb, phase: Phase, plan: Path) -> list[str]:
             Verb.MORE_ROUNDS: ["resume", "T-1", "--more-rounds", "1"],
             Verb.ONTO: ["resume", "T-1", "--onto", "main"],
             Verb.ANSWER: ["answer", "T-1", "go on"], Verb.ATTACH: ["attach", "T-1"],
-            Verb.RECYCLE: ["recycle", "T-1", other], Verb.FINISH: ["finish", "T-1"]}[verb]
+            Verb.RECYCLE: ["recycle", "T-1", other], Verb.FINISH: ["finish", "T-1"],
+            Verb.FORGET: ["forget", "T-1"]}[verb]
 
 
 @pytest.mark.parametrize("phase", list(Phase))

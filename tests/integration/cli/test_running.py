@@ -57,10 +57,11 @@ def at_the_prompt(repo: Path, plan: Path, ticket: str, keys: bytes) -> tuple[int
         shown = read_until(controller, f"Approve this plan for {ticket}? [y/N]: ".encode())
         if keys:
             os.write(controller, keys)
-        else:
-            child.send_signal(signal.SIGINT)
-        code = child.wait(timeout=60)
-        return code, shown + read_until(controller, b"not started")
+        else:  # as a terminal does: to its foreground process group
+            os.killpg(child.pid, signal.SIGINT)
+        # read what it says before waiting for its end: a full terminal would hold it
+        shown += read_until(controller, b"not started")
+        return child.wait(timeout=60), shown
     finally:
         child.kill()
         child.wait()

@@ -75,7 +75,7 @@ def test_hints_after_close_point_the_right_way(repo: Path, tmp_path: Path,
     assert handoff("close", "H-1", cwd=repo).returncode == 0
     phases = [(e["from"], e["to"]) for e in events(handoff_home, "H-1") if e["kind"] == "phase"]
     assert phases.count(("closed", "closed")) == 0 and phases[-1][1] == "closed"
-    [row] = json.loads(handoff("status", "--json", cwd=repo).stdout)
+    [row] = json.loads(handoff("status", "--json", "--all", cwd=repo).stdout)
     assert row["reason"] == "closed by handoff close", row
     again = handoff("start", "H-1", "--plan", str(plan), "--yes", cwd=repo)
     assert again.returncode == 2

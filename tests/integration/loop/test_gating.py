@@ -101,8 +101,12 @@ def test_a_plan_with_no_test_and_no_scanner_skips_the_gate(repo: Path,
 
 def test_a_required_scanner_not_installed_stops_the_gate_for_a_person(
         repo: Path, handoff_home: Path) -> None:
-    ctx, gate, commit = at_the_gate(repo, handoff_home, PASSES, scanners=[
+    """`start` refuses one that is missing (doctor.ready_to_start): here it went between the
+    start and the gate (uninstalled, or the configuration changed and was re-read)."""
+    ctx, gate, commit = at_the_gate(repo, handoff_home, PASSES)
+    repo_config(repo, base_tests=False, scanners=[
         {"name": "gitleaks", "command": ["no-such-scanner-xyz", "detect"]}])
+    ctx.reread_config()
     gate.run()
 
     state = ctx.ws.state()

@@ -56,8 +56,12 @@ def test_the_summary_says_who_runs_from_where_how_far_and_fenced_how(
         in lines
     assert lines[-1] == sandbox_line(ws)
     bare = new_ticket(handoff_home, repo, "U-1", plan=plan_text({}))
-    assert any(line.endswith("gate: none (the plan names no test command)")
-               for line in approval_summary(bare))
+    assert any(line.endswith("gate: none (the plan names no test command, and the "
+                             "repository's config no test:)") for line in approval_summary(bare))
+    (repo / ".handoff.yaml").write_text("test: python -m pytest -q\n", encoding="utf-8")
+    defaulted = new_ticket(handoff_home, repo, "U-2", plan=plan_text({}))
+    assert any(line.endswith("gate: python -m pytest -q (the repository's test:)")
+               for line in approval_summary(defaulted))
 
 
 def test_the_sandbox_line_says_what_fences_the_peers(repo: Path, handoff_home: Path) -> None:

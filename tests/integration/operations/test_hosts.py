@@ -109,7 +109,7 @@ def hosts(ssh_server: SshServer, tmp_path: Path,
 
 
 def rows(repo: Path) -> dict[str, dict[str, object]]:
-    done = handoff("status", "--json", cwd=repo)
+    done = handoff("status", "--json", "--all", cwd=repo)
     assert done.returncode == 0, done.stderr
     return {str(row["ticket"]): row for row in json.loads(done.stdout)}
 
