@@ -246,15 +246,20 @@ class Peers:
         """Paste message into the role's input line and check it was taken; bounded retries.
 
         Enter is re-sent only while our own text still sits in the input line; a person's
-        draft is never submitted by us, and nothing is ever typed into a dialog.
+        draft is never submitted by us, and nothing is ever typed into a dialog. Exactly once:
+        once pasted, a message whose input line is empty again while the screen moved on was
+        taken (whether or not the provider's rules read the CLI's echo of it), and is never
+        pasted a second time; only a paste that never landed (nothing changed) is repeated.
         """
+        before: str | None = None  # the screen as it was when we pasted
         for _ in range(tries):
             pane = self.pane(role)
             if pane is None or pane.dead:
                 return Delivery(False, "the peer is not running")
             if provider.taken(self.tmux.tail(pane.id), message):
                 return Delivery(True, "taken")
-            reading = provider.read(self.tmux.screen(pane.id))
+            screen = self.tmux.screen(pane.id)
+            reading = provider.read(screen)
             if reading.state == DIALOG:
                 return Delivery(False, f"the peer shows a dialog: {reading.says()}")
             if holds(reading.draft, message):
@@ -262,7 +267,10 @@ class Peers:
             elif reading.draft:
                 return Delivery(False, f"a draft sits in the peer's input line: "
                                 f"{reading.draft[:80]!r}")
+            elif before is not None and reading.draft == "" and screen != before:
+                return Delivery(True, "taken: it left the input line and the screen moved on")
             else:
+                before = screen
                 self.tmux.paste(pane.id, message, provider.enter_delay)
             if self._wait_taken(provider, pane.id, message, wait):
                 return Delivery(True, "taken")

@@ -368,3 +368,50 @@ def test_steady_gives_up_at_its_bound_on_a_screen_that_never_settles(peers: Peer
                                                                     tmp_path: Path) -> None:
     peers.tmux.new_window(peers.session, "implementer", [PY, "-c", DRAWING, "100000"], tmp_path)
     assert not peers.steady("implementer", wait=1.0)
+
+
+#: an agent of a person's own, as docs/configuration.md's example of a `command` peer: a
+#: prompt it draws, each line it reads said back in words of its own (no echo of the message
+#: a provider's rules could read), and the lines it got, counted in a file
+FAKE_AGENT = """\
+import sys, termios
+got = sys.argv[1]
+# a TUI draws its input itself: the terminal echoes nothing of what is typed
+mode = termios.tcgetattr(0)
+mode[3] &= ~termios.ECHO
+termios.tcsetattr(0, termios.TCSANOW, mode)
+while True:
+    print("fake-agent> ", end="", flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        break
+    with open(got, "a") as out:
+        out.write(line)
+    print("working on it", flush=True)
+"""
+
+
+def test_an_answer_a_command_peer_took_is_delivered_exactly_once(
+        peers: Peers, tmp_path: Path) -> None:
+    """Its composer marker reads the input line: the message left it and the screen moved on,
+    so it was taken, though nothing on the screen repeats it; it is never pasted again (it
+    used to be, three times, and the peer restarted)."""
+    from handoff.providers import RoleSpec, get
+
+    program, got = tmp_path / "agent.py", tmp_path / "got.txt"
+    program.write_text(FAKE_AGENT, encoding="utf-8")
+    provider = get(RoleSpec(provider="command", command=(PY, str(program), str(got)),
+                            markers={"composer": "fake-agent>"}))
+    brief = brief_file(peers, "implementer", 1)
+    pane = peers.launch(provider, Launch("T-1", "implementer", tmp_path, brief),
+                        allowlisted_env({}))
+    wait_until(lambda: "fake-agent>" in peers.tmux.capture(pane), what="its prompt")
+    # as long as a real one: wider than the pane, so its echo wraps
+    answer = ("A person answered: use the second API, the first one is deprecated and its "
+              "rate limits are too low for the batch job -- Read and follow "
+              f"{brief} to the end and file your report with its submit command.")
+    delivery = peers.deliver(provider, "implementer", answer, wait=1.0)
+    assert delivery.taken, delivery.why
+    wait_until(lambda: got.exists() and got.read_text(encoding="utf-8").strip(),
+               what="the agent to read the line")
+    assert got.read_text(encoding="utf-8").splitlines() == [answer], "once, and whole"
