@@ -163,6 +163,18 @@ class TicketContext:
         self.state.handed[name] = digest(text)
         self.save()
 
+    def add_to_brief(self, brief: Path, title: str, text: str) -> None:
+        """A section added to a brief handed this round (a person's answer): a peer started
+        afresh on it later in the round (it died, or could not take the answer as a message)
+        reads it there. Added to what handoff wrote, whatever the file now holds."""
+        name = str(brief.relative_to(self.tdir.path))
+        if not brief.is_file() or file_digest(brief) != self.state.handed.get(name):
+            return  # not ours as it stands: hand() writes it afresh, and says so, first
+        whole = brief.read_text(encoding="utf-8").rstrip("\n") + f"\n\n## {title}\n\n{text}\n"
+        atomic_write(brief, whole)
+        self.state.handed[name] = digest(whole)
+        self.save()
+
     def hand_diff(self, n: int) -> Path:
         """The round's diff against the base, handed to its testers and reviewers."""
         diff, commit = self.tdir.diff(n), self.state.commit_of(n)

@@ -103,8 +103,9 @@ class Crew:
 
     def pass_on_note(self, briefed: Mapping[str, Path]) -> None:
         """A person's answer for the same round goes to the live peers it was asked about (all
-        of the phase's when it was about none: a budget stop); a peer that cannot take it
-        (gone, or still on a dialog) starts afresh on its brief."""
+        of the phase's when it was about none: a budget stop), and into their briefs; a peer
+        that cannot take it (gone, or still on a dialog) starts afresh on its brief, which
+        holds it, as does every later restart of the round."""
         ctx = self.ctx
         note, ctx.state.note_for_peer = ctx.state.note_for_peer, ""
         held, ctx.state.held = ctx.state.held, []
@@ -116,6 +117,8 @@ class Crew:
         for role, brief in briefed.items():
             if held and role not in held:
                 continue
+            # in the brief too: a peer started afresh on it this round is told it there
+            ctx.add_to_brief(brief, "A person's answer, this round", note.strip())
             since = signal_clock()
             message = (f"A person answered: {' '.join(note.split())[:800]} -- Read and follow "
                        f"{shown(brief)} to the end and file your report with its submit "
