@@ -92,6 +92,12 @@ def setup(*, home: Path, repo: Repo, worktrees: TicketWorktrees, config: Config,
     lives read-only."""
     fence = _base(worktree, env, home, repo, config, None)
     fence = fence.with_rules(READ, pinned(worktrees, worktree, Kind.REVIEWER, setup=True))
+    # the checkout's submodules are cloned into its own admin folder's `modules` (made now:
+    # a rule holds only for a path that exists); handoff's own git never enters them
+    # (`--ignore-submodules=dirty`), so what the set-up writes there steers none of it
+    admin = worktrees.admin_dir(worktree)
+    if admin is not None and (worktree / ".gitmodules").is_file() and _made(admin / "modules"):
+        fence = fence.with_rules(WRITE, [admin / "modules"])
     return _holes(fence, config)
 
 

@@ -69,12 +69,21 @@ class CheckoutSetup:
         checkouts.update_record(path.name, setup_done=False)
         self._share(path)
         made: list[str] = []
-        if self.post_create:  # nothing else makes files here: no status to ask without one
+        commands = self.commands(path)
+        if commands:  # nothing else makes files here: no status to ask without them
             before = set(self._untracked(path))
-            self._post_create(path, self.setup_env(path.name) if self.setup_env else {})
+            self._post_create(path, commands,
+                              self.setup_env(path.name) if self.setup_env else {})
             made = [name for name in self._untracked(path) if name not in before]
         checkouts.update_record(path.name, setup_output=made, setup_done=True,
-                                setup=[list(argv) for argv in self.post_create])
+                                setup=[list(argv) for argv in commands])
+
+    def commands(self, path: Path) -> tuple[tuple[str, ...], ...]:
+        """What sets the checkout up: its submodules first, when its commit has any (each
+        worktree is a checkout of its own: git leaves their folders empty), then post_create.
+        Run as post_create is, in the setup's fence: .gitmodules is the commit's to say."""
+        first = (SUBMODULES,) if (path / ".gitmodules").is_file() else ()
+        return (*first, *self.post_create)
 
     def kept(self, path: Path) -> list[str]:
         """What handoff put beside the checkout and keeps there: the shared folders and the
@@ -90,7 +99,8 @@ class CheckoutSetup:
         """Entries git does not track, ignored ones too (a setup's .venv, node_modules), a
         wholly untracked folder as one, shared folders aside."""
         out = self.checkouts.pinned_git(path, "status", "--porcelain", "-z",
-                                        "--untracked-files=normal", "--ignored=traditional")
+                                        "--untracked-files=normal", "--ignored=traditional",
+                                        "--ignore-submodules=dirty")
         shared = {s.path.strip("/") for s in self.shares}
         names = [item[3:].rstrip("/") for item in out.split("\0") if item[:3] in ("?? ", "!! ")]
         return [n for n in names if not any(n == s or n.startswith(s + "/") for s in shared)]
@@ -110,8 +120,9 @@ class CheckoutSetup:
             else:
                 shutil.copy2(source, target)
 
-    def _post_create(self, path: Path, more: Mapping[str, str]) -> None:
-        for argv in self.post_create:
+    def _post_create(self, path: Path, commands: tuple[tuple[str, ...], ...],
+                     more: Mapping[str, str]) -> None:
+        for argv in commands:
             fenced = self.setup_fence(path, argv) if self.setup_fence is not None \
                 else contextlib.nullcontext(list(argv))
             try:
@@ -125,11 +136,21 @@ class CheckoutSetup:
                     "'handoff resume' runs the setup again; the worktree is kept") from None
             if result.returncode != 0:
                 tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+                if argv == SUBMODULES:
+                    raise ExternalFailure(
+                        f"the submodules of {path} could not be set up: " + " | ".join(tail),
+                        "they are fetched in the setup's sandbox, whose network is open but "
+                        "which hides your credentials: make them reachable so (or fetch them "
+                        "your way in post_create), then 'handoff resume'; the worktree is kept")
                 raise ExternalFailure(
                     f"post_create command {' '.join(argv)} failed in {path}: " + " | ".join(tail),
                     "fix the command in .handoff.yaml, then 'handoff resume' runs the setup "
                     "again; the worktree is kept for you to inspect",
                 )
+
+
+#: what initialises a checkout's submodules (handoff.machinery.checkout_setup.commands)
+SUBMODULES = ("git", "submodule", "update", "--init", "--recursive")
 
 
 def _through_link(top: Path, target: Path) -> bool:

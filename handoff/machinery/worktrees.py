@@ -253,12 +253,14 @@ class TicketWorktrees(Checkouts):
         return True
 
     def dirty(self, path: Path) -> list[str]:
-        """Uncommitted or untracked entries (ignored files and our shared folders aside). A
-        folder that is not a worktree has none: git holds nothing there, and handoff never
-        removes it."""
+        """Uncommitted or untracked entries (ignored files and our shared folders aside, and
+        what changed inside a submodule's files: its build output is no one's work, and
+        handoff's git never enters a submodule, whose git dir the set-up wrote). A folder that
+        is not a worktree has none: git holds nothing there, and handoff never removes it."""
         if not self.is_live(path):
             return []
-        out = self.pinned_git(path, "status", "--porcelain", "-z", "--untracked-files=all")
+        out = self.pinned_git(path, "status", "--porcelain", "-z", "--untracked-files=all",
+                              "--ignore-submodules=dirty")
         shared = set(self.kept(path))
         entries = []
         fields = iter(out.split("\0"))
