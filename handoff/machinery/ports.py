@@ -6,6 +6,12 @@ A worktree's ports come from a book in the handoff home (`ports.json`), kept und
 together never get the same port. A port is booked only when nothing listens on it now; it is
 the worktree's until its ticket is closed (`release`), and a booking whose ticket is gone is
 taken back by the next `take` (nothing leaks when a ticket dies without closing).
+
+Other handoff homes of the machine (a second HANDOFF_HOME, another user, a host's user beside
+another) have books of their own, so each booking is also claimed machine-wide: a file per
+port in CLAIMS, made with O_EXCL (one claimant wins), naming the home and owner. A claim is
+given back with its booking; one of ours whose booking is gone is taken back; another user's
+is respected (only its owner can judge it, and remove it: the folder is sticky, as /tmp is).
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 import socket
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +30,8 @@ from handoff.errors import ExternalFailure
 from handoff.record.lock import briefly
 from handoff.record.store import atomic_write
 
+#: where every handoff home of this machine claims its ports (world-writable and sticky)
+CLAIMS = Path("/tmp/handoff-ports")
 BOOK = "ports.json"
 LOCK = "ports.lock"
 #: how long a take or a release waits for another one to finish
@@ -47,9 +57,11 @@ def free(port: int) -> bool:
 
 @dataclass(frozen=True)
 class PortBook:
-    """The ports booked for this handoff home's worktrees: port → its owner (`ticket dir#name`)."""
+    """The ports booked for this handoff home's worktrees: port → its owner (`ticket dir#name`),
+    each claimed in claims for the whole machine (None: this home's book alone)."""
 
     home: Path
+    claims: Path | None = CLAIMS
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[dict[int, str]]:
@@ -80,11 +92,12 @@ class PortBook:
             for port, held_by in list(book.items()):
                 if held_by != owner and not alive(held_by):
                     del book[port]
+                    self._unclaim(port)
             mine = sorted(port for port, held_by in book.items() if held_by == owner)
             for port in range(low, high + 1):
                 if len(mine) >= count:
                     break
-                if port not in book and free(port):
+                if port not in book and free(port) and self._claim(port, owner, book):
                     book[port] = owner
                     mine.append(port)
             if len(mine) < count:
@@ -100,7 +113,71 @@ class PortBook:
             gone = sorted(port for port, owner in book.items() if owner.startswith(prefix))
             for port in gone:
                 del book[port]
+                self._unclaim(port)
         return gone
+
+    # ---- the machine's claims ---------------------------------------------------------------
+    def _folder(self) -> Path | None:
+        """The claims folder, made (sticky, for every user) when it is not there; None when it
+        cannot be used: then this home's book alone decides, as before claims."""
+        if self.claims is None:
+            return None
+        with contextlib.suppress(FileExistsError, OSError):
+            os.mkdir(self.claims, 0o700)
+            os.chmod(self.claims, 0o1777)
+        try:
+            found = os.lstat(self.claims)
+        except OSError:
+            return None
+        # a link or a plain folder another user made could lead elsewhere, or be theirs alone
+        if not stat.S_ISDIR(found.st_mode) or not found.st_mode & stat.S_ISVTX:
+            return None
+        return self.claims
+
+    def _claim(self, port: int, owner: str, book: dict[int, str]) -> bool:
+        """Claim port for owner, machine-wide; False when another home holds it."""
+        folder = self._folder()
+        if folder is None:
+            return True
+        path = folder / str(port)
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            except FileExistsError:
+                if not self._stale(path, port, book):
+                    return False
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                continue
+            except OSError:
+                return True  # claims cannot be made here: the home's book alone decides
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(f"{self.home}\n{owner}\n")
+            return True
+        return False
+
+    def _stale(self, path: Path, port: int, book: dict[int, str]) -> bool:
+        """A claim of our own user's whose booking is gone (its home's book no longer has the
+        port, or its home is gone): a claimant that died before it booked, a home deleted."""
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                return False  # another user's: theirs to judge
+            home = Path(path.read_text(encoding="utf-8").splitlines()[0])
+        except (OSError, IndexError, ValueError):
+            return False
+        if home == self.home:
+            return port not in book
+        return port not in PortBook(home, None)._read()
+
+    def _unclaim(self, port: int) -> None:
+        folder = self._folder()
+        if folder is None:
+            return
+        path = folder / str(port)
+        with contextlib.suppress(OSError, IndexError):
+            if os.lstat(path).st_uid == os.getuid() and \
+                    path.read_text(encoding="utf-8").splitlines()[0] == str(self.home):
+                os.unlink(path)
 
     def held(self, prefix: str) -> dict[str, list[int]]:
         """The ports of the owners that start with prefix, by owner (read without the lock)."""
