@@ -13,6 +13,7 @@ from bench.scenarios.crowd import LivePeers
 from handoff.record import slots
 from handoff.record.lock import holder
 from tests.conftest import wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     events,
     handoff,
@@ -103,6 +104,12 @@ def test_beyond_max_parallel_tickets_queue_show_their_place_and_start_in_order(
         assert (ticket_path(handoff_home, ticket) / "transcripts").is_dir()
 
 
+@fault("", "kill -9 of the orchestrator at work (its implementer working on) and of a waiter, "
+       "max_parallel 1",
+       "the killed ticket stays at work while its peer lives: no other ticket takes its slot (the "
+       "limit holds at every moment); resume --all gives it its slot back at once, the others "
+       "follow in order once it passed",
+       "every ticket's record; the killed one's implementer and its work, its report taken")
 def test_a_killed_orchestrators_peers_keep_its_slot_and_resume_all_brings_every_ticket_home(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
     """kill -9 of the orchestrator at work and of a waiter, max_parallel 1: the killed one's

@@ -21,6 +21,7 @@ from handoff.processes import alive
 from handoff.record.address import Address
 from handoff.record.lock import holder
 from tests.conftest import wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     FIX_ADD,
@@ -288,6 +289,11 @@ def test_a_command_that_gave_up_on_a_stuck_warm_process_is_never_run_there_too(
     assert heard == [b""], "the command hung up: no go"
 
 
+@fault("", "the warm process is stopped (SIGSTOP) while commands are relayed to it",
+       "each command says so and runs in a process of its own within a second, not after 30 s; a "
+       "pipe reading its output ends with it (the stopped process was never handed it); once "
+       "continued, the warm process serves again",
+       "every command's output and exit status")
 def test_a_stopped_warm_process_is_given_up_on_at_once_and_holds_none_of_the_output(
         repo: Path, handoff_home: Path) -> None:
     """SIGSTOP of the warm process (a debugger, a mistaken signal): a relayed command says so

@@ -9,6 +9,7 @@ import pytest
 
 from handoff.errors import ExternalFailure
 from handoff.machinery.ports import PortBook, free
+from tests.faults.catalog import fault
 
 LOW, HIGH = 24100, 24299  # room for the 20 tickets × 3 worktrees × 2 ports one test books
 
@@ -62,6 +63,11 @@ def test_a_range_with_too_few_free_ports_says_how_to_mend_it(tmp_path: Path) -> 
     assert "port_range" in (caught.value.hint or "")
 
 
+@fault("", "two handoff homes of one machine (a second HANDOFF_HOME, another user) book ports "
+       "at once",
+       "never the same port: each booking is claimed machine-wide (a file a port in a sticky "
+       "folder, made once); a claim whose booking is gone is taken back",
+       "each home's book and the worktrees' ports")
 def test_two_homes_of_one_machine_never_book_the_same_port(tmp_path: Path) -> None:
     """Each home has a book of its own; the claims folder they share is the machine's."""
     claims = tmp_path / "claims"
