@@ -26,8 +26,23 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
-from handoff.cli.board_keys import answer, approve, on_host, recycle, repo_of, stop, view
-from handoff.cli.board_screens import SCREENS_CSS, AnswerScreen, ChoiceScreen, ViewScreen
+from handoff.cli.board_keys import (
+    answer,
+    approve,
+    on_host,
+    recycle,
+    repo_of,
+    stop,
+    ticket_from_plan,
+    view,
+)
+from handoff.cli.board_screens import (
+    SCREENS_CSS,
+    AnswerScreen,
+    ChoiceScreen,
+    InputScreen,
+    ViewScreen,
+)
 from handoff.errors import HandoffError
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.next_steps import Verb
@@ -150,6 +165,7 @@ class BoardApp(App[None]):
         Binding("a", "attach", "attach"), Binding("n", "answer", "answer"),
         Binding("y", "approve", "approve"), Binding("r", "recycle", "recycle"),
         Binding("s", "stop", "stop"), Binding("v", "view", "view plan/diff/report"),
+        Binding("N", "new", "new ticket from a plan"),
         Binding("c", "closed", "closed: show/hide"),
         Binding("q", "quit", "quit")]
 
@@ -429,6 +445,16 @@ class BoardApp(App[None]):
 
         self.push_screen(ChoiceScreen(f"Stop {row.ticket}? ('handoff resume' carries it on)",
                                       {"y": "stop it"}), confirmed)
+
+    def action_new(self) -> None:
+        """A ticket from a plan file, in the repository the board was started in: it waits
+        for approval on the board (as `handoff start` with nobody at a terminal leaves it)."""
+        def given(path: str | None) -> None:
+            if path and path.strip():
+                self.in_background("making a ticket",
+                                   lambda: ticket_from_plan(self.home, path, Path.cwd()))
+
+        self.push_screen(InputScreen("Plan file for a new ticket"), given)
 
     def action_view(self) -> None:
         """The selected ticket's plan, its change as a diff, or its last report, to read."""

@@ -91,3 +91,15 @@ def stop(home: Path, row: Row) -> str:
     if row.host:
         return on_host(home, row, ["stop", row.ticket])[1]
     return output.line(closing.stop_ticket(home, row.ticket, repo_of(row)))
+
+
+def ticket_from_plan(home: Path, plan: str, repo: Path) -> str:
+    """A ticket made from a plan file (its id: the plan's `ticket:`, else the file's name, as
+    `start --plans` names them) in repo, left awaiting the person's approval on the board,
+    where `v` shows its plan and `y` approves it."""
+    from handoff.operations import create
+
+    [one] = create.plans_to_start([Path(plan.strip()).expanduser()])
+    create.create(home, create.NewTicket(ticket=one.ticket, repo=repo, plan_text=one.text))
+    return (f"{one.ticket} made from {one.path} in {repo.name}: awaiting your approval "
+            "(v shows its plan, y approves it)")

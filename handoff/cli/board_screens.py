@@ -17,24 +17,24 @@ from textual.widgets import Input, Static
 #: the dialogs' looks, part of the board's CSS
 SCREENS_CSS = """
     #dialog { width: 80%; height: auto; border: round $accent; padding: 0 1; }
-    AnswerScreen, ChoiceScreen { align: center middle; }
+    InputScreen, AnswerScreen, ChoiceScreen { align: center middle; }
     #view { width: 100%; height: 1fr; border: round $accent; padding: 0 1; }
     #view-title { height: 1; text-style: bold; }
 """
 
 
-class AnswerScreen(ModalScreen[str | None]):
-    """Asks for the text of an answer; Escape cancels."""
+class InputScreen(ModalScreen[str | None]):
+    """Asks for one line of text (question says what for); Enter sends it, Escape cancels."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, ticket: str) -> None:
+    def __init__(self, question: str) -> None:
         super().__init__()
-        self.ticket = ticket
+        self.question = question
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(f"Answer for {self.ticket} (Enter sends, Escape cancels):")
+            yield Static(f"{self.question} (Enter sends, Escape cancels):")
             yield Input(id="answer")
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
@@ -42,6 +42,14 @@ class AnswerScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class AnswerScreen(InputScreen):
+    """Asks for the text of a person's answer to a ticket."""
+
+    def __init__(self, ticket: str) -> None:
+        super().__init__(f"Answer for {ticket}")
+        self.ticket = ticket
 
 
 class ChoiceScreen(ModalScreen[str | None]):

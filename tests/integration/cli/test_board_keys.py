@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from handoff.cli.board_keys import answer, approve, on_host, view
+from handoff.cli.board_keys import answer, approve, on_host, ticket_from_plan, view
 from handoff.errors import ExternalFailure, HandoffError, UsageError
 from handoff.operations.board import Row
 from handoff.phases import Phase
@@ -45,3 +45,16 @@ def test_a_ticket_on_a_host_is_asked_there_or_said_to_be_there(repo: Path,
     assert there.value.message == "H-1 runs on build1: its plan is there"
     with pytest.raises(ExternalFailure, match="H-1 is no longer placed on build1"):
         on_host(handoff_home, row, ["diff", "H-1"])
+
+
+def test_a_ticket_is_made_from_a_plan_file_and_waits_for_approval(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    plan = tmp_path / "PROJ-7.md"
+    plan.write_text("# Fix add\n\nadd adds.\n", encoding="utf-8")
+    said = ticket_from_plan(handoff_home, f" {plan} ", repo)
+    assert said == (f"PROJ-7 made from {plan} in {repo.name}: awaiting your approval (v shows "
+                    "its plan, y approves it)")
+    [made] = list(handoff_home.glob("*/PROJ-7/state.json"))
+    assert '"phase": "awaiting-approval"' in made.read_text(encoding="utf-8")
+    with pytest.raises(UsageError, match="already exists"):
+        ticket_from_plan(handoff_home, str(plan), repo)
