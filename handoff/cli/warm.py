@@ -273,7 +273,13 @@ def _run(conn: socket.socket, request: relay.Request, fds: list[int]) -> int:
     os.chdir(request.cwd)
     argv = [os.fsdecode(a) for a in request.argv]
     sys.argv = [sys.argv[0], *argv]
-    threading.Thread(target=_hang_up_when_gone, args=(conn,), daemon=True).start()
+    # every signal goes to the command's own thread: one the kernel gave this helper thread
+    # would leave the command blocked in a read (a prompt) with its Ctrl-C never raised
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        threading.Thread(target=_hang_up_when_gone, args=(conn,), daemon=True).start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     from handoff.cli import entry
 
     return entry.run(argv, warm=False)

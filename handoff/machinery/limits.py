@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handoff.config import Limits, show_size
-from handoff.machinery.bounded import Bounded, members, remove
+from handoff.machinery.bounded import Bounded, kill_members, members, remove
 from handoff.machinery.limit_mechanism import MEMORY, PIDS, Mechanism, mechanism
 from handoff.record.store import atomic_write_json, private_dir
 
@@ -122,6 +122,17 @@ def recorded(home: Path) -> Iterator[tuple[str, dict[str, object]]]:
             except (OSError, ValueError):
                 data = {}
             yield path.stem, data if isinstance(data, dict) else {}
+
+
+def end_ticket(home: Path, ticket: str, wait: float = 5.0) -> None:
+    """Every process still in the ticket's cgroups ended, and waited for within wait: what a
+    reap by marker cannot catch up with (a fork bomb's last forks, each a moment old). A
+    cgroup holds only what handoff started in it, and the kernel refuses to remove one that
+    is not empty, so `sweep` removes them after this."""
+    for _, data in list(recorded(home)):
+        if str(data.get("owner", "")).startswith(f"{ticket}#"):
+            for folder in dirs_of(data):
+                kill_members(folder, wait)
 
 
 def sweep(home: Path, owner: str = "", keep: str = "", stale: float = STALE,

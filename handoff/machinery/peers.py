@@ -330,7 +330,8 @@ class Peers:
     def stop(self) -> bool:
         stopped = self.tmux.kill_session(self.session)
         self.reap()
-        # the peers' cgroups, now empty (handoff.machinery.limits): none is left per ticket
+        # the peers' cgroups, emptied (handoff.machinery.limits): none is left per ticket
+        limits.end_ticket(self.tmux.config.parent, str(self.ticket_dir))
         limits.sweep(self.tmux.config.parent, ticket=str(self.ticket_dir))
         return stopped
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.errors import Busy
+from handoff.phases import AT_WORK
 from handoff.record import lock
 from handoff.record.lock import briefly, is_locked, try_lock
 
@@ -81,6 +82,17 @@ class Standing:
 
 def key(ticket: Path) -> str:
     return hashlib.sha256(str(ticket).encode()).hexdigest()[:20]
+
+
+def _left_at_work(ticket: Path) -> bool:
+    """Its record says it was at work when its orchestrator went (killed mid-round), not done
+    or waiting for a person: only then do its peers' holds count (a process a finished peer
+    left behind, holding the lock it inherited, never keeps a slot)."""
+    try:
+        phase = json.loads((ticket / "state.json").read_text(encoding="utf-8")).get("phase")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return phase in AT_WORK
 
 
 def peer_hold(home: Path, ticket: Path, order: str, limit: int, role: str) -> dict[str, str]:
@@ -145,7 +157,8 @@ def standing(home: Path, limit: int = 0, clean: bool = False, mine: str = "") ->
     # one whose orchestrator lives and gave its slot back (a person is asked) is not
     working = {h.ticket for h in at_work}
     for one in peers:
-        if one.ticket not in working and lock.holder(Path(one.ticket) / LOCK_FILE) is None:
+        if one.ticket not in working and lock.holder(Path(one.ticket) / LOCK_FILE) is None \
+                and _left_at_work(Path(one.ticket)):
             working.add(one.ticket)
             at_work.append(one)
     waiting = [h for h in waiting if h.ticket not in working]
@@ -199,12 +212,17 @@ class Slot:
             self._wait = self._hold(WAIT)
 
     def release(self) -> None:
-        """Give the slot back (and any place in the queue)."""
+        """Give the slot back (and any place in the queue), and the files of this ticket's
+        peers that no peer holds any more."""
         if self._run is None and self._wait is None:
             return
         with taking(self.home):
             self._drop(RUN)
             self._drop(WAIT)
+            for path in folder(self.home).glob(f"{self.key}{PEER}-*"):
+                if _holder(path) is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
 
     def _hold(self, suffix: str) -> int:
         base = folder(self.home)

@@ -103,6 +103,8 @@ def test_a_live_peer_keeps_its_tickets_slot_while_no_orchestrator_holds_the_tick
     to ask a person), its idle peers take no slot."""
     ticket = tmp_path / "repo-1" / "K-1"
     ticket.mkdir(parents=True)
+    record = ticket / "state.json"
+    record.write_text('{"phase": "implementing"}', encoding="utf-8")  # as the kill left it
     hold = slots.peer_hold(tmp_path, ticket, "2026-01-01", 1, "implementer")
     hold_slot(hold["path"], hold["holder"])  # this process plays the peer: it keeps the lock
     other = slot(tmp_path, "K-2", "2026-01-02", 1)
@@ -113,6 +115,10 @@ def test_a_live_peer_keeps_its_tickets_slot_while_no_orchestrator_holds_the_tick
     with TicketLock(ticket / "lock"):  # an orchestrator runs it, holding no slot
         assert other.take() is None, "its idle peers do not count"
     other.release()
+    record.write_text('{"phase": "passed"}', encoding="utf-8")
+    assert other.take() is None, "a finished ticket's leftover process keeps no slot"
+    other.release()
+    record.write_text('{"phase": "implementing"}', encoding="utf-8")
     mine = Slot(tmp_path, ticket, "2026-01-01", 1)
     assert mine.take() is None, "resumed, the ticket takes its slot back past its own peer"
     mine.release()
