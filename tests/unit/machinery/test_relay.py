@@ -3,6 +3,10 @@ processes, a real tmux server and real tickets."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from handoff.machinery import relay
 
 
@@ -21,3 +25,17 @@ def test_a_request_is_read_back_as_it_was_sent() -> None:
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was taken for a request")
+
+
+def test_a_command_that_may_ask_its_person_at_a_terminal_is_not_relayed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its prompt stays the terminal's own process's: Ctrl-C reaches the read at once."""
+    monkeypatch.delenv(relay.ENV, raising=False)
+    monkeypatch.setattr(os, "isatty", lambda fd: True)
+    assert not relay.relayable(["start", "T-1", "--plan", "p.md"])
+    assert not relay.relayable(["resume", "T-1"])
+    assert relay.relayable(["start", "T-1", "--plan", "p.md", "--yes"])
+    assert relay.relayable(["close", "T-1"])
+    assert relay.relayable(["resume", "T-1"], window=True), "its window's launcher relays it"
+    monkeypatch.setattr(os, "isatty", lambda fd: False)
+    assert relay.relayable(["start", "T-1", "--plan", "p.md"]), "nobody to ask: it waits"
