@@ -4,6 +4,7 @@ tmux window; and its end said, with the exit code a script tells the outcomes ap
 
 from __future__ import annotations
 
+import select
 import sys
 from typing import TYPE_CHECKING
 
@@ -69,14 +70,28 @@ def approve(ws: Workspace, yes: bool) -> bool:
     typer.echo(ws.tdir.plan_md.read_text(encoding="utf-8"))
     typer.echo("".join(f"  {line}\n" for line in approval.approval_summary(ws)))
     try:
-        approved = typer.confirm(f"Approve this plan for {ws.tdir.ticket}?", default=False)
-    except typer.Abort:  # Ctrl-C (or the terminal's end of input) at the prompt
+        approved = _ask(f"Approve this plan for {ws.tdir.ticket}?")
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C (or the terminal's end of input)
         typer.echo(f"\n{approval.refuse(ws, 'Ctrl-C')}", err=True)
         raise KeyboardInterrupt from None  # exit 130, as any command stopped by Ctrl-C
     if not approved:
         raise PlanRefused(approval.refuse(ws, "no"))
     approval.approve(ws)
     return True
+
+
+def _ask(question: str) -> bool:
+    """y/N at the terminal. Read only once select says a line is there: the kernel may give a
+    Ctrl-C to another thread of this process (a library's timer), and a read blocked in C
+    would then wait for the next keystroke; between selects Python raises it here at once."""
+    typer.echo(f"{question} [y/N]: ", nl=False)
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], 0.2)
+        if ready:
+            line = sys.stdin.readline()
+            if not line:
+                raise typer.Abort()  # the terminal's end of input
+            return line.strip().lower() in ("y", "yes")
 
 
 def launch(ws: Workspace, foreground: bool) -> int:

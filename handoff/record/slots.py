@@ -25,7 +25,6 @@ from pathlib import Path
 
 from handoff.errors import Busy
 from handoff.phases import AT_WORK
-from handoff.record import lock
 from handoff.record.lock import briefly, is_locked, try_lock
 
 RUN, WAIT = ".run", ".wait"
@@ -33,8 +32,6 @@ RUN, WAIT = ".run", ".wait"
 #: lock, and the CLI it becomes keeps it): a ticket whose orchestrator was killed is at work
 #: as long as its peers are, so nobody else takes its slot meanwhile
 PEER = ".peer"
-#: a ticket directory's lock, its orchestrator's (handoff.record.ticket.TicketDir.lock_file)
-LOCK_FILE = "lock"
 #: how long a taker waits for another's take to finish (each holds it for a few file reads)
 TAKE_BOUND = 10.0
 
@@ -153,12 +150,12 @@ def standing(home: Path, limit: int = 0, clean: bool = False, mine: str = "") ->
                     os.unlink(base / name)
             continue
         {RUN: at_work, WAIT: waiting, PEER: peers}[kind].append(holder)
-    # a ticket whose orchestrator died (kill -9) and whose peers live on is still at work;
-    # one whose orchestrator lives and gave its slot back (a person is asked) is not
+    # a ticket at work whose peers live on holds its slot even while no orchestrator does
+    # (killed, or its process exiting: its locks are not all dropped at one instant); one
+    # that gave its slot back to ask a person is not at work
     working = {h.ticket for h in at_work}
     for one in peers:
-        if one.ticket not in working and lock.holder(Path(one.ticket) / LOCK_FILE) is None \
-                and _left_at_work(Path(one.ticket)):
+        if one.ticket not in working and _left_at_work(Path(one.ticket)):
             working.add(one.ticket)
             at_work.append(one)
     waiting = [h for h in waiting if h.ticket not in working]

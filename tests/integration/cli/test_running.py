@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import wait_until
 from tests.harness import ADD_ONLY, FIX_ADD, handoff, plan_text, state, write_plan
 
 
@@ -46,29 +45,6 @@ def read_until(fd: int, needle: bytes, timeout: float = 60) -> bytes:
     return seen
 
 
-def reading_the_terminal(client: int, ticket: str) -> bool:
-    """The process that asks (the command itself, or the warm process's child running it,
-    which shows as `handoff start TICKET`) is blocked reading its terminal."""
-    asking = [client] + [int(entry.name) for entry in Path("/proc").iterdir()
-                         if entry.name.isdigit() and _cmdline(int(entry.name)).startswith(
-                             f"handoff start {ticket} ")]
-    return any(_wchan(pid) in ("wait_woken", "n_tty_read") for pid in asking)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _wchan(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/wchan").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
 def at_the_prompt(repo: Path, plan: Path, ticket: str, keys: bytes) -> tuple[int, bytes]:
     """`handoff start` in a real terminal, keys typed at its approval prompt (none: Ctrl-C,
     the SIGINT a terminal sends its program): its exit status and all it showed."""
@@ -81,11 +57,7 @@ def at_the_prompt(repo: Path, plan: Path, ticket: str, keys: bytes) -> tuple[int
         shown = read_until(controller, f"Approve this plan for {ticket}? [y/N]: ".encode())
         if keys:
             os.write(controller, keys)
-        else:  # as a terminal does: to its foreground process group
-            # once its reader is blocked on the terminal, as a person's Ctrl-C always finds it:
-            # between input()'s prompt and its read, a signal waits for the next keystroke
-            wait_until(lambda: reading_the_terminal(child.pid, ticket), 30,
-                       "the prompt to wait for an answer")
+        else:  # as a terminal does: to its foreground process group, the moment it asks
             os.killpg(child.pid, signal.SIGINT)
         # read what it says before waiting for its end: a full terminal would hold it
         shown += read_until(controller, b"not started")

@@ -112,7 +112,8 @@ def test_a_live_peer_keeps_its_tickets_slot_while_no_orchestrator_holds_the_tick
     assert queue is not None, "the limit holds: the killed ticket's peer works on"
     assert [h.name for h in queue.at_work] == ["K-1"]
     assert [h.pid for h in queue.at_work] == [os.getpid()], "the peer's pid, for status"
-    with TicketLock(ticket / "lock"):  # an orchestrator runs it, holding no slot
+    record.write_text('{"phase": "needs-human"}', encoding="utf-8")
+    with TicketLock(ticket / "lock"):  # its orchestrator gave its slot back to ask a person
         assert other.take() is None, "its idle peers do not count"
     other.release()
     record.write_text('{"phase": "passed"}', encoding="utf-8")
