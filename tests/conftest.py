@@ -5,6 +5,7 @@ Nothing reaches the user's ~/.local/state, ~/.gitconfig, ~/.claude.json or defau
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import pytest
 
 from handoff.machinery import relay
 from handoff.machinery.peers import Peers, session_name
+from handoff.machinery.ports import BOOK, CLAIMS
 from handoff.machinery.tmux import Tmux
 
 T = TypeVar("T")
@@ -101,6 +103,19 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
         subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
     socket_file.unlink(missing_ok=True)
     shutil.rmtree(scratch, ignore_errors=True)
+    forget_port_claims(tmp_path)
+
+
+def forget_port_claims(tmp_path: Path) -> None:
+    """Remove the machine-wide port claims a test's homes made (its tickets are left unclosed,
+    and pytest keeps its last runs' folders: their claims would hold ports from the next run)."""
+    if not any((where / BOOK).exists() for where in (tmp_path, tmp_path / "state")):
+        return
+    with contextlib.suppress(FileNotFoundError):
+        for claim in CLAIMS.iterdir():
+            with contextlib.suppress(OSError, IndexError):
+                if claim.read_text(encoding="utf-8").splitlines()[0].startswith(str(tmp_path)):
+                    claim.unlink()
 
 
 @pytest.fixture

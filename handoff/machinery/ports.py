@@ -97,7 +97,7 @@ class PortBook:
             for port in range(low, high + 1):
                 if len(mine) >= count:
                     break
-                if port not in book and free(port) and self._claim(port, owner, book):
+                if port not in book and free(port) and self._claim(port, owner, book, alive):
                     book[port] = owner
                     mine.append(port)
             if len(mine) < count:
@@ -134,7 +134,8 @@ class PortBook:
             return None
         return self.claims
 
-    def _claim(self, port: int, owner: str, book: dict[int, str]) -> bool:
+    def _claim(self, port: int, owner: str, book: dict[int, str],
+               alive: Callable[[str], bool]) -> bool:
         """Claim port for owner, machine-wide; False when another home holds it."""
         folder = self._folder()
         if folder is None:
@@ -144,7 +145,7 @@ class PortBook:
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             except FileExistsError:
-                if not self._stale(path, port, book):
+                if not self._stale(path, port, book, alive):
                     return False
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
@@ -156,9 +157,11 @@ class PortBook:
             return True
         return False
 
-    def _stale(self, path: Path, port: int, book: dict[int, str]) -> bool:
+    def _stale(self, path: Path, port: int, book: dict[int, str],
+               alive: Callable[[str], bool]) -> bool:
         """A claim of our own user's whose booking is gone (its home's book no longer has the
-        port, or its home is gone): a claimant that died before it booked, a home deleted."""
+        port, or its home is gone: a claimant that died before it booked, a home deleted) or
+        whose booking's ticket is (closed or removed, in a home no handoff books in now)."""
         try:
             if os.lstat(path).st_uid != os.getuid():
                 return False  # another user's: theirs to judge
@@ -167,7 +170,8 @@ class PortBook:
             return False
         if home == self.home:
             return port not in book
-        return port not in PortBook(home, None)._read()
+        theirs = PortBook(home, None)._read()
+        return port not in theirs or not alive(theirs[port])
 
     def _unclaim(self, port: int) -> None:
         folder = self._folder()

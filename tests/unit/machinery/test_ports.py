@@ -93,6 +93,20 @@ def test_a_claim_whose_booking_is_gone_is_taken_back(tmp_path: Path) -> None:
     assert PortBook(tmp_path, claims).take("T#gate", 1, LOW, LOW, alive) == taken
 
 
+def test_a_claim_whose_ticket_is_gone_from_another_home_is_taken_back(tmp_path: Path) -> None:
+    """A home that still exists but whose booking's ticket is closed or removed (the tickets a
+    person left unclosed, their records gone since) holds its ports no longer."""
+    claims = tmp_path / "claims"
+    other = PortBook(tmp_path / "other", claims)
+    other.home.mkdir()
+    taken = other.take("/o/T-1#gate", 1, LOW, LOW, alive)
+    assert PortBook(tmp_path, claims).take("T#gate", 1, LOW, LOW + 1, alive) != taken, \
+        "a live booking of another home is respected"
+    ours = PortBook(tmp_path / "ours", claims)
+    ours.home.mkdir()
+    assert ours.take("T#gate", 1, LOW, LOW, lambda owner: owner != "/o/T-1#gate") == taken
+
+
 def test_without_a_usable_claims_folder_the_home_book_alone_decides(tmp_path: Path) -> None:
     (tmp_path / "target").mkdir()
     (tmp_path / "claims").symlink_to(tmp_path / "target")  # a link another user planted
