@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 from pathlib import Path
 
 #: the name handoff is published under (pyproject.toml), whose metadata holds its version
@@ -26,15 +27,28 @@ def version() -> str:
         return __version__
 
 
+#: the resource packages a wheel ships inside handoff/ (an editable install finds them in the
+#: checkout's roles/ and hooks/), with the files pyproject.toml leaves out of a wheel
+RESOURCES: dict[str, tuple[str, ...]] = {"roles": (), "hooks": ("hooks.json", "plugin-signal")}
+
+
 @functools.cache
 def code_digest() -> str:
-    """sha256 of the package's code (every .py, its roles and hooks), by path within it: the
-    same on two machines exactly when they run the same code."""
+    """sha256 of the code handoff runs (every module, its roles and hooks), by path within the
+    package: the same on two machines exactly when they run the same code, installed from a
+    wheel or editable from a checkout (whose other files, build output or an editor's, do not
+    count)."""
     package = Path(__file__).resolve().parent
+    found: dict[str, Path] = {
+        path.relative_to(package).as_posix(): path for path in package.rglob("*.py")
+        if "__pycache__" not in path.parts and path.relative_to(package).parts[0] not in RESOURCES}
+    for name, left_out in RESOURCES.items():
+        folder = Path(str(importlib.import_module(f"handoff.{name}").__file__)).resolve().parent
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix != ".pyc" and path.name not in left_out:
+                found[f"{name}/{path.name}"] = path
     hasher = hashlib.sha256()
-    for path in sorted(package.rglob("*")):
-        if path.suffix in (".pyc",) or not path.is_file() or "__pycache__" in path.parts:
-            continue
-        hasher.update(path.relative_to(package).as_posix().encode() + b"\0")
+    for name, path in sorted(found.items()):
+        hasher.update(name.encode() + b"\0")
         hasher.update(path.read_bytes() + b"\0")
     return hasher.hexdigest()[:16]
