@@ -110,8 +110,12 @@ def start_on(home: Path, host: Host, repo: Repo, ticket: str, plan_text: str,
     base_branch = repo.base_of(base)
     placement = Placement(ticket=ticket, host=host.name, repo=str(repo.top), mirror=mirror,
                           base=base, base_commit=commit, base_branch=base_branch)
-    placed.save(home, placement)
-    remote.push(repo, commit, f"{BASE_PREFIX}{ticket}", mirror)
+    placed.save(home, placement)  # first: a start cut short here leaves a ticket close forgets
+    try:
+        remote.push(repo, commit, f"{BASE_PREFIX}{ticket}", mirror)
+    except ExternalFailure:
+        placed.forget(home, ticket)  # it never started there: nothing to close
+        raise
     status, out, err = remote.run(["start", ticket, "--plan", "-", "--yes", "--base",
                                    f"{BASE_PREFIX}{ticket}", "--repo", mirror, *options],
                                   WORK_DEADLINE, input_text=plan_text)

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from handoff.config import load
 from handoff.machinery import relay
 from handoff.machinery.repo import Repo
+from handoff.operations.remote import BASE_PREFIX, Remote
 from handoff.record import placed
 from handoff.record.lock import holder
 from handoff.record.placed import Placement
@@ -330,6 +332,45 @@ def test_auto_placement_fills_each_host_then_queues(
         assert f"{ticket}: closed on host" in closed.stdout
     assert not (handoff_home / "from-hosts").exists()
     assert set(rows(repo)) == {"A-1", "A-4"}
+
+
+def test_a_host_ticket_whose_start_was_cut_short_is_closed_and_a_refused_push_leaves_none(
+        repo: Path, tmp_path: Path, handoff_home: Path, hosts: dict[str, HostSide]) -> None:
+    """A start cut short after its placement was saved (this machine crashed, sshd went away)
+    leaves a ticket the host never started: before the mirror was made there (C-1), or with
+    its base pushed but no start (C-2). `close` forgets each, whatever git says of the branch
+    that was never made. A push the host refuses (its disk full) leaves no ticket at all."""
+    build1 = hosts["build1"]
+    local = Repo.at(repo)
+    remote = Remote(load(handoff_home, None).host("build1"))
+    mirror = Path(str(remote.state(local.key).said["mirror"]))
+    commit = local.resolve("HEAD")
+    for ticket, where in (("C-1", build1.root / "never-made"), ("C-2", mirror)):
+        placed.save(handoff_home, Placement(ticket=ticket, host="build1", repo=str(repo),
+                                            mirror=str(where), base="HEAD",
+                                            base_commit=commit, base_branch="main"))
+    remote.push(local, commit, f"{BASE_PREFIX}C-2", str(mirror))
+    shown = rows(repo)
+    assert shown["C-2"]["phase"] == "gone" and "handoff close C-2" in str(shown["C-2"]["hint"])
+    for ticket in ("C-1", "C-2"):
+        closed = handoff("close", ticket, cwd=repo, timeout=120)
+        assert closed.returncode == 0, closed.stderr
+        assert f"{ticket}: closed on host build1" in closed.stdout, closed.stdout
+    assert not {"C-1", "C-2"} & set(rows(repo)), "forgotten here"
+    assert git(mirror, "for-each-ref", "refs/heads/handoff-base") == "", "its base ref too"
+    assert not (build1.root / "never-made").exists(), "nothing made where none was"
+
+    refuse = mirror / ".git" / "hooks" / "pre-receive"
+    refuse.write_text("#!/bin/sh\necho 'No space left on device' >&2\nexit 1\n")
+    refuse.chmod(0o755)
+    plan = write_plan(tmp_path, plan_text({1: {"edits": [TOUCH_README]}},
+                                          test=[PYTHON, "-c", "pass"]))
+    started = handoff("start", "C-3", "--plan", str(plan), "--yes", "--host", "build1",
+                      cwd=repo, timeout=120)
+    assert started.returncode != 0 and "No space left on device" in started.stderr, \
+        started.stderr
+    assert "Traceback" not in started.stderr
+    assert "C-3" not in rows(repo) and not placed.every(handoff_home), "no ticket was left"
 
 
 def test_hosts_and_doctor_say_which_host_is_ready_and_how_to_mend_the_others(
