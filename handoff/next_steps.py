@@ -67,8 +67,8 @@ RECYCLE = Command("handoff recycle {ticket} ROLE", "a stuck peer, started afresh
 CLOSE = Command("handoff close {ticket}")
 #: the phases whose orchestrator carries the ticket on by itself: what comes next depends on
 #: whether one runs
-CARRIED = (Phase.WAITING, Phase.QUEUED, Phase.IMPLEMENTING, Phase.TESTING, Phase.GATING,
-           Phase.REVIEWING)
+CARRIED = (Phase.PLANNING, Phase.WAITING, Phase.QUEUED, Phase.IMPLEMENTING, Phase.TESTING,
+           Phase.GATING, Phase.REVIEWING)
 _AT_WORK = Step("it is at work, its orchestrator carries it on by itself", (ATTACH, RECYCLE))
 
 STEPS: dict[Where, Step] = {
@@ -96,6 +96,9 @@ STEPS: dict[Where, Step] = {
         (ATTACH,)),
     (Phase.QUEUED, True): Step(
         "its orchestrator waits for a free slot (max_parallel), then starts it", (ATTACH,)),
+    (Phase.PLANNING, True): Step(
+        "its planner drafts the plan from the ticket's text; the plan then waits for your "
+        "approval", (ATTACH,)),
     (Phase.IMPLEMENTING, True): _AT_WORK,
     (Phase.TESTING, True): _AT_WORK,
     (Phase.GATING, True): Step(

@@ -13,6 +13,9 @@ from handoff.role import Kind
 
 class Phase(StrEnum):
     AWAITING_APPROVAL = "awaiting-approval"
+    #: a planner drafts the plan from the ticket's text (Orchestrator.planning); a record
+    #: that names no phase is awaiting-approval, the first
+    PLANNING = "planning"
     #: approved, waiting until the tickets it starts after have passed (handoff.loop.after)
     WAITING = "waiting"
     #: waiting for one of this machine's `max_parallel` slots (handoff.record.slots)
@@ -30,10 +33,10 @@ class Phase(StrEnum):
 PHASES = tuple(str(p) for p in Phase)
 FINISHED = (Phase.PASSED, Phase.ESCALATED, Phase.CLOSED)
 #: the phases in which an orchestrator waits for peers' reports
-WORKING = (Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING)
+WORKING = (Phase.PLANNING, Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING)
 #: the phases that hold one of the machine's slots: peers or the gate's tests are at work (a
 #: ticket waiting for a person holds none: its peers sit idle, which costs memory, not CPU)
-AT_WORK = (Phase.IMPLEMENTING, Phase.TESTING, Phase.GATING, Phase.REVIEWING)
+AT_WORK = (Phase.PLANNING, Phase.IMPLEMENTING, Phase.TESTING, Phase.GATING, Phase.REVIEWING)
 
 
 #: the order the lists show tickets in (`status`, the board): what waits for a person first (a
@@ -48,5 +51,5 @@ LIST_RANK: dict[str, int] = {
 def awaited(kind: Kind) -> Phase:
     """The phase in which the ticket waits for the report of a role of this kind."""
     return {Kind.IMPLEMENTER: Phase.IMPLEMENTING, Kind.TESTER: Phase.TESTING,
-            Kind.REVIEWER: Phase.REVIEWING}[kind]
+            Kind.REVIEWER: Phase.REVIEWING, Kind.PLANNER: Phase.PLANNING}[kind]
 

@@ -21,10 +21,15 @@ class Kind(StrEnum):
     IMPLEMENTER = "implementer"
     TESTER = "tester"
     REVIEWER = "reviewer"
+    #: drafts the plan from a ticket's text, before the loop (a ticket started from a plan
+    #: has none)
+    PLANNER = "planner"
 
 
 #: the one implementer's name: its branch, its report file and the loop's first stage
 IMPLEMENTER = "implementer"
+#: the one planner's name (a ticket started from its text: handoff.loop.planning)
+PLANNER = "planner"
 #: names a role may not take: they name other parts of a ticket (the gate's checkout, the
 #: orchestrator's window, a person's answers) or would make a report's file another's
 RESERVED = ("gate", "orchestrator", "human", "impl", "review", "final", "test", "scan")
@@ -78,7 +83,10 @@ class Team:
                              "roles: {reviewer: {provider: claude}} (any name, kind reviewer)")
         if len({r.name for r in roles}) != len(roles):
             raise UsageError("two roles have the same name")
-        order = {Kind.IMPLEMENTER: 0, Kind.TESTER: 1, Kind.REVIEWER: 2}
+        if [r.name for r in roles if r.kind is Kind.PLANNER] not in ([], [PLANNER]):
+            raise UsageError(f"a team has at most one planner, the role named {PLANNER!r}")
+        # the planner last: the loop's roles keep their places (the implementer first)
+        order = {Kind.IMPLEMENTER: 0, Kind.TESTER: 1, Kind.REVIEWER: 2, Kind.PLANNER: 3}
         return cls(tuple(sorted(roles, key=lambda r: order[r.kind])))  # stable: config order
 
     @classmethod
@@ -105,6 +113,20 @@ class Team:
     @property
     def reviewers(self) -> tuple[str, ...]:
         return self.of_kind(Kind.REVIEWER)
+
+    @property
+    def loop(self) -> tuple[str, ...]:
+        """The roles of the review loop: all but the planner, whose work ends at the plan."""
+        return tuple(r.name for r in self.roles if r.kind is not Kind.PLANNER)
+
+    @property
+    def planned(self) -> bool:
+        """A planner drafts this ticket's plan (it was started from its text)."""
+        return bool(self.of_kind(Kind.PLANNER))
+
+    def with_planner(self) -> Team:
+        return self if self.planned else Team.of(
+            [*((r.name, r.kind) for r in self.roles), (PLANNER, Kind.PLANNER)])
 
     def kind(self, name: str) -> Kind:
         """The role's kind; a clear refusal for a name not on the team."""

@@ -32,7 +32,9 @@ class PlanRefused(HandoffError):
 #: how a command that waits for a ticket's run ends: a script tells a ticket that passed from
 #: one that needs a person or was escalated; a run stopped mid-way is EXIT_INTERRUPTED
 OUTCOME_CODES = {Phase.PASSED: EXIT_OK, Phase.CLOSED: EXIT_OK, Phase.ESCALATED: EXIT_ESCALATED,
-                 Phase.NEEDS_HUMAN: EXIT_NEEDS_HUMAN}
+                 Phase.NEEDS_HUMAN: EXIT_NEEDS_HUMAN,
+                 # a planner's drafted plan waits for its person's approval
+                 Phase.AWAITING_APPROVAL: EXIT_NEEDS_HUMAN}
 
 
 def run_here(ws: Workspace) -> int:

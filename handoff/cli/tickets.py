@@ -47,6 +47,16 @@ HostOpt = Annotated[str | None, typer.Option(
     "--host", help="Where it runs: a host of config.yaml's hosts, local, or auto (the "
     "first with a free slot, this machine first); default: config.yaml's placement.",
     show_default=False)]
+TicketTextOpt = Annotated[str | None, typer.Option(
+    "--ticket", metavar="TEXT", help="What the ticket asks, in your words: a planner peer "
+    "drafts the plan from it, for you to approve.", show_default=False)]
+TicketFileOpt = Annotated[Path | None, typer.Option(
+    "--ticket-file", metavar="FILE", help="The ticket's text from a file (as --ticket).",
+    show_default=False)]
+IssueOpt = Annotated[str | None, typer.Option(
+    "--issue", metavar="N", help="The ticket is GitHub issue N of this repository (read with "
+    "your own gh): its title and body are the ticket's text, its id gh-N unless given.",
+    show_default=False)]
 AfterOpt = Annotated[list[str] | None, typer.Option(
     "--after", metavar="TICKET", help="A ticket it builds on (again for more, or A,B): it "
     "waits until they pass, then starts from their work (beside the plan's after:).",
@@ -69,13 +79,24 @@ class Starting:
 def start(ticket: PlansArg = None, plan: PlanOpt = None, plans: PlansOpt = False,
           yes: YesOpt = False, now: NowOpt = False, foreground: ForegroundOpt = False,
           max_rounds: MaxRoundsOpt = None, base: BaseOpt = "HEAD", summary: SummaryOpt = "",
-          host: HostOpt = None, after: AfterOpt = None, repo: RepoOpt = None) -> None:
-    """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans).
-    Beyond max_parallel tickets at work on this machine it waits in the queue."""
+          host: HostOpt = None, after: AfterOpt = None, ticket_text: TicketTextOpt = None,
+          ticket_file: TicketFileOpt = None, issue: IssueOpt = None,
+          repo: RepoOpt = None) -> None:
+    """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans);
+    or from its text (--ticket, --ticket-file, --issue): a planner drafts the plan first, for
+    you to approve. Beyond max_parallel tickets at work on this machine it waits in the queue."""
     from handoff.protocol import plan as plan_mod
 
     how = Starting(yes, now, max_rounds, base, repo, tuple(
         name.strip() for item in after or [] for name in item.split(",") if name.strip()))
+    if ticket_text is not None or ticket_file is not None or issue is not None:
+        if plan is not None or plans or host is not None:
+            raise UsageError("a ticket started from its text gets its plan from a planner, on "
+                             "this machine: --plan, --plans and --host are not for it",
+                             "handoff start PROJ-12 --ticket \"what it must do\"")
+        raise typer.Exit(_start_one(_ticket_to_start(ticket or [], ticket_text, ticket_file,
+                                                     issue, repo), how, foreground, summary,
+                                    brief=False))
     starts = _plans_to_start(ticket or [], plan, plans, foreground, summary)
     placement = elsewhere.placement(host, foreground)
     # the tickets of one --plans may start after each other, in any order
@@ -109,6 +130,35 @@ def _plans_to_start(args: list[str], plan: Path | None, plans: bool, foreground:
                          "files)", "handoff start PROJ-12 --plan plan.md, or handoff start "
                          "--plans plans/*.md")
     return [create.PlanToStart(args[0], plan, create.read_plan(plan))]
+
+
+def _ticket_to_start(args: list[str], text: str | None, path: Path | None, issue: str | None,
+                     repo: Path | None) -> PlanToStart:
+    """The ticket `start` was given as text: --ticket, --ticket-file or --issue (one of them),
+    its id the one given, else the issue's (gh-N)."""
+    from handoff.operations import create
+    from handoff.record.store import validate_ticket_id
+
+    if sum(given is not None for given in (text, path, issue)) != 1:
+        raise UsageError("give the ticket's text once: --ticket, --ticket-file or --issue",
+                         "handoff start PROJ-12 --ticket \"fix the rounding in human_size\"")
+    if len(args) > 1:
+        raise UsageError("start takes one ticket id", "handoff start PROJ-12 --ticket \"…\"")
+    if issue is not None:
+        from handoff.machinery.repo import Repo
+        from handoff.trackers.github import GitHub
+
+        found = GitHub(Repo.at(repo or Path.cwd()).top).fetch(issue)
+        return create.PlanToStart(validate_ticket_id(args[0] if args else found.ticket_id),
+                                  Path(found.url), "", ticket_text=found.text)
+    if not args:
+        raise UsageError("start needs the ticket's id", "handoff start PROJ-12 --ticket \"…\"")
+    said = text if text is not None else create.read_plan(path, "the ticket") if path else ""
+    if not said.strip():
+        raise UsageError("the ticket's text is empty: say what the ticket must achieve",
+                         "handoff start PROJ-12 --ticket \"fix the rounding in human_size\"")
+    return create.PlanToStart(validate_ticket_id(args[0]), path or Path("-"), "",
+                              ticket_text=said)
 
 
 def _start_placed(placement: str, one: PlanToStart, how: Starting, summary: str) -> int:
@@ -165,10 +215,16 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
         ws, notes = create.create(home, create.NewTicket(
             ticket=one.ticket, repo=how.repo or Path.cwd(), plan_text=one.text, summary=summary,
             base=how.base, max_rounds=how.max_rounds, now=how.now, notes=not brief,
-            after=how.after, batch=batch))
+            after=how.after, batch=batch, ticket_text=one.ticket_text,
+            approve_drafted=how.yes))
     ticket = one.ticket
     output.notes(notes)
-    if not running.approve(ws, how.yes):
+    if one.ticket_text:  # its planner drafts the plan first: approved once it is there
+        typer.echo(f"{ticket}: its planner ({ws.spec('planner').provider}) drafts the plan; "
+                   + ("it is approved once it validates (--yes)" if how.yes else
+                      f"approve it once drafted: {next_step(Phase.AWAITING_APPROVAL, ticket)}"),
+                   err=True)
+    elif not running.approve(ws, how.yes):
         typer.echo(f"{ticket} is waiting for approval: "
                    f"{next_step(Phase.AWAITING_APPROVAL, ticket)}", err=True)
         return 1

@@ -3,14 +3,15 @@ defaults an empty configuration gives (handoff.config.keys reads the files into 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import shutil
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from handoff.config.roles import kind_of
 from handoff.errors import UsageError
 from handoff.providers import RoleSpec
 from handoff.record.ticket import MAX_GATE_BOUNCES, MAX_RELAUNCHES, MAX_ROUNDS
-from handoff.role import DEFAULT, Team
+from handoff.role import DEFAULT, IMPLEMENTER, PLANNER, Kind, Team
 
 SHARE_MODES = ("symlink", "copy")
 #: `sandbox:` modes (handoff.machinery.sandbox); the first is the default
@@ -208,5 +209,23 @@ class Config:
 
     @property
     def team(self) -> Team:
-        """The roles a new ticket gets, in working order (load checked it can be made)."""
-        return Team.of((name, kind_of(name, spec)) for name, spec in self.roles.items())
+        """The roles a new ticket gets, in working order (load checked it can be made); its
+        planner only when it starts from its text (`Team.with_planner`)."""
+        return Team.of((name, kind_of(name, spec)) for name, spec in self.roles.items()
+                       if kind_of(name, spec) is not Kind.PLANNER)
+
+    @property
+    def planner(self) -> RoleSpec:
+        """Who drafts a plan from a ticket's text: `roles.planner` as configured, else Claude
+        Code when it is installed (and the implementer is a real CLI: a scripted team's
+        planner is scripted too), else the implementer's CLI."""
+        if PLANNER in self.roles:
+            return self.roles[PLANNER]
+        implementer = self.roles[IMPLEMENTER]
+        if implementer.provider != "scripted" and shutil.which("claude"):
+            return RoleSpec(provider="claude")
+        return replace(implementer, kind="", focus="", contract="")
+
+    def spec(self, role: str) -> RoleSpec | None:
+        """What the configuration says of a role (the planner's: `planner`), None if nothing."""
+        return self.planner if role == PLANNER else self.roles.get(role)

@@ -12,7 +12,7 @@ from handoff.config.values import passable, strings
 from handoff.errors import UsageError
 from handoff.providers import REGISTRY, Launch, Provider, RoleSpec, known
 from handoff.providers.command import MARKERS
-from handoff.role import IMPLEMENTER, Kind, check_name, kind_named
+from handoff.role import IMPLEMENTER, PLANNER, Kind, check_name, kind_named
 
 ROLES_HINT = ("e.g. roles: {implementer: {provider: codex}, reviewer: {provider: claude}, "
               "security: {provider: codex, kind: reviewer, focus: security}}")
@@ -103,6 +103,9 @@ def _check_kind(where: str, role_name: str, role: RoleSpec) -> None:
     if (role_name == IMPLEMENTER) != (kind is Kind.IMPLEMENTER):
         raise UsageError(f"{where}: the implementer is the role named {IMPLEMENTER!r}, and only "
                          "it", "give this role kind reviewer or tester")
+    if (role_name == PLANNER) != (kind is Kind.PLANNER):
+        raise UsageError(f"{where}: the planner is the role named {PLANNER!r}, and only it",
+                         "give this role kind reviewer or tester")
     if role.focus and (kind is not Kind.REVIEWER or role.focus not in FOCUSES):
         raise UsageError(f"{where}.focus {role.focus!r:.40} is not a reviewer's shipped focus",
                          f"focus is for reviewers: {', '.join(FOCUSES)}; or contract: a file "

@@ -31,7 +31,7 @@ from handoff.record.events import EventKind
 from handoff.record.store import atomic_write, digest, file_digest
 from handoff.record.ticket import State
 from handoff.record.usage import over_budget
-from handoff.role import IMPLEMENTER, Team
+from handoff.role import IMPLEMENTER, PLANNER, Team
 
 #: where each recorded event is shown as it happens (a foreground run prints them)
 EventSink = Callable[[Mapping[str, object]], None]
@@ -117,15 +117,16 @@ class TicketContext:
     def setup(self) -> None:
         """Worktrees and the tmux session: created once, found again on resume."""
         state, wt = self.state, self.ws.worktrees
-        if not state.worktrees:
-            state.worktrees = {IMPLEMENTER: str(wt.create_implementer(state.base_commit))}
-            for role in self.team.names[1:]:
-                state.worktrees[role] = str(wt.create_detached(role, state.base_commit))
+        if IMPLEMENTER not in state.worktrees:  # (a planner's checkout may be there already)
+            created = {IMPLEMENTER: str(wt.create_implementer(state.base_commit))}
+            for role in self.team.loop[1:]:
+                created[role] = str(wt.create_detached(role, state.base_commit))
+            state.worktrees.update(created)
             state.branch = self.ws.branch()
             self.save()
-            self.event("worktrees", **state.worktrees)
+            self.event("worktrees", **created)
         else:  # each made again if deleted by hand, set up again if its setup had failed
-            for role in self.team.names:
+            for role in self.team.loop:
                 rev = state.base_commit if role == IMPLEMENTER else state.last_commit()
                 made = wt.ensure(role, rev, recreate=True)
                 if made.changed:
@@ -135,6 +136,20 @@ class TicketContext:
         if booked != state.ports:
             state.ports = booked
             self.save()
+        self.ensure_session()
+
+    def setup_planner(self) -> None:
+        """The planner's checkout of the base (the loop's worktrees come after approval: a
+        refused plan leaves nothing of them) and the tmux session."""
+        state = self.state
+        made = self.ws.worktrees.ensure(PLANNER, state.base_commit, recreate=PLANNER in
+                                        state.worktrees)
+        if PLANNER not in state.worktrees:
+            state.worktrees[PLANNER] = str(made.path)
+            self.save()
+            self.event("worktrees", **{PLANNER: str(made.path)})
+        elif made.changed:
+            self.event("worktree", PLANNER, **made.fields())
         self.ensure_session()
 
     def ensure_session(self, reason: str = "") -> None:

@@ -50,6 +50,8 @@ def peer(role: str, kind: Kind, provider: Provider, env: Mapping[str, str], *, h
     fence = fence.with_rules(WRITE, [drafts, signals])
     fence = fence.with_rules(WRITE, _git_paths(kind, repo, worktrees, worktree))
     fence = fence.with_rules(READ, pinned(worktrees, worktree, kind))
+    if kind is Kind.PLANNER:  # it reads the base to plan: its checkout is not its to change
+        fence = fence.with_rules(READ, [worktree])
     state = [path for path in provider.state_dirs(env) if _made(path)]
     fence = fence.with_rules(WRITE, state)
     return _holes(fence, config)
@@ -66,6 +68,10 @@ def ticket_view(tdir: TicketDir, role: str, kind: Kind) -> list[Path]:
     if kind is Kind.IMPLEMENTER:
         return [tdir.path]
     folder = tdir.path
+    if kind is Kind.PLANNER:  # the ticket's text is in its brief; no plan, diff or log yet
+        return [folder / "inbox" / role, folder / "ticket.md",
+                folder / "contracts" / f"{role}.md", folder / "intake",
+                folder / "gemini" / f"{role}-system-defaults.json"]
     shown = [folder / "inbox" / role, folder / "plan.md", folder / "ticket.md",
              folder / "contracts" / f"{role}.md", folder / "intake",
              folder / "gemini" / f"{role}-system-defaults.json"]
@@ -156,7 +162,7 @@ def _git_paths(kind: Kind, repo: Repo, worktrees: TicketWorktrees, worktree: Pat
     their detached checkouts, their worktree's admin folder (HEAD, index, logs) and the objects
     their commits add. No ref: handoff moves the ticket branch itself. A reviewer writes
     nothing of the git directory."""
-    if kind is Kind.REVIEWER:
+    if kind in (Kind.REVIEWER, Kind.PLANNER):
         return []
     admin = worktrees.admin_dir(worktree)
     return [*([admin] if admin is not None else []), repo.common_dir / "objects"]

@@ -19,7 +19,7 @@ from handoff.phases import Phase
 from handoff.protocol import briefs
 from handoff.protocol.ledger import Entry, Ledger
 from handoff.record import overlaps
-from handoff.role import IMPLEMENTER
+from handoff.role import IMPLEMENTER, PLANNER
 
 
 def implementer_brief(ctx: TicketContext, n: int) -> str:
@@ -29,6 +29,22 @@ def implementer_brief(ctx: TicketContext, n: int) -> str:
     notes += elsewhere(ctx)
     return briefs.implementer(ctx.ws.brief_context(ctx.state, IMPLEMENTER, n), ctx.ws.branch(),
                               findings, notes)
+
+
+#: files at the top of a repository that say how its work is done: a planner reads them first
+CONTRACT_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md", "CONTRIBUTING.md", "README.md")
+
+
+def planner_brief(ctx: TicketContext, n: int) -> str:
+    """The planner's brief for draft n: the ticket, the base, the repository's gate and
+    contract files, and (a later draft) what the person asked of it."""
+    state = ctx.state
+    paths = ctx.ws.repo.paths_at(state.base_commit)
+    feedback = state.feedback if state.feedback.get("round") == n else {}
+    notes = [(str(t), str(x)) for t, x in feedback.get("notes", [])]
+    return briefs.planner(ctx.ws.brief_context(state, PLANNER, n), state.base_commit,
+                          ctx.ws.config.test, [name for name in CONTRACT_FILES if name in paths],
+                          notes)
 
 
 def tester_brief(ctx: TicketContext, tester: str, n: int, diff: Path) -> str:

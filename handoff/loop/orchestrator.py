@@ -40,9 +40,9 @@ from handoff.protocol.reports import Report
 from handoff.record import durable, slots, starts
 from handoff.record.lock import TicketLock
 from handoff.record.slots import Slot
-from handoff.record.store import file_digest, write_failed
+from handoff.record.store import atomic_write, file_digest, write_failed
 from handoff.record.ticket import State, ticket_dir
-from handoff.role import IMPLEMENTER, Kind
+from handoff.role import IMPLEMENTER, PLANNER, Kind
 from handoff.verdicts import Status, Verdict
 
 #: a commit named in full (SHA-1, or SHA-256 for repositories that use it)
@@ -143,6 +143,7 @@ class Orchestrator:
         """Each phase's step until the ticket is finished, or waits for approval."""
         ctx = self.ctx
         table: dict[Phase, Callable[[], None] | None] = {
+            Phase.PLANNING: self.planning,
             Phase.AWAITING_APPROVAL: None,
             Phase.QUEUED: self.queued,
             Phase.WAITING: self.waiting,
@@ -221,6 +222,40 @@ class Orchestrator:
                   commits={d.ticket: d.commit for d in found})
         ctx.state.base_commit = base
         ctx.apply(rules.started_after(decision.reason, short_sha(base)))
+
+    # ---- the planner ----------------------------------------------------------------------
+    def planning(self) -> None:
+        """The planner drafts the plan from the ticket's text, in a read-only checkout of the
+        base; what it files is checked as a plan (handoff.loop.drafts) before it is taken."""
+        ctx = self.ctx
+        ctx.setup_planner()
+        n = ctx.state.round
+        brief = ctx.tdir.brief(PLANNER, n)
+        ctx.hand(brief, lambda: handing.planner_brief(ctx, n))
+        self._brief({PLANNER: brief}, fresh=False)
+        got = self.watch.wait_for_reports({PLANNER: brief})
+        if got:
+            self.accept_plan(n, got[PLANNER])
+
+    def accept_plan(self, n: int, report: Report) -> None:
+        """The planner's accepted report: its question asked of a person, or its plan written
+        as the ticket's (approved only by --yes, never by the planner), and the planner let go."""
+        ctx, state = self.ctx, self.ctx.state
+        if report.status == Status.BLOCKED:
+            question = report.sections.get("open questions", "").strip()
+            ctx.apply(rules.ask(f"the planner asks: {question}", after_answer=Phase.PLANNING))
+            return
+        atomic_write(ctx.tdir.plan_md, report.plan)
+        plan = self.ws.plan()
+        ctx.event("plan-drafted", PLANNER, draft=n, digest=file_digest(ctx.tdir.plan_md),
+                  test=list(plan.test) if plan.test else None,
+                  grounding=report.sections.get("grounding", "").splitlines()[:40])
+        self.crew.retire_finished()  # its work ends here: it sees nothing of what follows
+        if state.approve_drafted:
+            state.round = 1
+            state.plan_digest = file_digest(ctx.tdir.plan_md)
+            ctx.event("plan-approved", by="--yes", digest=state.plan_digest)
+        ctx.apply(rules.plan_drafted(n, state.approve_drafted, state.after))
 
     # ---- the implementer and the testers ------------------------------------------------
     def implementing(self) -> None:

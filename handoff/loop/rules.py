@@ -50,6 +50,18 @@ def next_round(notes: Sequence[Note] = ()) -> Move:
     return Move(Phase.IMPLEMENTING, next_round=True, notes=tuple(notes))
 
 
+def plan_drafted(draft: int, approved: bool, after: Sequence[str]) -> Move:
+    """The planner filed a plan that validated: a person approves it, unless the ticket was
+    started with --yes (then it goes to work, or waits for the tickets it starts after)."""
+    if not approved:
+        return Move(Phase.AWAITING_APPROVAL, f"the planner drafted the plan (draft {draft}): "
+                    "read it, then approve it")
+    if after:
+        return Move(Phase.WAITING, f"the planner's plan (draft {draft}) approved by --yes; it "
+                    f"waits for {', '.join(after)}")
+    return Move(Phase.IMPLEMENTING, f"the planner's plan (draft {draft}) approved by --yes")
+
+
 def ask(reason: str, after_answer: str = "") -> Move:
     """A person decides; their answer carries the ticket on (in after_answer's phase)."""
     return Move(Phase.NEEDS_HUMAN, reason, after_answer=after_answer)

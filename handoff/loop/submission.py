@@ -11,7 +11,7 @@ from pathlib import Path
 
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import filer, weakened
+from handoff.loop import drafts, filer, weakened
 from handoff.loop.validators import check_implementer, check_reviewer, check_tester
 from handoff.loop.workspace import Workspace
 from handoff.protocol import diffs, ledger, reports
@@ -22,6 +22,7 @@ from handoff.record.grants import Grants
 from handoff.record.store import atomic_write, atomic_write_json, digest
 from handoff.record.ticket import State, TicketDir
 from handoff.role import Kind
+from handoff.verdicts import Status
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def taken_at_turn_end(kind: Kind) -> bool:
     """A tester's or a reviewer's report is taken once its turn is over, not when it is filed:
     both run the code under review, which may file in their name while they work
     (handoff.loop.filer); what they file last, themselves, replaces it."""
-    return kind is not Kind.IMPLEMENTER
+    return kind in (Kind.TESTER, Kind.REVIEWER)
 
 
 def judge(ws: Workspace, state: State, role: str, round_: int | None, text: str,
@@ -106,6 +107,8 @@ def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
     ticket's record; worktree_state: also the peer's worktree as it is now (only when the
     report is filed: what a peer does after that is not a claim of its report)."""
     kind = state.roles.kind(role)
+    if kind is Kind.PLANNER:
+        return planned(ws, state, report)
     if kind is Kind.IMPLEMENTER:
         return check_implementer(report, ws.repo, ws.worktrees, state.last_commit(),
                                  worktree_state)
@@ -123,6 +126,17 @@ def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
         diffs.parse(ws.repo.line_diff(first, commit)))
     shown = [str(w.get("id")) for w in state.weakened.get(str(n), [])]
     return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed, shown)
+
+
+def planned(ws: Workspace, state: State, report: Report) -> list[str]:
+    """A planner's report: drafted at the base commit, and (done) a plan a person may approve
+    (handoff.loop.drafts); a blocked one asks its question and drafts nothing."""
+    if not state.base_commit.startswith(report.commit):
+        return [f"'commit' must be the base commit you read, {state.base_commit}, not "
+                f"{report.commit}"]
+    if report.status == Status.BLOCKED:
+        return []
+    return drafts.problems(report, ws.repo.paths_at(state.base_commit), ws.config.test)
 
 
 def first_reviewed(state: State, n: int) -> str:

@@ -162,7 +162,7 @@ class Workspace:
     def spec(self, role: str) -> RoleSpec:
         """What the config says of one of the ticket's roles; a clear error when a config
         changed since the ticket was made no longer names it."""
-        spec = self.config.roles.get(role)
+        spec = self.config.spec(role)
         if spec is None:
             raise UsageError(f"{self.tdir.ticket} has a role {role!r} that the configuration "
                              "no longer names", f"put roles.{role} back into .handoff.yaml to "
@@ -217,7 +217,9 @@ class Workspace:
         return BriefContext(
             contract=contract, contract_inline=not provider.takes_contract,
             ticket=state.ticket, role=role, kind=state.roles.kind(role), round=round_,
-            ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"), plan=self.plan(),
+            ticket_text=self.tdir.ticket_md.read_text(encoding="utf-8"),
+            # a planner's ticket has none before its plan is drafted
+            plan=self.plan() if self.tdir.plan_md.exists() else plan_mod.Plan(text=""),
             plan_path=self.tdir.plan_md, worktree=self.worktrees.path(role),
             submit=tuple(self_argv("submit", "--dir", str(self.tdir.path), "--role", role,
                                    "--round", str(round_))),

@@ -109,6 +109,15 @@ class Repo:
                              "pass --base with a branch, tag or commit that exists")
         return out.strip()
 
+    def paths_at(self, commit: str) -> frozenset[str]:
+        """Every file and folder of commit's tree (a planner's claims are checked against the
+        base as git holds it, never against a checkout a peer could have changed)."""
+        out = git(self.top, "ls-tree", "-r", "-z", "--name-only", commit)
+        files = [path for path in out.split("\0") if path]
+        folders = {"/".join(parts[:i]) for path in files
+                   for parts in (path.split("/"),) for i in range(1, len(parts))}
+        return frozenset({*files, *folders})
+
     def commit_exists(self, sha: str) -> bool:
         return git_ok(self.top, "cat-file", "-e", f"{sha}^{{commit}}")
 

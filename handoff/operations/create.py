@@ -25,6 +25,7 @@ from handoff.machinery.tmux import Tmux, socket_name
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.next_steps import Verb, refused
 from handoff.operations.doctor import ready_to_start
+from handoff.phases import Phase
 from handoff.protocol import plan as plan_mod
 from handoff.record import placed, slots
 from handoff.record.lock import holder
@@ -55,6 +56,10 @@ class NewTicket:
     after: tuple[str, ...] = ()
     #: the `after:` of each ticket of the same `start --plans` (they may name each other)
     batch: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the ticket's text (--ticket, --issue): a planner drafts its plan (plan_text unused)
+    ticket_text: str = ""
+    #: with ticket_text: the drafted plan approved once it validated (start --yes)
+    approve_drafted: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class PlanToStart:
     ticket: str
     path: Path
     text: str
+    #: no plan yet: a planner drafts it from this text (--ticket, --ticket-file, --issue)
+    ticket_text: str = ""
 
 
 def read_plan(path: Path, label: str = "the plan") -> str:
@@ -126,7 +133,8 @@ def create(home: Path, new: NewTicket) -> Created:
     repo = Repo.at(new.repo)
     need_folder(repo.top / WORKTREES_DIR / ticket, repo.top, "for the ticket's worktrees")
     cfg = config_mod.load(home, repo.top)
-    plan = plan_mod.parse(new.plan_text, "the plan")
+    planned = bool(new.ticket_text.strip())
+    plan = plan_mod.Plan(text="") if planned else plan_mod.parse(new.plan_text, "the plan")
     ready_to_start(cfg, repo.top)
     tmux = Tmux(new.socket or socket_name(), home)
     checkout = repo.checkout() if new.base == "HEAD" or new.notes else None
@@ -153,17 +161,24 @@ def create(home: Path, new: NewTicket) -> Created:
         raise UsageError("--max-rounds must be at least 1")
     for folder in (home, tdir.path.parent):  # the user's alone, whatever the umask
         private_dir(folder)
-    title = new.summary or _title(plan.text) or f"Ticket {ticket}"
+    title = new.summary or _title(new.ticket_text if planned else plan.text) or \
+        f"Ticket {ticket}"
+    team = cfg.team.with_planner() if planned else cfg.team
     state = State(ticket=ticket, repo=str(repo.top), repo_key=repo.key, base=new.base,
                   base_commit=base_commit, socket=tmux.socket,
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
                   max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
-                  team=cfg.team.records(), jumps_queue=new.now, after=after_)
-    write_record(tdir, state, f"# {ticket}\n\n{title.strip()}\n", plan.text)
+                  team=team.records(), jumps_queue=new.now, after=after_,
+                  approve_drafted=planned and new.approve_drafted)
+    if planned:  # its planner drafts the plan first: the orchestrator starts at once
+        state.phase, state.round = Phase.PLANNING, 1
+    write_record(tdir, state, f"# {ticket}\n\n{title.strip()}\n" + (
+        f"\n{new.ticket_text.strip()}\n" if planned else ""), "" if planned else plan.text)
     notes = [f"{checkout.changes} uncommitted change(s) in {repo.top} are not part of {ticket}: "
              f"it starts from {new.base} ({short_sha(base_commit)})"] \
         if new.notes and checkout and checkout.changes else []
-    if new.notes and plan.test is None and not cfg.test and not cfg.scanners:  # --yes hid it
+    if new.notes and not planned and plan.test is None and not cfg.test and \
+            not cfg.scanners:  # --yes hid it
         notes.append(f"{ticket} has no gate: its plan names no test command and the repository "
                      "sets no test: (in .handoff.yaml), so only its reviewers judge the work")
     return Created(Workspace(home=home, tdir=tdir, repo=repo, config=cfg), notes)
@@ -182,7 +197,8 @@ def write_record(tdir: TicketDir, state: State, ticket_md: str, plan: str) -> No
     try:
         private_dir(staging.path)
         atomic_write(staging.ticket_md, ticket_md)
-        atomic_write(staging.plan_md, plan)
+        if plan:  # none yet for a ticket whose planner drafts it
+            atomic_write(staging.plan_md, plan)
         staging.save(state)
         staging.events.append("created", base=state.base, base_commit=state.base_commit,
                               repo=state.repo)

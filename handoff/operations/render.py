@@ -7,6 +7,9 @@ from collections.abc import Callable, Mapping
 from handoff.machinery.repo import short_sha
 from handoff.record.usage import Usage, short
 
+#: what every event has; the rest is its own
+EVENT_KEYS = ("time", "kind", "round", "role")
+
 
 def event_line(event: Mapping[str, object]) -> str:
     """An event as read back from events.jsonl: any line's fields may be missing or of another
@@ -20,7 +23,7 @@ def event_line(event: Mapping[str, object]) -> str:
 
 
 def _generic(event: Mapping[str, object]) -> str:
-    extra = {k: v for k, v in event.items() if k not in ("time", "kind", "round", "role")}
+    extra = {k: v for k, v in event.items() if k not in EVENT_KEYS}
     return f"{event.get('kind')} {extra}" if extra else str(event.get("kind"))
 
 
@@ -127,7 +130,8 @@ _TEXT: dict[str, Callable[[Mapping[str, object]], str]] = {
     "error": lambda e: f"orchestrator stopped on an error in {e.get('phase')}: {e.get('message')}",
     "stopped": lambda e: "stopped" + (f" by {e['by']}" if e.get("by") else ""),
     "orchestrator": lambda e: f"orchestrator running (pid {e.get('pid')})",
-    "worktrees": lambda e: f"worktrees ready: {e.get('implementer')}",
+    "worktrees": lambda e: "worktrees ready: " + ", ".join(
+        f"{role} {path}" for role, path in e.items() if role not in EVENT_KEYS),
     "session": lambda e: f"tmux session {e.get('session')} on socket {e.get('socket')}",
     "peer": lambda e: f"is {e.get('state')} — {e.get('evidence')}",
     "dialog": lambda e: f"answered {e.get('state')} with {'+'.join(words(e.get('keys')))}: "

@@ -27,7 +27,7 @@ from handoff.record.ticket import TicketDir, all_tickets
 ORCHESTRATOR_NICE = 10
 
 #: the phases a run carries on by itself: `resume --all` restarts a ticket left in one
-CARRIED_ON = ("queued", "implementing", "testing", "gating", "reviewing", "waiting")
+CARRIED_ON = ("planning", "queued", "implementing", "testing", "gating", "reviewing", "waiting")
 
 
 def open_to_resume(home: Path, ticket: str, repo: Path | None,

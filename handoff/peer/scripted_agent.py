@@ -187,16 +187,18 @@ def bash_mode(command: str, cwd: Path) -> None:
     say(f"scripted: ran it (exit {done.returncode})")
 
 
-def submit(brief: Brief, text: str) -> None:
+def submit(brief: Brief, text: str) -> bool:
+    """File text as the brief's report; whether `handoff submit` accepted it."""
     if brief.silent:
         say("scripted: not filing my report (silent, as the plan says)")
-        return
+        return False
     draft = brief.report
     draft.parent.mkdir(parents=True, exist_ok=True)
     draft.write_text(text, encoding="utf-8")
     done = subprocess.run(brief.submit, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     show(done.stdout + done.stderr)
+    return done.returncode == 0
 
 
 def pause(brief: Brief, name: object) -> None:
@@ -403,6 +405,38 @@ def _answers(behaviour: Script, key: str) -> Mapping[object, object]:
     return said if isinstance(said, dict) else {}
 
 
+#: the scripted planner's script, in the ticket's text: `~~~handoff-planner` YAML `~~~` (a
+#: tilde fence: its drafts hold the plan's own backtick-fenced `handoff-script` blocks)
+PLANNER_BLOCK = re.compile(r"^~~~handoff-planner[ \t]*\n(.*?)^~~~[ \t]*$", re.M | re.S)
+
+
+def plan_ticket(brief: Brief) -> None:
+    """The planner's draft: the ticket's `handoff-planner` block holds `drafts`, a list of
+    {body, test, review, may_change, status} filed in order until one is accepted (as a CLI
+    mends what submit said and files again), and `pause_until` (a file in the ticket folder
+    or the planner's drafts folder). A draft's frontmatter gets the brief's ticket, round,
+    role and base commit."""
+    ticket = (brief.plan.parent / "ticket.md").read_text(encoding="utf-8")
+    found = PLANNER_BLOCK.search(ticket)
+    block = yaml.safe_load(found.group(1)) if found else None
+    script = block if isinstance(block, dict) else {}
+    pause(brief, script.get("pause_until"))
+    drafts = [d for d in listed(script.get(f"drafts_{brief.round}", script.get("drafts")))
+              if isinstance(d, dict)]
+    if not drafts:
+        say("scripted: the ticket has no handoff-planner drafts for me")
+        return
+    for draft in drafts:
+        head: dict[str, object] = {"ticket": brief.ticket, "round": brief.round,
+                                   "role": brief.role, "commit": brief.commit,
+                                   "status": draft.get("status", "done")}
+        head.update({key: draft[key] for key in ("test", "review", "may_change", "after")
+                     if key in draft})
+        if submit(brief, "---\n" + yaml.safe_dump(head, sort_keys=False) + "---\n" +
+                  str(draft.get("body", ""))):
+            return
+
+
 def handle(role: str, message: str) -> None:
     path = brief_path(message)
     if path is None:
@@ -414,7 +448,7 @@ def handle(role: str, message: str) -> None:
     brief = Brief.read(fields)
     brief = replace(brief, silent=silent(brief, nudged=not message.lstrip().startswith(
         "Read and follow")))
-    (review if brief.kind == "reviewer" else implement)(brief)
+    {"reviewer": review, "planner": plan_ticket}.get(brief.kind, implement)(brief)
     say(WAITING)
     signal(STOP)
 
@@ -435,6 +469,8 @@ def brief_path(message: str) -> Path | None:
 
 def silent(brief: Brief, nudged: bool) -> bool:
     """The plan's `silent` for this round and role: once (until nudged) or always."""
+    if brief.kind == "planner":  # it has no plan yet: its script is in the ticket's text
+        return False
     mode = (own_script(brief) or {}).get("silent")
     return mode == "always" or (mode == "once" and not nudged)
 

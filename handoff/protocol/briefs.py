@@ -182,6 +182,34 @@ def tester(ctx: BriefContext, commit: str, diff: Path,
     return join(fields, "".join(parts))
 
 
+def planner(ctx: BriefContext, base: str, gate: Sequence[str] | None,
+            contracts: Sequence[str], notes: Sequence[tuple[str, str]] = ()) -> str:
+    """A planner's brief: the ticket's text, the base commit it reads in its checkout, the
+    repository's default gate and contract files; it drafts the plan as its report. notes:
+    a person's note for another draft, the problems of the last one."""
+    gate_line = (f"The repository's default verification command is `{shlex.join(gate)}`: "
+                 "keep it as `test:` unless a narrower command runs the tests that matter, "
+                 "or name one of your own.\n") if gate else (
+        "The repository sets no default verification command: `test:` must name the exact "
+        "command that runs the relevant tests.\n")
+    listed = "".join(f"- `{name}`\n" for name in contracts) or "- none\n"
+    parts = [
+        f"# {ctx.ticket} — planner brief, draft {ctx.round}\n\n",
+        _contract(ctx),
+        f"\n## Where\n\n- checkout: `{ctx.worktree}`, detached at the base commit `{base}`: "
+        "read it, change nothing\n",
+        f"\n## Ticket\n\n{ctx.ticket_text.strip()}\n",
+        f"\n## Verification\n\n{gate_line}",
+        f"\n## The repository's contract files\n\n{listed}",
+        *(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes),
+        "\n" + _submit_block(ctx),
+        f"\nReport template (the report is the plan):\n\n```markdown\n"
+        f"{template(Kind.PLANNER, base)}```\n",
+    ]
+    fields = _fields(ctx, {"commit": base, "test": list(gate) if gate else None})
+    return join(fields, "".join(parts))
+
+
 @dataclass(frozen=True)
 class Review:
     """What a reviewer's brief shows of the round beyond the plan: the commit, its diffs,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from handoff.protocol.frontmatter import FrontmatterError, split
+from handoff.protocol.frontmatter import FrontmatterError, join, split
 from handoff.role import Kind
 from handoff.verdicts import STATUSES, VERDICTS, Status, Verdict
 
@@ -74,6 +74,8 @@ class Report:
     weakened: tuple[Justified, ...] = ()
     sections: dict[str, str] = field(default_factory=dict)
     body: str = ""
+    #: a planner's: the plan it drafted, as a plan file holds it (`drafted_plan`)
+    plan: str = ""
 
     def not_fixed(self) -> list[Answer]:
         return [a for a in self.ledger if a.status == NOT_FIXED]
@@ -196,7 +198,20 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
                         "'git rev-parse HEAD'")
         commit = ""
     commit = commit.strip().lower()
-    if kind in (Kind.IMPLEMENTER, Kind.TESTER):
+    if kind == Kind.PLANNER:
+        status = data.get("status")
+        if status not in (Status.DONE, Status.BLOCKED):
+            problems.append(f"'status' must be done (the plan is drafted) or blocked (a "
+                            f"question first), not {status!r}")
+        sections = _sections(body)
+        if status == Status.BLOCKED and not sections.get("open questions"):
+            problems.append("a blocked report must ask its question under '## Open questions'")
+        if status == Status.DONE and "grounding" not in sections:
+            problems.append("missing section '## Grounding': the files you read and the tests "
+                            "you found, each a list item naming its path")
+        report = Report(role=role, commit=commit, status=str(status), sections=sections,
+                        body=body, plan=drafted_plan(data, body))
+    elif kind in (Kind.IMPLEMENTER, Kind.TESTER):
         status = data.get("status")
         if status not in STATUSES:
             problems.append(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
@@ -227,6 +242,17 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
     return (None, problems) if problems else (report, [])
 
 
+#: what a planner's report frontmatter carries of the plan (handoff.protocol.plan's keys)
+PLAN_KEYS = ("test", "review", "may_change", "after")
+
+
+def drafted_plan(data: Mapping[str, object], body: str) -> str:
+    """The plan a planner's report drafts: its plan keys as the plan's frontmatter, its body
+    as the plan's."""
+    keys = {key: data[key] for key in PLAN_KEYS if key in data}
+    return (join(dict(keys), body.lstrip("\n")) if keys else body.lstrip("\n"))
+
+
 def verdict_of(text: str) -> str:
     """A reviewer's report's verdict as its frontmatter says it ('' when it says none)."""
     try:
@@ -241,6 +267,17 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
              weakened: tuple[str, ...] = ()) -> str:
     """The report skeleton shown in every brief; a later review's carries a line for each
     earlier finding (earlier: their ids) and each weakened test (weakened: their ids)."""
+    if kind == Kind.PLANNER:
+        return (
+            f"---\nstatus: done            # done | blocked (a question for a person first)\n"
+            f"commit: '{commit}'\ntest: python -m pytest -q tests/test_the_module.py   # the "
+            "exact verification command\nmay_change: []          # control files the ticket "
+            "may change (CLAUDE.md, CI files), if any\n---\n# The ticket's title\n\nWhat the "
+            "implementer must do, step by step, naming the files.\n\n## Acceptance criteria\n"
+            "- a criterion a reviewer can check\n\n## Grounding\n- `path/to/file.py`: what "
+            "you read there\n- `tests/test_file.py`: the tests that cover it\n\n"
+            "## Open questions\nQuestions for a person, or 'None'.\n"
+        )
     if kind in (Kind.IMPLEMENTER, Kind.TESTER):
         return (
             f"---\nstatus: done            # done | blocked | partial\ncommit: '{commit}'\n---\n"

@@ -20,7 +20,7 @@ EventKind = Literal[
     "delivery-failed", "dialog", "error", "escalate", "final-report", "finish", "forgery", "gate",
     "intake", "launch", "left", "merge-check", "more-rounds", "notified", "notify-failed",
     "nudge", "onto", "orchestrator", "peer",
-    "phase", "plan-approved", "plan-changed", "protected", "protected-allowed", "pushed",
+    "phase", "plan-approved", "plan-changed", "plan-drafted", "protected", "protected-allowed", "pushed",
     "recycle",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "starting", "state-restored",
     "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",

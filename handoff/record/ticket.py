@@ -124,6 +124,9 @@ class State:
     queued_for: str = ""
     #: started with --now: it takes a slot over max_parallel rather than wait
     jumps_queue: bool = False
+    #: started from its text with --yes: the planner's plan is approved once it validated
+    #: (handoff.loop.planning); never one that did not
+    approve_drafted: bool = False
     #: worktree (a role's, `gate`) → the TCP ports it was given (handoff.machinery.ports)
     ports: dict[str, list[int]] = field(default_factory=dict)
     worktrees: dict[str, str] = field(default_factory=dict)

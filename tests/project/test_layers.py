@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.paths import ROOT
 
 #: top to bottom, as docs/architecture.md draws them
-LAYERS = ("cli", "peer", "operations", "loop", "machinery", "config", "providers", "protocol", "record",
-          "base")
+LAYERS = ("cli", "peer", "trackers", "operations", "loop", "machinery", "config", "providers",
+          "protocol", "record", "base")
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"errors": "base", "inputs": "base", "role": "base", "phases": "base",
        "next_steps": "base", "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",

@@ -54,6 +54,7 @@ from tests.loop_tickets import TESTER, team
 from tests.tickets import moved, new_ticket
 from tests.unit.base.test_next_steps import (
     ON_THE_LINE,
+    PLANNED,
     QUEUE_AND_AFTER,
     THROUGH_THE_TEAM,
     TURNS,
@@ -260,6 +261,27 @@ def test_the_queue_and_the_tickets_started_after_others(
     assert walk.followed == every_command(QUEUE_AND_AFTER)
     for ticket in ("A-1", "Q-1", "W-1"):
         handoff("stop", ticket, cwd=repo)
+
+
+def test_a_ticket_whose_planner_drafts_its_plan(
+        repo: Path, tmp_path: Path, handoff_home: Path, terminal: str) -> None:
+    """P-1 started from its text: its planner at work (paused), running and stopped, every
+    hint followed."""
+    handoff_home.mkdir(parents=True, exist_ok=True)
+    (handoff_home / "config.yaml").write_text("roles: {planner: {provider: scripted}}\n",
+                                              encoding="utf-8")
+    ticket = tmp_path / "ticket.md"
+    ticket.write_text("Fix add.\n\n~~~handoff-planner\npause_until: go\ndrafts: []\n~~~\n",
+                      encoding="utf-8")
+    walk = Walk(repo, handoff_home, terminal)
+    plan = paused_plan(tmp_path, "P-1")
+    started = handoff("start", "P-1", "--ticket-file", str(ticket), cwd=repo)
+    assert started.returncode == 0, started.stderr
+    wait_event(handoff_home, "P-1", "launch", role="planner")
+    walk.at_work("P-1", Phase.PLANNING, plan, "planner")
+    assert walk.visited == PLANNED
+    assert walk.followed == every_command(PLANNED)
+    handoff("stop", "P-1", cwd=repo)
 
 
 #: the plan's tests, held in the gate's own checkout until the file ~/gate-go exists (the

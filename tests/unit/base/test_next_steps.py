@@ -127,6 +127,8 @@ QUEUE_AND_AFTER: set[Where] = {(Phase.QUEUED, True), (Phase.QUEUED, False), (Pha
 THROUGH_THE_TEAM: set[Where] = {(Phase.TESTING, True), (Phase.TESTING, False), (Phase.GATING, True),
                     (Phase.GATING, False), (Phase.REVIEWING, True), (Phase.REVIEWING, False),
                     (Phase.PASSED, None), (Phase.CLOSED, None)}
+#: a ticket whose planner drafts its plan: running and stopped
+PLANNED: set[Where] = {(Phase.PLANNING, True), (Phase.PLANNING, False)}
 #: the person's turns, on tickets made in this process: (row, command followed)
 TURNS: dict[str, tuple[Where, int]] = {
     "approve": ((Phase.AWAITING_APPROVAL, None), 0), "answer": ((Phase.NEEDS_HUMAN, None), 0),
@@ -141,7 +143,8 @@ def every_command(rows: set[Where]) -> set[tuple[Where, int]]:
 
 def test_the_scenarios_walk_every_row_and_run_every_command_of_the_table() -> None:
     turns = {where for where, _ in TURNS.values()}
-    assert QUEUE_AND_AFTER | THROUGH_THE_TEAM | turns == set(STEPS)
-    run = every_command(QUEUE_AND_AFTER) | every_command(THROUGH_THE_TEAM - {
+    assert QUEUE_AND_AFTER | THROUGH_THE_TEAM | PLANNED | turns == set(STEPS)
+    run = every_command(QUEUE_AND_AFTER) | every_command(PLANNED) | every_command(
+        THROUGH_THE_TEAM - {
         (Phase.PASSED, None)}) | {((Phase.PASSED, None), 0)} | set(TURNS.values())
     assert run == every_command(set(STEPS))

@@ -8,11 +8,12 @@ from handoff.role import Kind
 
 
 def test_each_kind_has_the_phase_its_reports_are_awaited_in() -> None:
-    assert [awaited(k) for k in Kind] == [Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING]
+    assert [awaited(k) for k in Kind] == [Phase.IMPLEMENTING, Phase.TESTING, Phase.REVIEWING,
+                                          Phase.PLANNING]
 
 
 def test_the_phases_are_the_words_a_record_carries() -> None:
-    assert PHASES == ("awaiting-approval", "waiting", "queued", "implementing", "testing",
+    assert PHASES == ("awaiting-approval", "planning", "waiting", "queued", "implementing", "testing",
                       "gating", "reviewing", "needs-human", "passed", "escalated", "closed")
     assert Phase("needs-human") is Phase.NEEDS_HUMAN
 

@@ -1,0 +1,112 @@
+"""A ticket started from its text (issue 36): a planner peer drafts the plan in a read-only
+checkout of the base, its draft is checked as a plan before a person sees it, and only a
+person (or `start --yes`, for a plan that validated) approves it. Real tmux and git; the
+scripted agent plans from the ticket's `handoff-planner` block as a real CLI would from prose."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import PYTHON, wait_until
+from tests.harness import (
+    ADD_ONLY,
+    FIX_ADD,
+    events,
+    handoff,
+    in_peer,
+    release,
+    state,
+    ticket_path,
+    wait_phase,
+)
+
+GROUNDED = ("# Fix add\n\nIn `calc.py`, make `add` return the sum.\n\n## Acceptance criteria\n"
+            "- add(2, 3) is 5\n\n## Grounding\n- `calc.py`: add subtracts its arguments\n"
+            "- `tests/test_calc.py`: AddTest covers add\n\n"
+            f"```handoff-script\n{yaml.safe_dump({'round': 1, 'edits': [FIX_ADD]})}```\n")
+MADE_UP = ("# Fix add\n\nIn `calc_utils.py`, fix add.\n\n## Grounding\n"
+           "- `calc_utils.py`: where add lives\n")
+
+
+def ticket_file(tmp_path: Path, drafts: list[dict[str, Any]], **script: Any) -> Path:
+    """The one line a person writes, and (for the scripted planner) what it files, in order."""
+    block = yaml.safe_dump({"drafts": drafts, **script}, sort_keys=False, width=1000)
+    path = tmp_path / "ticket.md"
+    path.write_text(f"Fix the add function in calc.py: add(2, 3) must be 5.\n\n"
+                    f"~~~handoff-planner\n{block}~~~\n", encoding="utf-8")
+    return path
+
+
+def planner_config(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump(
+        {"roles": {"planner": {"provider": "scripted"}}}), encoding="utf-8")
+
+
+def test_a_one_line_ticket_becomes_a_checked_plan_and_runs_to_passed_with_yes(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """A draft naming a made-up file and a test file that is not there is sent back with both
+    problems; the mended draft becomes plan.md, is approved by --yes (it validated), and the
+    ticket runs on it to passed."""
+    planner_config(handoff_home)
+    ticket = ticket_file(tmp_path, [
+        {"test": [PYTHON, "-m", "unittest", "tests/test_nothere.py"], "body": MADE_UP},
+        {"test": ADD_ONLY, "body": GROUNDED}])
+    done = handoff("start", "P-1", "--ticket-file", str(ticket), "--yes", "--foreground",
+                   cwd=repo, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = events(handoff_home, "P-1")
+    refused = [e for e in said if e["kind"] == "submission" and e.get("role") == "planner"
+               and e.get("accepted") is False]
+    assert refused, "the first draft was sent back"
+    problems = " ".join(refused[0]["problems"])
+    assert "calc_utils.py" in problems and "tests/test_nothere.py" in problems, problems
+    drafted = next(e for e in said if e["kind"] == "plan-drafted")
+    assert drafted["test"] == ADD_ONLY and any("calc.py" in g for g in drafted["grounding"])
+    approved = next(e for e in said if e["kind"] == "plan-approved")
+    assert approved["by"] == "--yes"
+    plan = (ticket_path(handoff_home, "P-1") / "plan.md").read_text(encoding="utf-8")
+    assert "In `calc.py`, make `add` return the sum." in plan and "calc_utils" not in plan
+    assert yaml.safe_load(plan.split("---")[1])["test"] == ADD_ONLY
+    ticket_md = (ticket_path(handoff_home, "P-1") / "ticket.md").read_text(encoding="utf-8")
+    assert "add(2, 3) must be 5" in ticket_md
+    final = state(handoff_home, "P-1")
+    assert final["phase"] == "passed" and final["round"] == 1
+    phases = [e["to"] for e in said if e["kind"] == "phase"]
+    assert phases[:2] == ["implementing", "gating"] or "awaiting-approval" not in phases
+
+
+def test_the_planner_reads_only_and_cannot_approve_its_own_plan_a_person_does(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """Without --yes the drafted plan waits for a person. While it drafts, the planner's own
+    session can neither change its checkout nor approve: only the person's approval starts
+    the loop."""
+    planner_config(handoff_home)
+    ticket = ticket_file(tmp_path, [{"test": ADD_ONLY, "body": GROUNDED}], pause_until="go")
+    started = handoff("start", "P-2", "--ticket-file", str(ticket), cwd=repo, timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert "drafts the plan" in started.stderr and "handoff resume P-2 --yes" in started.stderr
+    wait_until(lambda: any(e["kind"] == "peer" and e["role"] == "planner"
+                           for e in events(handoff_home, "P-2")), 30, "the planner at work")
+    checkout = Path(str(state(handoff_home, "P-2")["worktrees"]["planner"]))
+    wrote = in_peer(handoff_home, "P-2", "planner",
+                    ["sh", "-c", f"echo planted > {checkout / 'planted.py'}"])
+    assert wrote.returncode != 0 and not (checkout / "planted.py").exists(), \
+        "the planner's checkout is read-only to it"
+    approve = in_peer(handoff_home, "P-2", "planner",
+                      [sys.executable, "-m", "handoff", "resume", "P-2", "--yes"])
+    assert approve.returncode != 0, approve.stdout
+    release(ticket_path(handoff_home, "P-2"), "go")
+    wait_phase(handoff_home, "P-2", "awaiting-approval", timeout=60)
+    assert not [e for e in events(handoff_home, "P-2") if e["kind"] == "plan-approved"], \
+        "nobody but the person approves"
+    shown = handoff("status", "P-2", cwd=repo)
+    assert "awaiting-approval" in shown.stdout and "handoff resume P-2 --yes" in shown.stdout
+    approved = handoff("resume", "P-2", "--yes", cwd=repo)
+    assert approved.returncode == 0, approved.stderr
+    final = wait_phase(handoff_home, "P-2", "passed", "escalated", "needs-human", timeout=120)
+    assert final["phase"] == "passed", final["reason"]
