@@ -5,6 +5,7 @@ scripted agent plans from the ticket's `handoff-planner` block as a real CLI wou
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tests.harness import (
     ticket_path,
     wait_phase,
 )
+from tests.integration.trackers.test_github import gh_issue, made_stand_in
 
 GROUNDED = ("# Fix add\n\nIn `calc.py`, make `add` return the sum.\n\n## Acceptance criteria\n"
             "- add(2, 3) is 5\n\n## Grounding\n- `calc.py`: add subtracts its arguments\n"
@@ -110,3 +112,39 @@ def test_the_planner_reads_only_and_cannot_approve_its_own_plan_a_person_does(
     assert approved.returncode == 0, approved.stderr
     final = wait_phase(handoff_home, "P-2", "passed", "escalated", "needs-human", timeout=120)
     assert final["phase"] == "passed", final["reason"]
+
+
+def test_an_issue_becomes_the_ticket_and_gh_failures_are_one_line_each(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """`start --issue 7` reads the issue with the person's gh (a stand-in on PATH): its title
+    and body are the planner's ticket, its id gh-7, and the ticket runs to passed. An issue
+    that does not exist, gh logged out and gh missing each end in one line, with nothing
+    made."""
+    planner_config(handoff_home)
+    gh = made_stand_in(tmp_path / "gh")
+    folder = gh.folder
+    block = yaml.safe_dump({"drafts": [{"test": ADD_ONLY, "body": GROUNDED}]}, width=1000)
+    gh.add(gh_issue(7, "add subtracts", f"add(2, 3) is -1.\n\n~~~handoff-planner\n{block}~~~\n"))
+    with_gh = {**os.environ, "PATH": f"{folder / 'bin'}:{os.environ['PATH']}"}
+    done = handoff("start", "--issue", "7", "--yes", "--foreground", cwd=repo, env=with_gh,
+                   timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert state(handoff_home, "gh-7")["phase"] == "passed"
+    ticket_md = (ticket_path(handoff_home, "gh-7") / "ticket.md").read_text(encoding="utf-8")
+    assert "add subtracts" in ticket_md and "add(2, 3) is -1." in ticket_md
+    assert "https://github.com/team/calc/issues/7" in ticket_md
+    assert gh.said()[0]["argv"][:3] == ["issue", "view", "7"]
+
+    missing = handoff("start", "--issue", "999", cwd=repo, env=with_gh)
+    assert missing.returncode == 3 and "issue #999 not found" in missing.stderr, missing.stderr
+    gh.act("logged-out")
+    logged_out = handoff("start", "--issue", "8", cwd=repo, env=with_gh)
+    assert logged_out.returncode == 1 and "gh auth login" in logged_out.stderr
+    without = {**os.environ, "PATH": ":".join(
+        p for p in os.environ["PATH"].split(":") if not (Path(p) / "gh").exists())}
+    no_gh = handoff("start", "--issue", "8", cwd=repo, env=without)
+    assert no_gh.returncode == 6 and "gh (GitHub CLI) is not on PATH" in no_gh.stderr
+    for failed in (missing, logged_out, no_gh):
+        assert failed.stderr.count("handoff: error:") == 1 and "Traceback" not in failed.stderr
+    assert sorted(p.name for p in ticket_path(handoff_home, "gh-7").parent.iterdir()
+                  if not p.name.startswith(".")) == ["gh-7"], "no other ticket was made"

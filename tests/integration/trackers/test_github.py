@@ -98,17 +98,22 @@ class StandIn:
             if record.exists() else []
 
 
-@pytest.fixture
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
-    """gh first on PATH: a Python script of this interpreter."""
-    folder = tmp_path / "gh"
+def made_stand_in(folder: Path) -> StandIn:
+    """The stand-in in folder: its gh (a Python script of this interpreter) in folder/bin."""
     (folder / "bin").mkdir(parents=True)
     (folder / "issues").mkdir()
     script = folder / "bin" / "gh"
     script.write_text(f"#!{sys.executable}\n{GH}")
     script.chmod(0o755)
-    monkeypatch.setenv("PATH", str(folder / "bin"))
     return StandIn(folder)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    """gh alone on PATH."""
+    made = made_stand_in(tmp_path / "gh")
+    monkeypatch.setenv("PATH", str(made.folder / "bin"))
+    return made
 
 
 @pytest.fixture
