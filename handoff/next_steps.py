@@ -74,7 +74,9 @@ _AT_WORK = Step("it is at work, its orchestrator carries it on by itself", (ATTA
 STEPS: dict[Where, Step] = {
     (Phase.AWAITING_APPROVAL, None): Step(
         "its plan is waiting for approval",
-        (Command("handoff resume {ticket} --yes", "approves it and starts the loop"),),
+        (Command("handoff plan {ticket}", "shows it, with what it was grounded in: approve, "
+                 "edit, redraft or refuse it there"),
+         Command("handoff resume {ticket} --yes", "approves it and starts the loop")),
         needs="approve"),
     (Phase.NEEDS_HUMAN, None): Step(
         "it waits for a person's answer (its reason says to what)",

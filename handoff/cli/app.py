@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from handoff.cli import elsewhere, finishing, looking, output, tickets, upkeep
+from handoff.cli import approving, elsewhere, finishing, looking, output, tickets, upkeep
 from handoff.cli.elsewhere import OnItsHost, on_its_host
 from handoff.errors import EXIT_INTERRUPTED, EXIT_OK, HandoffError, describe
 
@@ -74,6 +74,7 @@ app.command(name="doctor")(upkeep.doctor_command)
 app.command()(upkeep.providers)
 app.command()(finishing.conflicts)
 app.command()(tickets.start)
+app.command()(approving.plan)
 # --all names no one ticket; --foreground runs its orchestrator in this terminal
 app.command(cls=on_its_host(here_with=("every", "foreground")))(tickets.resume)
 app.command()(looking.status)

@@ -30,8 +30,20 @@ def problems(report: Report, paths: frozenset[str], default_test: Sequence[str] 
              path_env: str | None = None) -> list[str]:
     """What keeps the planner's report from being a plan a person may approve ([] if none).
     paths: the base commit's files and folders; default_test: the repository's `test:`."""
+    found = plan_problems(report.plan, paths, default_test, path_env)
+    named = grounding(report.sections.get("grounding", ""))
+    if not named:
+        found.append("'## Grounding' names no file: list each file you read and each test "
+                     "file you found, one list item each, its path first (`src/x.py`: why)")
+    return found + unknown_paths(named, paths)
+
+
+def plan_problems(text: str, paths: frozenset[str], default_test: Sequence[str] | None,
+                  path_env: str | None = None) -> list[str]:
+    """What keeps text from being a plan its gate can run: it parses, names a verification
+    command (or the repository has one), and each command's program and files exist."""
     try:
-        plan = plan_mod.parse(report.plan, "the drafted plan")
+        plan = plan_mod.parse(text, "the drafted plan")
     except UsageError as exc:
         return [exc.message + (f" ({exc.hint})" if exc.hint else "")]
     found: list[str] = []
@@ -42,17 +54,19 @@ def problems(report: Report, paths: frozenset[str], default_test: Sequence[str] 
                          *((f"review[{i}]", c) for i, c in enumerate(plan.review))):
         if command:
             found += _command(key, command, paths, path_env)
-    listed = FENCED.sub("", report.sections.get("grounding", ""))
-    grounded = [_grounded(line) for line in listed.splitlines()]
-    named = [path for path in grounded if path]
-    if not named:
-        found.append("'## Grounding' names no file: list each file you read and each test "
-                     "file you found, one list item each, its path first (`src/x.py`: why)")
-    for path in named:
-        if _clean(path) not in paths:
-            found.append(f"'## Grounding' names {path}, which is not in the base commit: name "
-                         "only files you read there (paths from the repository's top)")
     return found
+
+
+def grounding(section: str) -> list[str]:
+    """The paths a `## Grounding` section lists, one a list item (fenced blocks aside)."""
+    listed = FENCED.sub("", section)
+    return [path for path in (_grounded(line) for line in listed.splitlines()) if path]
+
+
+def unknown_paths(named: Sequence[str], paths: frozenset[str]) -> list[str]:
+    return [f"'## Grounding' names {path}, which is not in the base commit: name only files "
+            "you read there (paths from the repository's top)"
+            for path in named if _clean(path) not in paths]
 
 
 def _command(key: str, command: Sequence[str], paths: frozenset[str],

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 
-from handoff.loop import notify
+from handoff.loop import drafts, notify
 from handoff.loop.workspace import Workspace
 from handoff.machinery import sandbox
 from handoff.machinery.ticket_branch import branch_name
 from handoff.phases import Phase
+from handoff.protocol.reports import sections_of
 from handoff.record import peerfiles
 from handoff.record.store import file_digest
 from handoff.record.ticket import State
@@ -31,6 +32,10 @@ def approval_summary(ws: Workspace) -> list[str]:
         what = role.name if role.name == role.kind else f"{role.name} ({role.kind}" + (
             f", {spec.focus}" if spec.focus else "") + ")"
         lines.append(f"{what}: {provider.name}{' (' + reach + ')' if reach else ''}; {power}")
+    if state.roles.planned:  # what a person checks first: what the planner read
+        read = drafts.grounding(sections_of(plan.text).get("grounding", ""))
+        lines.insert(0, f"drafted by the planner (draft {state.round}) from the ticket's text; "
+                     f"it read: {', '.join(read[:12]) + (' …' if len(read) > 12 else '')}")
     lines += independence(ws)
     if ws.config.scanners:
         lines.append("scanners: " + ", ".join(

@@ -84,7 +84,7 @@ class Report:
         return [a for a in self.weakened if a.answer == UNJUSTIFIED]
 
 
-def _sections(body: str) -> dict[str, str]:
+def sections_of(body: str) -> dict[str, str]:
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in body.splitlines():
@@ -203,7 +203,7 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
         if status not in (Status.DONE, Status.BLOCKED):
             problems.append(f"'status' must be done (the plan is drafted) or blocked (a "
                             f"question first), not {status!r}")
-        sections = _sections(body)
+        sections = sections_of(body)
         if status == Status.BLOCKED and not sections.get("open questions"):
             problems.append("a blocked report must ask its question under '## Open questions'")
         if status == Status.DONE and "grounding" not in sections:
@@ -215,7 +215,7 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
         status = data.get("status")
         if status not in STATUSES:
             problems.append(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
-        sections = _sections(body)
+        sections = sections_of(body)
         missing = [s for s in IMPL_SECTIONS if s.lower() not in sections]
         if missing:
             problems.append("missing section(s): " + ", ".join(f"'## {s}'" for s in missing))
@@ -230,7 +230,7 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
         should = _findings(data, "should_fix", problems)
         report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
                         should_fix=should, ledger=_answers(data, problems),
-                        weakened=_justified(data, problems), sections=_sections(body), body=body)
+                        weakened=_justified(data, problems), sections=sections_of(body), body=body)
         blocking = must or report.not_fixed() or report.unjustified()
         if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
             problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "

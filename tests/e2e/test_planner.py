@@ -148,3 +148,67 @@ def test_an_issue_becomes_the_ticket_and_gh_failures_are_one_line_each(
         assert failed.stderr.count("handoff: error:") == 1 and "Traceback" not in failed.stderr
     assert sorted(p.name for p in ticket_path(handoff_home, "gh-7").parent.iterdir()
                   if not p.name.startswith(".")) == ["gh-7"], "no other ticket was made"
+
+
+def test_a_person_reads_edits_redrafts_and_approves_or_refuses_a_drafted_plan(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """`handoff plan` shows the draft with what the planner read; an edit that names a test
+    file the base lacks is refused and kept, a good one taken; another draft carries the
+    person's note to the planner; the approved plan runs to passed. A refused ticket leaves
+    nothing."""
+    planner_config(handoff_home)
+    second = GROUNDED.replace("# Fix add", "# Fix add, second draft")
+    ticket = ticket_file(tmp_path, [{"test": ADD_ONLY, "body": GROUNDED}],
+                         drafts_2=[{"test": ADD_ONLY, "body": second}])
+    assert handoff("start", "P-3", "--ticket-file", str(ticket), cwd=repo).returncode == 0
+    wait_phase(handoff_home, "P-3", "awaiting-approval", timeout=60)
+    wait_until(lambda: handoff("plan", "P-3", cwd=repo).returncode == 0, 30,
+               "its orchestrator to end at the approval")
+    shown = handoff("plan", "P-3", cwd=repo)
+    assert "In `calc.py`, make `add` return the sum." in shown.stdout
+    assert "drafted by the planner (draft 1) from the ticket's text; it read: calc.py, " \
+           "tests/test_calc.py" in shown.stdout, shown.stdout
+    assert "handoff plan P-3 --approve" in shown.stdout
+
+    folder = ticket_path(handoff_home, "P-3")
+    before = (folder / "plan.md").read_text(encoding="utf-8")
+    editor = tmp_path / "edit.py"
+    editor.write_text("import sys\nfrom pathlib import Path\np = Path(sys.argv[-1])\n"
+                      "p.write_text(p.read_text().replace(sys.argv[1], sys.argv[2]))\n")
+    bad = {**os.environ, "EDITOR": f"{sys.executable} {editor} tests.test_calc.AddTest "
+                                   "tests/test_gone.py"}
+    refused = handoff("plan", "P-3", "--edit", cwd=repo, env=bad)
+    assert refused.returncode == 2 and "tests/test_gone.py is not in the base commit" in \
+        refused.stderr, refused.stderr
+    assert (folder / "plan.md").read_text(encoding="utf-8") == before, "the plan as it was"
+    assert "tests/test_gone.py" in (folder / "plan.edit.md").read_text(encoding="utf-8")
+    good = {**os.environ, "EDITOR": f"{sys.executable} {editor} tests/test_gone.py "
+                                    "tests.test_calc.AddTest"}
+    edited = handoff("plan", "P-3", "--edit", cwd=repo, env=good)
+    assert edited.returncode == 0, edited.stderr
+    assert not (folder / "plan.edit.md").exists()
+    assert any(e["kind"] == "plan-edited" for e in events(handoff_home, "P-3"))
+
+    again = handoff("plan", "P-3", "--redraft", "say which test covers it", cwd=repo)
+    assert again.returncode == 0, again.stderr
+    wait_until(lambda: state(handoff_home, "P-3")["phase"] == "awaiting-approval" and
+               state(handoff_home, "P-3")["round"] == 2, 60, "the second draft")
+    brief = (folder / "inbox" / "planner" / "brief-2.md").read_text(encoding="utf-8")
+    assert "say which test covers it" in brief and "plan-draft-1.md" in brief
+    assert "# Fix add, second draft" in (folder / "plan.md").read_text(encoding="utf-8")
+    assert (folder / "plan-draft-1.md").read_text(encoding="utf-8").startswith("---")
+    wait_until(lambda: handoff("plan", "P-3", cwd=repo).returncode == 0, 30,
+               "its orchestrator to end at the approval")
+    approved = handoff("plan", "P-3", "--approve", cwd=repo)
+    assert approved.returncode == 0, approved.stderr
+    final = wait_phase(handoff_home, "P-3", "passed", "escalated", "needs-human", timeout=120)
+    assert final["phase"] == "passed", final["reason"]
+
+    assert handoff("start", "P-4", "--ticket-file", str(ticket), cwd=repo).returncode == 0
+    wait_phase(handoff_home, "P-4", "awaiting-approval", timeout=60)
+    wait_until(lambda: handoff("plan", "P-4", cwd=repo).returncode == 0, 30,
+               "its orchestrator to end at the approval")
+    no = handoff("plan", "P-4", "--refuse", cwd=repo)
+    assert no.returncode == 0 and "nothing of it is kept" in no.stdout, no.stdout + no.stderr
+    assert not list(handoff_home.glob("*/P-4"))
+    assert not (repo / ".worktrees" / "P-4").exists()

@@ -364,11 +364,14 @@ def _escalated(home: Path, repo: Path) -> Workspace:
 
 
 BUILD: dict[str, Callable[[Path, Path], Workspace]] = {
+    "read-plan": lambda home, repo: new_ticket(home, repo, "R-1"),
     "approve": lambda home, repo: new_ticket(home, repo, "C-1"), "answer": _needs_human,
     "close-passed": _passed, "more-rounds": _escalated, "close-escalated": _escalated,
 }
 #: what each followed command did, read from the ticket's record
 DID: dict[str, Callable[[Path, str], bool]] = {
+    # reading it changes nothing: it still waits for the person
+    "read-plan": lambda home, t: state(home, t)["phase"] == "awaiting-approval",
     "approve": lambda home, t: state(home, t)["phase"] != "awaiting-approval",
     "answer": lambda home, t: any(e["kind"] == "answer" for e in events(home, t)),
     "close-passed": lambda home, t: state(home, t)["phase"] == "closed",

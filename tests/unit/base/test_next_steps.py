@@ -45,7 +45,9 @@ def test_every_phase_has_a_step_whether_an_orchestrator_runs_or_not() -> None:
 
 
 @pytest.mark.parametrize(("phase", "running", "shown"), [
-    ("awaiting-approval", False, "handoff resume T-1 --yes (approves it and starts the loop)"),
+    ("awaiting-approval", False, "handoff plan T-1 (shows it, with what it was grounded in: "
+                                 "approve, edit, redraft or refuse it there) or "
+                                 "handoff resume T-1 --yes (approves it and starts the loop)"),
     ("needs-human", False, "handoff answer T-1 TEXT"),
     ("needs-human", True, "handoff answer T-1 TEXT"),
     ("passed", False, "handoff finish T-1 (merges it) or handoff close T-1"),
@@ -80,7 +82,7 @@ def test_the_board_marks_the_phases_whose_step_waits_for_the_person() -> None:
 # ---- reading a hint as a person does ------------------------------------------------------
 
 #: the commands a hint may name
-VERBS = {"start", "resume", "answer", "attach", "recycle", "finish", "close"}
+VERBS = {"start", "plan", "resume", "answer", "attach", "recycle", "finish", "close"}
 
 
 def named(text: str) -> list[list[str]]:
@@ -131,7 +133,8 @@ THROUGH_THE_TEAM: set[Where] = {(Phase.TESTING, True), (Phase.TESTING, False), (
 PLANNED: set[Where] = {(Phase.PLANNING, True), (Phase.PLANNING, False)}
 #: the person's turns, on tickets made in this process: (row, command followed)
 TURNS: dict[str, tuple[Where, int]] = {
-    "approve": ((Phase.AWAITING_APPROVAL, None), 0), "answer": ((Phase.NEEDS_HUMAN, None), 0),
+    "read-plan": ((Phase.AWAITING_APPROVAL, None), 0),
+    "approve": ((Phase.AWAITING_APPROVAL, None), 1), "answer": ((Phase.NEEDS_HUMAN, None), 0),
     "close-passed": ((Phase.PASSED, None), 1), "more-rounds": ((Phase.ESCALATED, None), 0),
     "close-escalated": ((Phase.ESCALATED, None), 1),
 }
