@@ -410,30 +410,44 @@ def _answers(behaviour: Script, key: str) -> Mapping[object, object]:
 PLANNER_BLOCK = re.compile(r"^~~~handoff-planner[ \t]*\n(.*?)^~~~[ \t]*$", re.M | re.S)
 
 
-def plan_ticket(brief: Brief) -> None:
-    """The planner's draft: the ticket's `handoff-planner` block holds `drafts`, a list of
-    {body, test, review, may_change, status} filed in order until one is accepted (as a CLI
-    mends what submit said and files again), and `pause_until` (a file in the ticket folder
-    or the planner's drafts folder). A draft's frontmatter gets the brief's ticket, round,
-    role and base commit."""
+def planner_script(brief: Brief) -> Script:
+    """The ticket's `handoff-planner` block: `drafts` (a list of {body, test, review,
+    may_change, after, status}, or `drafts_N` for draft N) and `pause_until` (a file in the
+    ticket folder or the planner's drafts folder)."""
     ticket = (brief.plan.parent / "ticket.md").read_text(encoding="utf-8")
     found = PLANNER_BLOCK.search(ticket)
     block = yaml.safe_load(found.group(1)) if found else None
-    script = block if isinstance(block, dict) else {}
-    pause(brief, script.get("pause_until"))
+    return block if isinstance(block, dict) else {}
+
+
+def planner_drafts(brief: Brief, script: Script) -> list[tuple[Script, str]]:
+    """Each draft of the brief's round with the report that files it: the draft's frontmatter
+    gets the brief's ticket, round, role and base commit."""
     drafts = [d for d in listed(script.get(f"drafts_{brief.round}", script.get("drafts")))
               if isinstance(d, dict)]
-    if not drafts:
-        say("scripted: the ticket has no handoff-planner drafts for me")
-        return
+    out: list[tuple[Script, str]] = []
     for draft in drafts:
         head: dict[str, object] = {"ticket": brief.ticket, "round": brief.round,
                                    "role": brief.role, "commit": brief.commit,
                                    "status": draft.get("status", "done")}
         head.update({key: draft[key] for key in ("test", "review", "may_change", "after")
                      if key in draft})
-        if submit(brief, "---\n" + yaml.safe_dump(head, sort_keys=False) + "---\n" +
-                  str(draft.get("body", ""))):
+        out.append((draft, "---\n" + yaml.safe_dump(head, sort_keys=False) + "---\n"
+                    + str(draft.get("body", ""))))
+    return out
+
+
+def plan_ticket(brief: Brief) -> None:
+    """The planner's turn: its drafts filed in order until one is accepted (as a CLI mends
+    what submit said and files again)."""
+    script = planner_script(brief)
+    pause(brief, script.get("pause_until"))
+    drafts = planner_drafts(brief, script)
+    if not drafts:
+        say("scripted: the ticket has no handoff-planner drafts for me")
+        return
+    for _, text in drafts:
+        if submit(brief, text):
             return
 
 

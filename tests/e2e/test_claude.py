@@ -131,3 +131,42 @@ def test_claude_that_never_reports_is_nudged_then_handed_to_a_person(
     closed = handoff("close", "CC-3", "--force", cwd=repo)
     assert closed.returncode == 0, closed.stderr
     assert processes_of(handoff_home, "claude") == []
+
+
+def test_claude_as_planner_grounds_a_one_line_ticket_and_its_plan_runs_to_passed(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn) -> None:
+    """The real Claude Code plans: it reads the ticket and the files in its read-only checkout
+    with its own Read tool, runs the test command, and files its plan with `handoff submit`
+    through Bash; a first draft naming a file the base lacks is sent back, the second is the
+    plan (approved by --yes), and the scripted team carries it to passed."""
+    from tests.e2e.test_planner import GROUNDED, MADE_UP, ticket_file
+
+    claude_home(Path(isolated["HOME"]), [repo])
+    configure(handoff_home, {"planner": role("claude", claude),
+                             "implementer": {"provider": "scripted"},
+                             "reviewer": {"provider": "scripted"}})
+    ticket = ticket_file(tmp_path, [{"test": ADD_ONLY, "body": MADE_UP},
+                                    {"test": ADD_ONLY, "body": GROUNDED}])
+    done = handoff("start", "CP-1", "--ticket-file", str(ticket), "--yes", "--foreground",
+                   cwd=repo, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    log = events(handoff_home, "CP-1")
+    launched = [e for e in log if e["kind"] == "launch" and e["role"] == "planner"]
+    assert [e["provider"] for e in launched] == ["claude"], launched
+    said = [e for e in log if e["kind"] == "submission" and e["role"] == "planner"]
+    assert said[0]["accepted"] is False and "calc_utils.py" in " ".join(said[0]["problems"])
+    assert any(e["kind"] == "plan-drafted" for e in log)
+    plan = (ticket_path(handoff_home, "CP-1") / "plan.md").read_text(encoding="utf-8")
+    assert "In `calc.py`, make `add` return the sum." in plan
+    assert state(handoff_home, "CP-1")["phase"] == "passed"
+    prompts = anthropic.turn_prompts()
+    brief = ticket_path(handoff_home, "CP-1") / "inbox" / "planner" / "brief-1.md"
+    assert prompts.count(f"Read and follow {brief}") == 1, prompts
+    # claude's own record of the turn: it read the code in its checkout before it planned
+    checkout = repo / ".worktrees" / "CP-1" / "planner"
+    session = (ticket_path(handoff_home, "CP-1") / "transcripts" /
+               "planner-1.session.jsonl").read_text(encoding="utf-8")
+    assert str(checkout / "calc.py") in session, "it read the code"
+    assert "tests.test_calc.AddTest 2>&1; echo handoff-exit" in session, "it ran the test"
+    assert session.count("submit --dir") >= 2, "it filed, was sent back, and filed again"

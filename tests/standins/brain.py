@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from handoff.loop.drafts import grounding
 from handoff.peer.scripted_agent import (
     Brief,
     Failure,
@@ -36,9 +37,12 @@ from handoff.peer.scripted_agent import (
     failure,
     listed,
     own_script,
+    planner_drafts,
+    planner_script,
     review_report,
 )
 from handoff.protocol.frontmatter import split
+from handoff.protocol.reports import sections_of
 
 BRIEF = re.compile(r"(/\S+/brief-\d+\.md)")
 EXIT = re.compile(r"handoff-exit=(\d+)")
@@ -96,6 +100,8 @@ def turn(prompt: str, results: Sequence[str]) -> list[Action]:
     fields, _ = split(brief_path.read_text(encoding="utf-8"))
     brief = Brief.read(fields)
     nudged = not prompt.lstrip().startswith("Read and follow")
+    if brief.kind == "planner":  # no plan yet: its script is in the ticket's text
+        return plan(brief, brief_path, results)
     own = own_script(brief) or {}
     cli = own.get("cli")
     cli = cli if isinstance(cli, dict) else {}
@@ -113,6 +119,35 @@ def turn(prompt: str, results: Sequence[str]) -> list[Action]:
     return [*actions, Write(str(brief.report), report),
             Shell(shlex.join(brief.submit), str(brief.worktree)),
             Say("I filed my report.")]
+
+
+def plan(brief: Brief, brief_path: Path, results: Sequence[str]) -> list[Action]:
+    """A planner's turn: the brief and the ticket read, then each file its drafts say they
+    read (a made-up one too: its Read fails), the first draft's test command run in the
+    checkout; then its drafts written and filed in order
+    until `handoff submit` accepts one (each submit's result says)."""
+    script = planner_script(brief)
+    drafts = planner_drafts(brief, script)
+    if not drafts:
+        return [Read(str(brief_path)), Say("The ticket gives me nothing to plan.")]
+    first, _ = drafts[0]
+    actions: list[Action] = [Read(str(brief_path)), Read(str(brief.plan.parent / "ticket.md"))]
+    read = dict.fromkeys(path for draft, _ in drafts
+                         for path in grounding(sections_of(str(draft.get("body", "")))
+                                               .get("grounding", "")))
+    actions += [Read(str(brief.worktree / path)) for path in read]
+    test = first.get("test")
+    if isinstance(test, list):
+        actions.append(Shell(f"{shlex.join(map(str, test))} 2>&1; echo handoff-exit=$?",
+                             str(brief.worktree)))
+    for _, text in drafts:
+        actions += [Write(str(brief.report), _const(text)),
+                    Shell(f"{shlex.join(brief.submit)}; echo handoff-exit=$?",
+                          str(brief.worktree))]
+        filed = len(actions) - 1
+        if filed < len(results) and EXIT.findall(results[filed])[-1:] == ["0"]:
+            break
+    return [*actions, Say("I filed the plan.")]
 
 
 def implement(brief: Brief, script: Script) -> list[Action]:
