@@ -150,7 +150,7 @@ def _ticket_to_start(args: list[str], text: str | None, path: Path | None, issue
 
         found = GitHub(Repo.at(repo or Path.cwd()).top).fetch(issue)
         return create.PlanToStart(validate_ticket_id(args[0] if args else found.ticket_id),
-                                  Path(found.url), "", ticket_text=found.text)
+                                  Path("-"), "", ticket_text=found.text, source=found.url)
     if not args:
         raise UsageError("start needs the ticket's id", "handoff start PROJ-12 --ticket \"…\"")
     said = text if text is not None else create.read_plan(path, "the ticket") if path else ""
@@ -216,7 +216,7 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
             ticket=one.ticket, repo=how.repo or Path.cwd(), plan_text=one.text, summary=summary,
             base=how.base, max_rounds=how.max_rounds, now=how.now, notes=not brief,
             after=how.after, batch=batch, ticket_text=one.ticket_text,
-            approve_drafted=how.yes))
+            approve_drafted=how.yes, source=one.source))
     ticket = one.ticket
     output.notes(notes)
     if one.ticket_text:  # its planner drafts the plan first: approved once it is there

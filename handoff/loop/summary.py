@@ -45,7 +45,7 @@ def compose(ws: Workspace, state: State) -> str:
         changed=changed, verified=verified(ws, state, last), open_findings=open_findings,
         weakened=[weakened.described(w) for w in state.weakened.get(str(last), [])],
         overlaps=[o.shown() for o in overlaps.for_ticket(ws.home, state)],
-        usage=per_round(ws.tdir.events.read()[0], state.roles.names))
+        usage=per_round(ws.tdir.events.read()[0], state.roles.names), source=state.source)
 
 
 def verified(ws: Workspace, state: State, last: int) -> list[str]:
@@ -75,7 +75,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                  changed: Sequence[tuple[str, int, int]], verified: Sequence[str],
                  open_findings: Sequence[str], weakened: Sequence[str] = (),
                  overlaps: Sequence[str] = (),
-                 usage: Sequence[tuple[int, str, Usage]] = ()) -> str:
+                 usage: Sequence[tuple[int, str, Usage]] = (), source: str = "") -> str:
     """Render the report, dropping detail (never the outcome) until it fits the word limit.
     open_findings: the ledger's open must-fixes (an escalated ticket's); weakened: the tests
     the change weakened, each as one line; usage: (round, role, tokens) as the CLIs recorded
@@ -87,7 +87,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                                                   (4, 3, 0, False), (2, 2, 12, False),
                                                   (1, 1, 8, False), (0, 0, 5, False)):
         text = _render(ticket, outcome, reason, branch, commit, rounds, reviews, bounces,
-                       files, keep_files, verified, findings, keep_findings, cut)
+                       files, keep_files, verified, findings, keep_findings, cut, source)
         text += _listed("Tests weakened", weakened, keep_findings, cut)
         text += _listed("Overlaps", overlaps, keep_findings, cut)
         text += _usage(usage, table)
@@ -130,13 +130,16 @@ def _listed(title: str, items: Sequence[str], keep: int, cut: int) -> str:
 
 def _render(ticket: str, outcome: str, reason: str, branch: str, commit: str, rounds: int,
             reviews: int, bounces: int, files: list[str], keep_files: int,
-            verified: Sequence[str], findings: list[str], keep_findings: int, cut: int) -> str:
+            verified: Sequence[str], findings: list[str], keep_findings: int, cut: int,
+            source: str = "") -> str:
     lines = [f"# {ticket}: {outcome}", ""]
     head = f"**Outcome:** {outcome}"
     if reason:
         head += f": {clip_words(reason, cut or 30)}"
     lines.append(head)
     lines.append(f"**Branch:** {branch}@{short_sha(commit) if commit else '(no commit)'}")
+    if source:  # the issue it came from: the report (and a pull request made of it) links back
+        lines.append(f"**Issue:** {source}")
     lines.append(f"**Rounds:** {rounds} implementer, {reviews} review, {bounces} gate bounce(s)")
     shown = files[:keep_files]
     more = f" and {len(files) - len(shown)} more" if len(files) > len(shown) else ""

@@ -60,6 +60,8 @@ class NewTicket:
     ticket_text: str = ""
     #: with ticket_text: the drafted plan approved once it validated (start --yes)
     approve_drafted: bool = False
+    #: the tracker's issue the text came from (its address)
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class PlanToStart:
     text: str
     #: no plan yet: a planner drafts it from this text (--ticket, --ticket-file, --issue)
     ticket_text: str = ""
+    #: the tracker's issue the text came from (its address; --issue)
+    source: str = ""
 
 
 def read_plan(path: Path, label: str = "the plan") -> str:
@@ -169,7 +173,7 @@ def create(home: Path, new: NewTicket) -> Created:
                   session=session_name(ticket, repo.key), max_rounds=max_rounds,
                   max_gate_bounces=cfg.max_gate_bounces, max_relaunches=cfg.max_relaunches,
                   team=team.records(), jumps_queue=new.now, after=after_,
-                  approve_drafted=planned and new.approve_drafted)
+                  approve_drafted=planned and new.approve_drafted, source=new.source)
     if planned:  # its planner drafts the plan first: the orchestrator starts at once
         state.phase, state.round = Phase.PLANNING, 1
     write_record(tdir, state, f"# {ticket}\n\n{title.strip()}\n" + (

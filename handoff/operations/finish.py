@@ -115,7 +115,8 @@ def _pushed(repo: Repo, base: Base, tickets: Sequence[Passed], remote: str, push
         forge.push(repo, remote, passed.commit, passed.branch)
         address = forge.open_pull_request(
             repo, base.branch, passed.branch, _title_line(passed),
-            _read(passed.ws.tdir.final_report)) if push.pull_request else ""
+            forge.closing_line(passed.state.source) + _read(passed.ws.tdir.final_report)) \
+            if push.pull_request else ""
         done.append(forge.Pushed(passed.ticket, remote, url, passed.branch, passed.commit,
                                  address, "" if address else
                                  forge.compare(url, base.branch, passed.branch)))

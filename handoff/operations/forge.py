@@ -98,6 +98,13 @@ def compare(url: str, base: str, branch: str) -> str:
             f"merge_request[source_branch]={branch}&merge_request[target_branch]={base}")
 
 
+def closing_line(source: str) -> str:
+    """What a pull request's body starts with for a ticket from a GitHub issue: the keyword
+    that closes the issue when the request is merged ('' for any other ticket)."""
+    found = re.fullmatch(r"https://github\.com/[^/\s]+/[^/\s]+/issues/(\d+)", source)
+    return f"Fixes #{found.group(1)}\n\n" if found else ""
+
+
 def open_pull_request(repo: Repo, base: str, branch: str, title: str, body: str) -> str:
     """A pull request from branch into base, opened by the person's `gh` (their login, their
     environment); its address."""

@@ -127,6 +127,9 @@ class State:
     #: started from its text with --yes: the planner's plan is approved once it validated
     #: (handoff.loop.planning); never one that did not
     approve_drafted: bool = False
+    #: the tracker's issue the ticket was started from (its address; '' : none): the final
+    #: report and the pull request name it
+    source: str = ""
     #: worktree (a role's, `gate`) → the TCP ports it was given (handoff.machinery.ports)
     ports: dict[str, list[int]] = field(default_factory=dict)
     worktrees: dict[str, str] = field(default_factory=dict)

@@ -133,6 +133,8 @@ def test_an_issue_becomes_the_ticket_and_gh_failures_are_one_line_each(
     ticket_md = (ticket_path(handoff_home, "gh-7") / "ticket.md").read_text(encoding="utf-8")
     assert "add subtracts" in ticket_md and "add(2, 3) is -1." in ticket_md
     assert "https://github.com/team/calc/issues/7" in ticket_md
+    report = (ticket_path(handoff_home, "gh-7") / "final-report.md").read_text(encoding="utf-8")
+    assert "**Issue:** https://github.com/team/calc/issues/7" in report, "it links back"
     assert gh.said()[0]["argv"][:3] == ["issue", "view", "7"]
 
     missing = handoff("start", "--issue", "999", cwd=repo, env=with_gh)

@@ -152,3 +152,10 @@ def test_a_text_is_clipped_to_its_words_and_marked_only_when_cut() -> None:
     assert clip_words("one two three four", 2) == "one two …"
     assert clip_words("one two three", 0) == "one two three", "0: no limit"
     assert clip_words("one two", 2) == "one two"
+
+
+def test_a_ticket_from_an_issue_names_it_even_when_the_report_is_cut() -> None:
+    issue = "https://github.com/team/calc/issues/7"
+    assert f"**Issue:** {issue}" in report(source=issue)
+    assert f"**Issue:** {issue}" in report(source=issue, **huge_inputs())
+    assert "**Issue:**" not in report()

@@ -19,3 +19,12 @@ def test_redact_takes_out_userinfo_and_extra_headers() -> None:
     assert "url = https://github.com/team/calc.git" in clean
     assert "git@github.com:team/calc.git" in clean, "an ssh address holds no secret"
     assert redact(clean) == clean
+
+
+def test_a_pull_request_of_a_github_issues_ticket_closes_the_issue_and_no_other() -> None:
+    from handoff.operations.forge import closing_line
+
+    assert closing_line("https://github.com/team/calc/issues/7") == "Fixes #7\n\n"
+    for other in ("", "https://gitlab.com/team/calc/-/issues/7",
+                  "https://github.com/team/calc/pull/7", "https://github.com/team/calc/issues/7x"):
+        assert closing_line(other) == "", other
