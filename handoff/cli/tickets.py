@@ -57,6 +57,12 @@ IssueOpt = Annotated[str | None, typer.Option(
     "--issue", metavar="N", help="The ticket is GitHub issue N of this repository (read with "
     "your own gh): its title and body are the ticket's text, its id gh-N unless given.",
     show_default=False)]
+IssuesOpt = Annotated[bool, typer.Option(
+    "--issues", help="The arguments are GitHub issue numbers: a ticket each (gh-N), its "
+    "planner drafting its plan, each in its own window.")]
+LabelOpt = Annotated[str | None, typer.Option(
+    "--label", metavar="LABEL", help="A ticket (gh-N) for each open GitHub issue with this "
+    "label, oldest first, as --issues.", show_default=False)]
 AfterOpt = Annotated[list[str] | None, typer.Option(
     "--after", metavar="TICKET", help="A ticket it builds on (again for more, or A,B): it "
     "waits until they pass, then starts from their work (beside the plan's after:).",
@@ -80,8 +86,8 @@ def start(ticket: PlansArg = None, plan: PlanOpt = None, plans: PlansOpt = False
           yes: YesOpt = False, now: NowOpt = False, foreground: ForegroundOpt = False,
           max_rounds: MaxRoundsOpt = None, base: BaseOpt = "HEAD", summary: SummaryOpt = "",
           host: HostOpt = None, after: AfterOpt = None, ticket_text: TicketTextOpt = None,
-          ticket_file: TicketFileOpt = None, issue: IssueOpt = None,
-          repo: RepoOpt = None) -> None:
+          ticket_file: TicketFileOpt = None, issue: IssueOpt = None, issues: IssuesOpt = False,
+          label: LabelOpt = None, repo: RepoOpt = None) -> None:
     """Create a ticket from a plan, approve it, and start the loop (or one per plan: --plans);
     or from its text (--ticket, --ticket-file, --issue): a planner drafts the plan first, for
     you to approve. Beyond max_parallel tickets at work on this machine it waits in the queue."""
@@ -89,6 +95,15 @@ def start(ticket: PlansArg = None, plan: PlanOpt = None, plans: PlansOpt = False
 
     how = Starting(yes, now, max_rounds, base, repo, tuple(
         name.strip() for item in after or [] for name in item.split(",") if name.strip()))
+    if issues or label is not None:
+        if plan is not None or plans or host is not None or foreground or summary or any(
+                given is not None for given in (ticket_text, ticket_file, issue)):
+            raise UsageError("--issues and --label start a ticket per issue, each in its own "
+                             "window, on this machine: no other source, --host, --foreground "
+                             "or --summary", "handoff start --issues 120 121 122, or handoff "
+                             "start --label handoff")
+        raise typer.Exit(_start_batch(_issues_to_start(ticket or [], issues, label, repo), how,
+                                      "local", ()))
     if ticket_text is not None or ticket_file is not None or issue is not None:
         if plan is not None or plans or host is not None:
             raise UsageError("a ticket started from its text gets its plan from a planner, on "
@@ -159,6 +174,28 @@ def _ticket_to_start(args: list[str], text: str | None, path: Path | None, issue
                          "handoff start PROJ-12 --ticket \"fix the rounding in human_size\"")
     return create.PlanToStart(validate_ticket_id(args[0]), path or Path("-"), "",
                               ticket_text=said)
+
+
+def _issues_to_start(args: list[str], issues: bool, label: str | None,
+                     repo: Path | None) -> list[PlanToStart]:
+    """`start --issues N...` or `--label L`: every issue read before any ticket starts (a
+    mistake in the third leaves none started), a ticket gh-N each."""
+    from handoff.machinery.repo import Repo
+    from handoff.operations import create
+    from handoff.trackers.github import GitHub
+
+    if issues == (label is not None):
+        raise UsageError("--issues takes the issue numbers as its arguments; --label takes "
+                         "none: one of them", "handoff start --issues 120 121")
+    tracker = GitHub(Repo.at(repo or Path.cwd()).top)
+    refs = list(args) if issues else tracker.labelled(label or "")
+    if not refs:
+        raise UsageError("no issue to start" + (f": no open issue has the label {label!r}"
+                                                if label is not None else ""),
+                         "handoff start --issues 120 121, or label the issues")
+    found = [tracker.fetch(ref) for ref in dict.fromkeys(refs)]
+    return [create.PlanToStart(issue.ticket_id, Path("-"), "", ticket_text=issue.text,
+                               source=issue.url) for issue in found]
 
 
 def _start_placed(placement: str, one: PlanToStart, how: Starting, summary: str) -> int:

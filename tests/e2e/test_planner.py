@@ -214,3 +214,33 @@ def test_a_person_reads_edits_redrafts_and_approves_or_refuses_a_drafted_plan(
     assert no.returncode == 0 and "nothing of it is kept" in no.stdout, no.stdout + no.stderr
     assert not list(handoff_home.glob("*/P-4"))
     assert not (repo / ".worktrees" / "P-4").exists()
+
+
+def test_a_batch_of_issues_by_label_or_by_number_each_drafted_in_its_own_window(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """`--label handoff` starts a ticket for each open issue with the label (their drafts
+    then wait for approval, listed by status); `--issues` with an issue that does not exist
+    starts none; `--issues 9 --yes` runs to passed."""
+    planner_config(handoff_home)
+    gh = made_stand_in(tmp_path / "gh")
+    block = yaml.safe_dump({"drafts": [{"test": ADD_ONLY, "body": GROUNDED}]}, width=1000)
+    body = f"add(2, 3) is -1.\n\n~~~handoff-planner\n{block}~~~\n"
+    for number, labels in ((7, ("handoff", "bug")), (8, ("handoff",)), (9, ("bug",))):
+        gh.add(gh_issue(number, f"add is wrong ({number})", body, labels=labels))
+    with_gh = {**os.environ, "PATH": f"{gh.folder / 'bin'}:{os.environ['PATH']}"}
+    labelled = handoff("start", "--label", "handoff", cwd=repo, env=with_gh)
+    assert labelled.returncode == 0, labelled.stderr
+    assert "2 of 2 started" in labelled.stdout
+    for ticket in ("gh-7", "gh-8"):
+        wait_phase(handoff_home, ticket, "awaiting-approval", timeout=60)
+    assert not list(handoff_home.glob("*/gh-9")), "issue 9 has no such label"
+    listed = handoff("status", cwd=repo)
+    assert all(f"handoff plan {t}" in listed.stdout for t in ("gh-7", "gh-8")), listed.stdout
+
+    refused = handoff("start", "--issues", "9", "999", cwd=repo, env=with_gh)
+    assert refused.returncode == 3 and "issue #999 not found" in refused.stderr
+    assert not list(handoff_home.glob("*/gh-9")), "one unreadable issue starts none"
+    started = handoff("start", "--issues", "9", "--yes", cwd=repo, env=with_gh)
+    assert started.returncode == 0, started.stderr
+    final = wait_phase(handoff_home, "gh-9", "passed", "escalated", "needs-human", timeout=120)
+    assert final["phase"] == "passed", final["reason"]
