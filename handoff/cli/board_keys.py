@@ -13,6 +13,7 @@ from handoff.errors import HandoffError
 # sys.stdout.encoding as it loads, and inside the app sys.stdout is Textual's capture
 from handoff.operations import closing, resume, tending
 from handoff.operations.board import Row
+from handoff.phases import Phase
 
 
 def repo_of(row: Row) -> Path | None:
@@ -77,6 +78,14 @@ def view(home: Path, row: Row, what: str) -> tuple[str, str]:
     # its plan and reports are in its record: readable with its repository gone
     ws = Workspace.open(home, find_ticket(home, row.ticket, repo_of(row)), repo_may_be_gone=True)
     if what == "plan":
+        if not ws.tdir.plan_md.is_file():
+            raise HandoffError(f"{row.ticket} has no plan yet: its planner drafts it",
+                               f"'handoff attach {row.ticket}' shows the planner at work")
+        if ws.state().phase == Phase.AWAITING_APPROVAL:  # what `handoff plan` shows
+            from handoff.operations import drafting
+
+            return (f"{row.ticket}: its plan, waiting for approval ({ws.tdir.plan_md})",
+                    "\n".join(drafting.show(ws).said))
         return f"{row.ticket}: its plan ({ws.tdir.plan_md})", viewing.plan(ws)
     if what == "diff":
         found, text = viewing.diff(ws)

@@ -27,14 +27,27 @@ def test_a_key_on_a_local_ticket_says_its_result_or_why_not_in_one_line(
         answer(handoff_home, row, "go on")
     assert "T-1 is not waiting for a person" in refused.value.message
     title, plan = view(handoff_home, row, "plan")
-    assert title == f"T-1: its plan ({ws.tdir.plan_md})"
-    assert plan == ws.tdir.plan_md.read_text(encoding="utf-8")
+    assert title == f"T-1: its plan, waiting for approval ({ws.tdir.plan_md})"
+    written = ws.tdir.plan_md.read_text(encoding="utf-8")
+    assert plan.startswith(written.rstrip("\n")), "the plan, then what `handoff plan` adds"
+    assert "  base: HEAD at " in plan and "approve: handoff plan T-1 --approve" in plan
     with pytest.raises(HandoffError, match="T-1 has no accepted work yet"):
         view(handoff_home, row, "diff")
     with pytest.raises(HandoffError, match="T-1 has no report yet"):
         view(handoff_home, row, "last report")
     said = approve(handoff_home, row)
     assert "\n" not in said and "T-1: the orchestrator runs in tmux session" in said
+    moved_on = row_of("T-1", repo, Phase.IMPLEMENTING)
+    assert view(handoff_home, moved_on, "plan") == (f"T-1: its plan ({ws.tdir.plan_md})",
+                                                    written), "approved: the plan alone"
+
+
+def test_a_ticket_whose_planner_drafts_has_no_plan_to_view_yet(
+        repo: Path, handoff_home: Path) -> None:
+    new_ticket(handoff_home, repo, "P-1", ticket_text="fix add")
+    with pytest.raises(HandoffError) as none:
+        view(handoff_home, row_of("P-1", repo, Phase.PLANNING), "plan")
+    assert none.value.message == "P-1 has no plan yet: its planner drafts it"
 
 
 def test_a_ticket_on_a_host_is_asked_there_or_said_to_be_there(repo: Path,
