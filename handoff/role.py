@@ -4,14 +4,15 @@ One implementer, named `implementer`; testers, in order, after it; one or more r
 by side. A role's name is free (validated here): it names its tmux window, its worktree
 (`.worktrees/<TICKET>/<role>`), its inbox, its reports and every event about it.
 
-Stdlib only: `handoff submit` (handoff.cli.filing) imports it in every peer's short process.
+Stdlib only, and light: `handoff submit` (handoff.cli.filing) imports it in every peer's short
+process, so its two classes are written out rather than made with `dataclasses` (whose import,
+`inspect` and `ast` with it, was a quarter of that process's CPU: measured with -X importtime).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 
 from handoff.errors import UsageError
@@ -54,19 +55,53 @@ def kind_named(name: str) -> Kind | None:
         return None
 
 
-@dataclass(frozen=True)
-class Role:
+class _Frozen:
+    """A value: set once at its making, equal to another of its class with the same fields."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Frozen) and type(other) is type(self) and \
+            other._fields() == self._fields()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._fields()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Copied and pickled by its making again (the default way sets each field)."""
+        return (type(self), self._fields())
+
+
+class Role(_Frozen):
+    __slots__ = ("kind", "name")
     name: str
     kind: Kind
 
+    def __init__(self, name: str, kind: Kind) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
 
-@dataclass(frozen=True)
-class Team:
+
+class Team(_Frozen):
     """The roles of one ticket, implementer first, then the testers in their order, then the
     reviewers. Frozen into the ticket's state when it is created: a later config change never
     reshapes a ticket under way."""
 
+    __slots__ = ("roles",)
     roles: tuple[Role, ...]
+
+    def __init__(self, roles: tuple[Role, ...]) -> None:
+        object.__setattr__(self, "roles", roles)
 
     @classmethod
     def of(cls, kinds: Iterable[tuple[str, Kind]]) -> Team:

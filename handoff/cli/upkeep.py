@@ -13,7 +13,6 @@ import typer
 from handoff.cli import running
 from handoff.cli.options import JsonOpt, RepoOpt
 from handoff.errors import HandoffError
-from handoff.providers.base import Level
 
 
 def init(repo: RepoOpt = None) -> None:
@@ -61,6 +60,7 @@ def _repo_top(repo: Path | None) -> Path | None:
 def doctor_command(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Check tmux, git, the configured CLIs and their set-up: OK, WARN or FAIL with the fix."""
     from handoff.operations import doctor
+    from handoff.providers.base import Level  # here: the providers are a third of --help
     from handoff.record.store import state_home
 
     top = _repo_top(repo)

@@ -78,7 +78,8 @@ def test_version_prints_the_distribution_version_and_loads_nothing_heavy() -> No
              or m in ("handoff.config", "handoff.operations.doctor", "handoff.operations.opening",
                       "handoff.operations.create", "handoff.operations.resume",
                       "handoff.operations.closing", "handoff.operations.tending",
-                      "handoff.loop.orchestrator", "handoff.machinery.tmux")}
+                      "handoff.loop.orchestrator", "handoff.machinery.tmux",
+                      "handoff.providers")}
     assert heavy == set(), "--version must not load the machinery behind the commands"
 
 
