@@ -83,17 +83,28 @@ def approve(ws: Workspace, yes: bool) -> bool:
 
 
 def _ask(question: str) -> bool:
-    """y/N at the terminal. Read only once select says a line is there: the kernel may give a
-    Ctrl-C to another thread of this process (a library's timer), and a read blocked in C
-    would then wait for the next keystroke; between selects Python raises it here at once."""
-    typer.echo(f"{question} [y/N]: ", nl=False)
+    """y/N at the terminal."""
+    return ask_line(f"{question} [y/N]: ").strip().lower() in ("y", "yes")
+
+
+def at_terminal() -> bool:
+    """A person is at this command's terminal to be asked."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def ask_line(prompt: str) -> str:
+    """One line typed at the terminal. Read only once select says a line is there: the kernel
+    may give a Ctrl-C to another thread of this process (a library's timer), and a read
+    blocked in C would then wait for the next keystroke; between selects Python raises it here
+    at once. typer.Abort at the end of input."""
+    typer.echo(prompt, nl=False)
     while True:
         ready, _, _ = select.select([sys.stdin], [], [], 0.2)
         if ready:
             line = sys.stdin.readline()
             if not line:
                 raise typer.Abort()  # the terminal's end of input
-            return line.strip().lower() in ("y", "yes")
+            return line
 
 
 def launch(ws: Workspace, foreground: bool) -> int:

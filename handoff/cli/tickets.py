@@ -275,7 +275,12 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
             typer.echo(f"{ticket}: the orchestrator runs in tmux session "
                        f"{resume.run_in_window(ws)}")
             return 0
-        return running.launch(ws, foreground)
+        launched = running.launch(ws, foreground)
+    if one.ticket_text and not how.yes and running.at_terminal():
+        from handoff.cli.approving import after_drafting
+
+        return after_drafting(ws)  # its person is here: asked once the plan is drafted
+    return launched
 
 
 def resume(

@@ -6,6 +6,7 @@ scripted agent plans from the ticket's `handoff-planner` block as a real CLI wou
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -243,4 +244,41 @@ def test_a_batch_of_issues_by_label_or_by_number_each_drafted_in_its_own_window(
     started = handoff("start", "--issues", "9", "--yes", cwd=repo, env=with_gh)
     assert started.returncode == 0, started.stderr
     final = wait_phase(handoff_home, "gh-9", "passed", "escalated", "needs-human", timeout=120)
+    assert final["phase"] == "passed", final["reason"]
+
+
+def test_at_a_terminal_start_waits_for_the_draft_and_asks_its_person(
+        repo: Path, tmp_path: Path, handoff_home: Path, terminal: str) -> None:
+    """`start --ticket` typed at a terminal waits for the draft, shows it as `handoff plan`
+    does, and asks: a redraft with a note is waited for and shown in turn; yes runs it."""
+    from tests.e2e.test_terminal import program_ended, run_in_terminal, screen
+
+    planner_config(handoff_home)
+    second = GROUNDED.replace("# Fix add", "# Fix add, as you asked")
+    ticket = ticket_file(tmp_path, [{"test": ADD_ONLY, "body": GROUNDED}],
+                         drafts_2=[{"test": ADD_ONLY, "body": second}])
+    run_in_terminal(terminal, repo, "start", "P-5", "--ticket-file", str(ticket))
+    asked = "Approve it? [y]es, [e]dit, [r]edraft with a note, [n]o, [l]ater:"
+    wait_until(lambda: asked in screen(terminal), 60, "the draft and the question")
+    shown = screen(terminal)
+    assert "it read: calc.py, tests/test_calc.py" in shown, shown
+    assert state(handoff_home, "P-5")["phase"] == "awaiting-approval"
+
+    def keys(*typed: str) -> None:
+        for text in typed:
+            subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "-l", text],
+                           check=True, timeout=15)
+            subprocess.run(["tmux", "-L", terminal, "send-keys", "-t", "=user:", "Enter"],
+                           check=True, timeout=15)
+    keys("r")
+    wait_until(lambda: "What should the next draft do differently?" in screen(terminal), 30,
+               "the note asked for")
+    keys("say it plainly")
+    wait_until(lambda: "# Fix add, as you asked" in screen(terminal) and
+               screen(terminal).count(asked) >= 1, 60, "the second draft and the question")
+    brief = (ticket_path(handoff_home, "P-5") / "inbox" / "planner" / "brief-2.md")
+    assert "say it plainly" in brief.read_text(encoding="utf-8")
+    keys("y")
+    wait_until(lambda: program_ended(terminal), 60, "start to end once approved")
+    final = wait_phase(handoff_home, "P-5", "passed", "escalated", "needs-human", timeout=120)
     assert final["phase"] == "passed", final["reason"]
