@@ -28,6 +28,7 @@ from handoff.record import placed
 from handoff.record.lock import holder
 from handoff.record.placed import Placement
 from tests.conftest import PYTHON, git, wait_until
+from tests.faults.catalog import fault
 from tests.harness import (
     ADD_ONLY,
     ALL_TESTS,
@@ -334,6 +335,11 @@ def test_auto_placement_fills_each_host_then_queues(
     assert set(rows(repo)) == {"A-1", "A-4"}
 
 
+@fault("", "a start on a host cut short after its placement was saved (this machine crashed, "
+       "sshd went away), or its push refused by the host (its disk full)",
+       "`close` forgets a ticket the host never started, whatever git says of the branch never "
+       "made; a refused push forgets its placement at once and says git's whole message",
+       "the host's mirror and this machine's record: nothing half made is left")
 def test_a_host_ticket_whose_start_was_cut_short_is_closed_and_a_refused_push_leaves_none(
         repo: Path, tmp_path: Path, handoff_home: Path, hosts: dict[str, HostSide]) -> None:
     """A start cut short after its placement was saved (this machine crashed, sshd went away)
