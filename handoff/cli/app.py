@@ -25,7 +25,16 @@ from typing import Annotated, Any
 
 import typer
 
-from handoff.cli import approving, elsewhere, finishing, looking, output, tickets, upkeep
+from handoff.cli import (
+    approving,
+    elsewhere,
+    finishing,
+    looking,
+    output,
+    tickets,
+    upkeep,
+    verifying,
+)
 from handoff.cli.elsewhere import OnItsHost, on_its_host
 from handoff.errors import EXIT_INTERRUPTED, EXIT_OK, HandoffError, describe
 
@@ -88,6 +97,7 @@ app.command(cls=OnItsHost)(tickets.answer)
 app.command(cls=OnItsHost)(tickets.stop)
 app.command()(tickets.close)  # on a host: its work fetched here first (hosts.close_on)
 app.command()(finishing.finish)
+app.command()(verifying.verify)
 app.command()(tickets.forget)
 app.command(name="gc")(upkeep.gc_command)
 app.command()(elsewhere.hosts)

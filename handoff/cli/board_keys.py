@@ -85,7 +85,7 @@ def view(home: Path, row: Row, what: str) -> tuple[str, str]:
             from handoff.operations import drafting
 
             return (f"{row.ticket}: its plan, waiting for approval ({ws.tdir.plan_md})",
-                    "\n".join(drafting.show(ws).said))
+                    output.page(drafting.show(ws)))
         return f"{row.ticket}: its plan ({ws.tdir.plan_md})", viewing.plan(ws)
     if what == "diff":
         found, text = viewing.diff(ws)

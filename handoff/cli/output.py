@@ -30,6 +30,11 @@ def line(result: Told) -> str:
                      if part.strip() and not part.startswith(" "))
 
 
+def page(result: Told) -> str:
+    """A result as the board's reading screen shows it: its lines, whole (`v`)."""
+    return "\n".join([*result.said, *(f"note: {note}" for note in result.notes)])
+
+
 def notes(said: Sequence[str]) -> None:
     """What handoff mended or worked around, said out loud (stderr: the output stays clean)."""
     for note in said:

@@ -18,7 +18,7 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff.errors import HandoffError
-from handoff.loop import notify, rules, summary
+from handoff.loop import evidence, notify, rules, summary
 from handoff.loop.rules import Move
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import self_argv
@@ -112,6 +112,14 @@ class TicketContext:
             return
         atomic_write(self.tdir.final_report, summary.compose(self.ws, self.state))
         self.event("final-report", outcome=self.state.phase, reason=self.state.reason)
+
+    def keep_evidence(self) -> None:
+        """A passed ticket's evidence bundle, written once (a resumed run finds it)."""
+        if self.state.phase != Phase.PASSED or \
+                evidence.bundle_path(self.ws, self.state.last_commit()).exists():
+            return
+        path, signer = evidence.write(self.ws, self.state)
+        self.event("evidence", bundle=path.name, signer=signer)
 
     # ---- the ticket's parts ----------------------------------------------------------------
     def setup(self) -> None:

@@ -162,6 +162,7 @@ class Orchestrator:
             step()
             ctx.check_budget()
         ctx.finish()
+        ctx.keep_evidence()  # what decided a pass, for anyone to check again
         if ctx.state.phase in (Phase.PASSED, Phase.ESCALATED):
             self.crew.leave_finished(f"the ticket {ctx.state.phase}")
 

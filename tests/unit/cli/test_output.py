@@ -61,3 +61,11 @@ def test_the_board_shows_a_result_on_one_line_without_the_terminals_details() ->
                                     "session handoff-T-1.; the base moved")
     assert "\n" not in output.line(Closed("T-1", RECORD, ("implementer",), "handoff/T-1", None,
                                           RECORD / "x.patch", (), False))
+
+
+def test_a_page_is_every_line_indented_ones_too_then_the_notes() -> None:
+    running = Running("T-1", "T-1-abc", Path("/h/T-1"), notes=("the base moved",))
+    shown = output.page(running).splitlines()
+    assert shown[0] == "T-1: the orchestrator runs in tmux session T-1-abc."
+    assert "  watch:  handoff attach T-1" in shown, "a page keeps a terminal's detail"
+    assert shown[-1] == "note: the base moved"
