@@ -47,8 +47,9 @@ def test_create_notes_uncommitted_changes_left_out(repo: Path, handoff_home: Pat
 
 
 @pytest.mark.parametrize(("phase", "hint"), [
-    ("awaiting-approval", "waiting for approval: handoff resume T-1 --yes (approves it and "
-                          "starts the loop), or pick a new id"),
+    ("awaiting-approval", "waiting for approval: handoff plan T-1 (shows it, with what it was "
+                          "grounded in: approve, edit, redraft or refuse it there) or handoff "
+                          "resume T-1 --yes (approves it and starts the loop), or pick a new id"),
     ("passed", "handoff finish T-1 (merges it) or handoff close T-1, or pick a new id"),
     ("escalated", "handoff resume T-1 --more-rounds 1 (at a round or gate limit)"),
     ("implementing", "no orchestrator runs it (it was stopped, or cut off): handoff resume T-1"),

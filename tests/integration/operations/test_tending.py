@@ -20,8 +20,9 @@ from tests.tickets import moved, new_ticket
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 #: the hint of every refusal of a ticket whose plan waits (handoff.next_steps)
-APPROVAL = "its plan is waiting for approval: handoff resume T-1 --yes (approves it and starts " \
-    "the loop)"
+APPROVAL = "its plan is waiting for approval: handoff plan T-1 (shows it, with what it was " \
+    "grounded in: approve, edit, redraft or refuse it there) or handoff resume T-1 --yes " \
+    "(approves it and starts the loop)"
 
 def with_session(ws: Workspace) -> Tmux:
     """The ticket's tmux session, its orchestrator window a sleeping program."""
