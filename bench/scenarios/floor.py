@@ -43,8 +43,11 @@ class Floor:
         self.setup_log = box.root / "post-create.log"
         self.setup = ["sh", "-c", 'pwd >> "$0"', str(self.setup_log)]
         box.home.mkdir(parents=True, exist_ok=True)
+        # the set-up runs fenced in (handoff.loop.fences.setup): its log's folder is a hole
+        # the person opens, as they would for a cache their set-up shares
         (box.home / "config.yaml").write_text(  # JSON is YAML
-            json.dumps({"post_create": [self.setup]}) + "\n", encoding="utf-8")
+            json.dumps({"post_create": [self.setup],
+                        "sandbox": {"write": [str(box.root)]}}) + "\n", encoding="utf-8")
 
     def repo(self, n: int) -> Path:
         folder = self.box.root / f"r{n}"
