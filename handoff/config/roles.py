@@ -19,7 +19,7 @@ ROLES_HINT = ("e.g. roles: {implementer: {provider: codex}, reviewer: {provider:
 #: the shipped reviewer specialities (roles/reviewer-<focus>.md)
 FOCUSES = ("security",)
 ROLE_KEYS = ("provider", "model", "args", "permission_mode", "env", "answer", "binary",
-             "command", "markers", "backend", "kind", "focus", "contract")
+             "command", "markers", "backend", "kind", "focus", "contract", "fallback")
 #: what a role is, not how its CLI runs: kept when a later file changes its provider
 TEAM_KEYS = ("kind", "focus", "contract")
 
@@ -51,7 +51,9 @@ def read(source: str, value: Any, before: dict[str, RoleSpec]) -> dict[str, Role
     return out
 
 
-def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -> RoleSpec:
+def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec,
+          fallback: bool = False) -> RoleSpec:
+    """One role's spec over before; fallback: a fallback's (its role says what it is)."""
     where = f"{source}: roles.{role_name}"
     unknown = set(spec) - set(ROLE_KEYS)
     if unknown:
@@ -78,10 +80,32 @@ def _role(source: str, role_name: str, spec: dict[str, Any], before: RoleSpec) -
             fields_[key] = strings(source, f"roles.{role_name}.{key}", spec[key])
     if "markers" in spec:
         fields_["markers"] = _markers(where, spec["markers"])
+    if "fallback" in spec:
+        fields_["fallback"] = _fallback(source, role_name, spec["fallback"])
     role = RoleSpec(**fields_)
-    _check_kind(where, role_name, role)
+    if not fallback:
+        _check_kind(where, role_name, role)
     _check_role(where, cls(role), role)
     return role
+
+
+def _fallback(source: str, role_name: str, value: Any) -> tuple[RoleSpec, ...]:
+    """roles.<role>.fallback: the CLIs that take the role over in order when its quota is
+    spent, each a role's provider keys (not its kind: the role stays what it is)."""
+    where = f"{source}: roles.{role_name}.fallback"
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise UsageError(f"{where} must be a list of {{provider: NAME, …}}",
+                         "e.g. fallback: [{provider: codex}, {provider: claude, env: "
+                         "[CLAUDE_CONFIG_DIR]}]")
+    found = []
+    for i, item in enumerate(value):
+        taken = set(item) & {"fallback", *TEAM_KEYS}
+        if taken:
+            raise UsageError(f"{where}[{i}]: {', '.join(sorted(taken))} belong to the role, not "
+                             "to a fallback")
+        found.append(_role(source, f"{role_name}.fallback[{i}]", item, RoleSpec(),
+                           fallback=True))
+    return tuple(found)
 
 
 def kind_of(role_name: str, spec: RoleSpec) -> Kind:

@@ -18,7 +18,7 @@ from typing import Any
 
 from handoff import config as config_mod
 from handoff.errors import HandoffError
-from handoff.loop import evidence, notify, rules, summary
+from handoff.loop import evidence, failover, notify, rules, summary
 from handoff.loop.rules import Move
 from handoff.loop.workspace import Workspace
 from handoff.machinery.peers import self_argv
@@ -95,8 +95,9 @@ class TicketContext:
         asked them to change it, such as a scanner's `required`), for every launch, gate and
         scan from here on. A file that no longer reads keeps the configuration the run had,
         and says why."""
-        try:
-            fresh = config_mod.load(self.ws.home, self.ws.repo.top)
+        try:  # the roles its quota moved stay where they were moved
+            fresh = failover.applied(config_mod.load(self.ws.home, self.ws.repo.top),
+                                     self.state.failovers)
         except HandoffError as exc:
             self.event("config", reread=False, error=exc.message)
             return

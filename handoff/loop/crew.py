@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from handoff.loop import filer, rules
+from handoff.loop import failover, filer, rules
 from handoff.loop.context import TicketContext
 from handoff.loop.monitor import PeerMonitor
 from handoff.machinery import limits, reaper
 from handoff.providers.base import first_message, shown
 from handoff.record.grants import Grants
 from handoff.record.ticket import brief_round
+from handoff.role import IMPLEMENTER, Kind
 
 #: seconds the peers of a finished ticket are given to leave when asked, all together: a CLI
 #: that saves its session on the way out (Claude Code) took over 3 s on a loaded machine, and
@@ -100,6 +101,28 @@ class Crew:
                   message=first_message(brief), reason=reason,
                   limits=limits.said(ctx.ws.config.sandbox.limits, launch.sandboxed),
                   **({"session_id": launch.session_id} if launch.signals else {}))
+
+    def fail_over(self, role: str, brief: Path, evidence: str) -> bool:
+        """The role's CLI spent its quota: its next fallback takes it over on the same brief
+        (False when it has none left: a person is asked, as for any blocker). A reviewer moved
+        onto the implementer's CLI is said so: its review is no longer independent."""
+        ctx = self.ctx
+        spec = ctx.ws.spec(role)
+        nxt = failover.taken_over(spec)
+        if nxt is None:
+            return False
+        ctx.state.failovers[role] = ctx.state.failovers.get(role, 0) + 1
+        ctx.save()
+        ctx.ws = replace(ctx.ws, config=replace(ctx.ws.config,
+                                                roles={**ctx.ws.config.roles, role: nxt}))
+        same = ctx.team.kind(role) is Kind.REVIEWER and \
+            nxt.provider == ctx.ws.spec(IMPLEMENTER).provider
+        ctx.event("failover", role, **{"from": spec.provider}, to=nxt.provider,
+                  evidence=evidence, left=len(nxt.fallback),
+                  **({"independence": "the reviewer now runs on the implementer's CLI: its "
+                      "review is not independent"} if same else {}))
+        self.launch(role, brief, "failover")
+        return True
 
     def pass_on_note(self, briefed: Mapping[str, Path]) -> None:
         """A person's answer for the same round goes to the live peers it was asked about (all

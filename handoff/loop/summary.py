@@ -16,7 +16,7 @@ from handoff.protocol.ledger import Ledger
 from handoff.record import overlaps
 from handoff.record.ticket import State
 from handoff.record.usage import Usage, cost_text, per_round, tokens_text
-from handoff.role import Kind
+from handoff.role import IMPLEMENTER, Kind
 
 WORD_LIMIT = 150
 
@@ -45,7 +45,19 @@ def compose(ws: Workspace, state: State) -> str:
         changed=changed, verified=verified(ws, state, last), open_findings=open_findings,
         weakened=[weakened.described(w) for w in state.weakened.get(str(last), [])],
         overlaps=[o.shown() for o in overlaps.for_ticket(ws.home, state)],
-        usage=per_round(ws.tdir.events.read()[0], state.roles.names), source=state.source)
+        usage=per_round(ws.tdir.events.read()[0], state.roles.names), source=state.source,
+        failovers=failed_over(ws, state))
+
+
+def failed_over(ws: Workspace, state: State) -> list[str]:
+    """Each role a spent quota moved to a fallback CLI, where it ended; a reviewer now on the
+    implementer's CLI said so (its review was not independent)."""
+    implementer = ws.spec(IMPLEMENTER).provider
+    return [f"{role}: on {ws.spec(role).provider} after {count} failover(s) (a spent quota)"
+            + ("; the implementer's CLI: its review was not independent"
+               if state.roles.kind(role) is Kind.REVIEWER and ws.spec(role).provider == implementer
+               else "")
+            for role, count in sorted(state.failovers.items()) if state.roles.has(role)]
 
 
 def verified(ws: Workspace, state: State, last: int) -> list[str]:
@@ -75,7 +87,8 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                  changed: Sequence[tuple[str, int, int]], verified: Sequence[str],
                  open_findings: Sequence[str], weakened: Sequence[str] = (),
                  overlaps: Sequence[str] = (),
-                 usage: Sequence[tuple[int, str, Usage]] = (), source: str = "") -> str:
+                 usage: Sequence[tuple[int, str, Usage]] = (), source: str = "",
+                 failovers: Sequence[str] = ()) -> str:
     """Render the report, dropping detail (never the outcome) until it fits the word limit.
     open_findings: the ledger's open must-fixes (an escalated ticket's); weakened: the tests
     the change weakened, each as one line; usage: (round, role, tokens) as the CLIs recorded
@@ -90,6 +103,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                        files, keep_files, verified, findings, keep_findings, cut, source)
         text += _listed("Tests weakened", weakened, keep_findings, cut)
         text += _listed("Overlaps", overlaps, keep_findings, cut)
+        text += _listed("Failovers", failovers, keep_findings, cut)
         text += _usage(usage, table)
         if words(text) <= WORD_LIMIT:
             return text

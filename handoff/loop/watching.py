@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from handoff.loop import rules, submission
+from handoff.loop import failover, rules, submission
 from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew, PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
@@ -332,6 +332,9 @@ class Watch:
                         "answer on"), screen)
             view.message, view.since_ns = message, since
             view.monitor.after_nudge_or_answer(time.monotonic())
+        elif decision.state == failover.QUOTA and self.crew.fail_over(role, brief,
+                                                                       decision.evidence):
+            return ""  # its next fallback took the role over, on the same brief
         else:
             return self.escalate(role, decision, screen)
         return ""

@@ -79,7 +79,10 @@ class Workspace:
             top = Path(state.repo or tdir.path)
             return cls(home=home, tdir=tdir, repo=Repo(top=top, common_dir=top / ".git"),
                        config=config_mod.load(home, None), repo_gone=True)
-        return cls(home=home, tdir=tdir, repo=repo, config=config_mod.load(home, repo.top))
+        from handoff.loop import failover
+
+        return cls(home=home, tdir=tdir, repo=repo,
+                   config=failover.applied(config_mod.load(home, repo.top), state.failovers))
 
     def state(self) -> State:
         return self.tdir.load()

@@ -52,7 +52,7 @@ import yaml
 from handoff.protocol.frontmatter import split
 from handoff.protocol.plan import parse as parse_plan
 from handoff.protocol.reports import template
-from handoff.providers.scripted import EXIT, SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.providers.scripted import EXIT, QUOTA, SIGNALS_VARIABLE, TOOK, WAITING
 from handoff.providers.signals import PROMPT, STOP
 from handoff.role import NAME
 from handoff.verdicts import Status, Verdict
@@ -462,6 +462,8 @@ def handle(role: str, message: str) -> None:
     brief = Brief.read(fields)
     brief = replace(brief, silent=silent(brief, nudged=not message.lstrip().startswith(
         "Read and follow")))
+    if brief.kind != "planner" and quota_spent(brief):
+        return
     {"reviewer": review, "planner": plan_ticket}.get(brief.kind, implement)(brief)
     say(WAITING)
     signal(STOP)
@@ -479,6 +481,21 @@ def brief_path(message: str) -> Path | None:
     except ValueError:  # an unclosed quote
         return None
     return Path(word) if word and word.endswith(".md") else None
+
+
+def quota_spent(brief: Brief) -> bool:
+    """The plan's `quota: first` for this role: its first launch of the round shows a CLI's
+    usage-limit message and does nothing more (handoff hands the role to its fallback); a
+    marker in its drafts folder makes the next launch work."""
+    if (own_script(brief) or {}).get("quota") != "first":
+        return False
+    marker = brief.report.parent / f".quota-spent-{brief.round}"
+    if marker.exists():
+        return False
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("spent\n", encoding="utf-8")
+    say(QUOTA)
+    return True
 
 
 def silent(brief: Brief, nudged: bool) -> bool:

@@ -51,6 +51,9 @@ class RoleSpec:
     #: the project's own contract for this role, a file in the repository (replaces the shipped
     #: one; the engineering rules and .handoff/local-<role>.md still apply)
     contract: str = ""
+    #: who takes the role over, in order, when its CLI says its quota or rate limit is spent
+    #: (another CLI, or the same one with another account's config): handoff.loop.failover
+    fallback: tuple[RoleSpec, ...] = ()
 
 
 #: in the environment `checks` are given (never a peer's): the peer would run in the sandbox

@@ -17,7 +17,8 @@ from handoff.record.store import PRIVATE_FILE, private_dir, write_failed
 #: every kind of event handoff writes, each named once (docs/protocol.md says what each holds)
 EventKind = Literal[
     "answer", "answer-passed-on", "branch", "brief", "budget", "config", "created", "death",
-    "delivery-failed", "dialog", "error", "escalate", "evidence", "final-report", "finish", "forgery", "gate",
+    "delivery-failed", "dialog", "error", "escalate", "evidence", "failover", "final-report",
+    "finish", "forgery", "gate",
     "intake", "launch", "left", "merge-check", "more-rounds", "notified", "notify-failed",
     "nudge", "onto", "orchestrator", "peer",
     "phase", "plan-approved", "plan-changed", "plan-drafted", "plan-edited", "protected",

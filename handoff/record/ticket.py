@@ -127,6 +127,9 @@ class State:
     #: started from its text with --yes: the planner's plan is approved once it validated
     #: (handoff.loop.planning); never one that did not
     approve_drafted: bool = False
+    #: role → how many times its CLI was taken over by the next of its fallbacks (a spent
+    #: quota: handoff.loop.failover)
+    failovers: dict[str, int] = field(default_factory=dict)
     #: the tracker's issue the ticket was started from (its address; '' : none): the final
     #: report and the pull request name it
     source: str = ""
