@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.harness import (
     ADD_ONLY,
@@ -170,3 +172,34 @@ def test_claude_as_planner_grounds_a_one_line_ticket_and_its_plan_runs_to_passed
     assert str(checkout / "calc.py") in session, "it read the code"
     assert "tests.test_calc.AddTest 2>&1; echo handoff-exit" in session, "it ran the test"
     assert session.count("submit --dir") >= 2, "it filed, was sent back, and filed again"
+
+
+def test_a_claude_reviewer_out_of_quota_is_taken_over_by_its_fallback_and_the_ticket_passes(
+        repo: Path, tmp_path: Path, handoff_home: Path, isolated: dict[str, str],
+        claude: Path, anthropic: AnthropicStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API answers the reviewer's requests as Anthropic answers a spent usage limit; Claude
+    Code (its retries off, as they would be spent) shows it, handoff reads it as a spent quota
+    and hands the role to its fallback (a second Claude), which reviews on the same brief; the
+    implementer is untouched."""
+    claude_home(Path(isolated["HOME"]), [repo])
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    configure(handoff_home, {"implementer": role("claude", claude),
+                             "reviewer": {**role("claude", claude),
+                                          "env": ["CLAUDE_CODE_MAX_RETRIES"],
+                                          "fallback": [role("claude", claude)]}},
+              api_patience=2)
+    anthropic.refuse["inbox/reviewer/brief-1.md"] = (
+        "You have reached your specified API usage limits. You will regain access on "
+        "2026-12-06 at 00:00 UTC.")
+    plan = plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY, review=[ADD_ONLY])
+    done = handoff("start", "CQ-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                   "--foreground", cwd=repo, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr + stand_in_errors(anthropic)
+    log = events(handoff_home, "CQ-1")
+    [moved] = [e for e in log if e["kind"] == "failover"]
+    assert (moved["role"], moved["from"], moved["to"]) == ("reviewer", "claude", "claude")
+    assert "usage limits" in moved["evidence"]
+    launched = [(e["role"], e["reason"]) for e in log if e["kind"] == "launch"]
+    assert launched.count(("reviewer", "failover")) == 1
+    assert [r for r, _ in launched].count("implementer") == 1, "the implementer untouched"
+    assert state(handoff_home, "CQ-1")["phase"] == "passed"

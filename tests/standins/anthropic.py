@@ -97,6 +97,12 @@ class AnthropicStandIn(LocalServer[Exchange]):
         self.mind = mind
         self.delay = delay
         self._ids = itertools.count(1)
+        #: text in a turn's prompt → the error the API answers with (HTTP 400, as Anthropic's
+        #: own for a spent usage limit) every main-loop request of the first Claude Code
+        #: session that sends it (its retries too); a later session is served
+        self.refuse: dict[str, str] = {}
+        #: the sessions refused so far, by the prompt text that chose them
+        self.refused: dict[str, str] = {}
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -130,6 +136,19 @@ class AnthropicStandIn(LocalServer[Exchange]):
     def _next_id(self, prefix: str) -> str:
         with self._lock:
             return f"{prefix}_standin_{next(self._ids):06d}"
+
+    def refusal(self, body: Mapping[str, Any]) -> str | None:
+        """The error this main-loop request is answered with (None: it is answered)."""
+        if not self.refuse or not CODING_TOOLS & {n.lower() for n in _tool_names(body)}:
+            return None
+        session = _session_of(body)
+        prompt, _ = turn_of(body.get("messages") or [])
+        for needle, message in self.refuse.items():
+            if prompt is None or needle not in prompt:
+                continue
+            chosen = self.refused.setdefault(needle, session)
+            return message if chosen == session else None
+        return None
 
     def answer_messages(self, path: str, body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
         """The content blocks and stop_reason for one /v1/messages request."""
@@ -317,6 +336,17 @@ def _fill(schema: Mapping[str, Any]) -> Any:
     return "Stand-in session"
 
 
+def _session_of(body: Mapping[str, Any]) -> str:
+    """The Claude Code session a request is of (its metadata's user_id, a JSON text)."""
+    meta = body.get("metadata")
+    raw = meta.get("user_id") if isinstance(meta, dict) else None
+    try:
+        said = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return str(raw)
+    return str(said.get("session_id", "")) if isinstance(said, dict) else str(raw)
+
+
 def _quote(path: str) -> str:
     return "'" + path.replace("'", "'\\''") + "'"
 
@@ -394,6 +424,11 @@ def _handler_for(standin: AnthropicStandIn) -> type[BaseHTTPRequestHandler]:
             path = urlsplit(self.path).path.rstrip("/")
             vertex = VERTEX.fullmatch(path)
             if (path == "/v1/messages" or vertex) and isinstance(body, dict):
+                refused = standin.refusal(body)
+                if refused is not None:
+                    self._json({"type": "error", "error": {"type": "invalid_request_error",
+                                                           "message": refused}}, status=400)
+                    return
                 blocks, stop = standin.answer_messages(self.path, body)
                 msg_id = standin._next_id("msg")
                 model = str(body.get("model") or (vertex and vertex["model"]) or "claude-standin")
