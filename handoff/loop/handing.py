@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from handoff.loop import rules, weakened
+from handoff.loop import rules, unrequested, weakened
 from handoff.loop.baseline import BASE
 from handoff.loop.context import TicketContext
 from handoff.loop.scanners import ScanState
@@ -93,12 +93,24 @@ def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Rev
     if str(n) not in state.weakened:
         _find_weakened(ctx, n, commit)
     shown_weak = tuple((str(w["id"]), weakened.described(w)) for w in state.weakened[str(n)])
+    if str(n) not in state.unrequested:
+        # what the round was asked to fix: the findings still open when it began
+        asked = [_entry(f) for f in state.feedback.get("findings", [])] \
+            if state.feedback.get("round") == n else list(Ledger.of(state.ledger).open())
+        found = unrequested.found(ctx.ws.repo.line_diff(last, commit), asked,
+                                  ctx.ws.plan()) if last and last != commit else []
+        state.unrequested[str(n)] = [u.fields() for u in found]
+        ctx.save()
+        if found:
+            ctx.event("unrequested", changes=[u.described() for u in found], commit=commit)
+    shown_asked = tuple((str(u["id"]), unrequested.Unrequested.of(u).described())
+                        for u in state.unrequested[str(n)])
     advisory = [f"- `{name}` {result}: see `{ctx.tdir.scan_log(n, name)}`"
                 for name, result in state.scans.get(str(n), {}).items() if result == ScanState.FAILED]
     notes = (("What the scanners that do not block found",
               "\n".join(advisory) + "\n"),) if advisory else ()
     return briefs.Review(commit, diff, increment, tuple(Ledger.of(state.ledger).open()),
-                         shown_weak, notes)
+                         shown_weak, notes, shown_asked)
 
 
 def _find_weakened(ctx: TicketContext, n: int, commit: str) -> None:

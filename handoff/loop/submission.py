@@ -125,7 +125,9 @@ def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
     changed = None if not first else diffs.changed_lines(
         diffs.parse(ws.repo.line_diff(first, commit)))
     shown = [str(w.get("id")) for w in state.weakened.get(str(n), [])]
-    return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed, shown)
+    asked = [str(u.get("id")) for u in state.unrequested.get(str(n), [])]
+    return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed, shown,
+                           asked)
 
 
 def planned(ws: Workspace, state: State, report: Report) -> list[str]:

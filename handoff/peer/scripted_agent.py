@@ -21,8 +21,10 @@ pause_until (wait for this file in the ticket directory before acting), pause_be
 filing the report, a nudge files it; always: never files one), reviewer: {hang: once (first
 launch hangs, busy, never reporting), pause_until, pause_after_report (after filing, wait for
 this file: its turn stays open), silent, must_fix [{file, line, reason,
-criterion}] (raised besides the test failures), ledger {F1: not-fixed} and weakened {W1:
-unjustified} (answers besides the defaults), report (raw text to submit)}; the same under a
+criterion}] (raised besides the test failures), ledger {F1: not-fixed}, weakened {W1:
+unjustified} and unrequested {U1: unjustified} (answers besides the defaults; with
+ignore_unrequested: true it answers none), quota: first (its first launch of the round shows
+a usage-limit message and stops), report (raw text to submit)}; the same under a
 role's own name for any other reviewer or tester (`security: {must_fix: …}`).
 
 A line typed into its terminal with a leading "!" runs at once as a shell command of its own,
@@ -90,6 +92,8 @@ class Brief:
     tests: tuple[list[str], ...] = ()
     earlier: tuple[Mapping[str, object], ...] = ()
     weakened: tuple[str, ...] = ()
+    #: a later review's: the unrequested changes' ids
+    unrequested: tuple[str, ...] = ()
     #: this turn files no report (the plan's `silent`)
     silent: bool = False
 
@@ -104,7 +108,8 @@ class Brief:
                    commit=str(fields.get("commit", "")),
                    tests=tuple(words(argv) for argv in listed(fields.get("tests"))),
                    earlier=tuple(e for e in listed(fields.get("earlier")) if isinstance(e, dict)),
-                   weakened=tuple(words(fields.get("weakened"))))
+                   weakened=tuple(words(fields.get("weakened"))),
+                   unrequested=tuple(words(fields.get("unrequested"))))
 
 
 class Failure(TypedDict):
@@ -376,7 +381,8 @@ def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
             answers[ident] = "not-fixed"
         else:
             fresh.append({**found, "criterion": "AC0"} if earlier else found)
-    said_ledger, said_weakened = (_answers(behaviour, key) for key in ("ledger", "weakened"))
+    said_ledger, said_weakened, said_asked = (
+        _answers(behaviour, key) for key in ("ledger", "weakened", "unrequested"))
     ledger = [{"id": str(e["id"]), "status": str(said_ledger.get(
         e["id"], answers.get(str(e["id"]), "fixed"))),
         "evidence": f"ran {'; '.join(ran) or 'no test command'} at {commit[:10]}"}
@@ -384,9 +390,12 @@ def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
     weakened = [{"id": ident, "answer": str(said_weakened.get(ident, "justified")),
                  "reason": "the scripted reviewer takes the plan's word for it"}
                 for ident in brief.weakened]
+    asked = [{"id": ident, "answer": str(said_asked.get(ident, "justified")),
+              "reason": "the scripted reviewer takes the fix round's word for it"}
+             for ident in brief.unrequested]
     must = [*fresh, *listed(behaviour.get("must_fix"))]
     blocking = must or any(a["status"] != "fixed" for a in ledger) or \
-        any(w["answer"] != "justified" for w in weakened)
+        any(w["answer"] != "justified" for w in (*weakened, *asked))
     verdict = (Verdict.FAIL if blocking else Verdict.PASS).value
     front: dict[str, object] = {"verdict": verdict, "commit": commit, "must_fix": must,
                                 "should_fix": []}
@@ -394,6 +403,8 @@ def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
         front["ledger"] = ledger
     if weakened:
         front["weakened"] = weakened
+    if asked and not behaviour.get("ignore_unrequested"):
+        front["unrequested"] = asked
     return ("---\n" + yaml.safe_dump(front, sort_keys=False, width=1000) + "---\n## Summary\n"
             + f"Ran {len(ran)} test command(s) at {commit[:10]}: {verdict}.\n"
             + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")

@@ -86,6 +86,7 @@ class RoundFields(TypedDict, total=False):
     tests: list[list[str]]
     earlier: list[Earlier]
     weakened: list[str]
+    unrequested: list[str]
     increment: str
 
 
@@ -148,7 +149,9 @@ def implementer(ctx: BriefContext, branch: str, findings: Sequence[Entry] = (),
     if findings:
         listing = "".join(finding_line(f) for f in findings)
         parts.append(f"\n## The reviewers' must-fix findings to address this round\n\n"
-                     f"{listing}")
+                     f"{listing}\nChange what these findings need, and what the plan names: "
+                     "every other change of this round is shown to the reviewers as "
+                     "unrequested, and each must be justified.\n")
     # a note may carry output (a failing gate's end, a rejected report's problems): bounded
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n" for title, text in notes)
     parts.append("\n" + _submit_block(ctx))
@@ -223,6 +226,8 @@ class Review:
     earlier: tuple[Entry, ...] = ()
     weakened: tuple[tuple[str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    #: the changes since the last review no finding asked for (id, where and what)
+    unrequested: tuple[tuple[str, str], ...] = ()
 
 
 def reviewer(ctx: BriefContext, review: Review) -> str:
@@ -257,17 +262,28 @@ def reviewer(ctx: BriefContext, review: Review) -> str:
                      "the base. `justified` when the plan means it (for test configuration: "
                      "or every test that ran before still runs and can still fail), else "
                      f"`unjustified` (a must-fix).\n\n{listing}")
+    if review.unrequested:
+        listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n"
+                          for ident, line in review.unrequested)
+        parts.append("\n## Changes no finding asked for: answer every one under "
+                     "`unrequested:`\n\nEach is a hunk of the change since the last review "
+                     "that is near none of the findings the round had to fix, in a file the "
+                     "plan does not name. `justified` when a finding or the plan needed it "
+                     "(say which), else `unjustified` (a must-fix: a fix round changes what "
+                     f"it was asked to).\n\n{listing}")
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n"
                  for title, text in review.notes)
     earlier = tuple(e.id for e in review.earlier)
     weak = tuple(ident for ident, _ in review.weakened)
+    asked = tuple(ident for ident, _ in review.unrequested)
     parts += ["\n" + _submit_block(ctx),
               f"\nReport template:\n\n```markdown\n"
-              f"{template(Kind.REVIEWER, review.commit, earlier, weak)}```\n"]
+              f"{template(Kind.REVIEWER, review.commit, earlier, weak, asked)}```\n"]
     round_fields: RoundFields = {
         "commit": review.commit, "diff": str(review.diff), "tests": commands,
         "earlier": [{"id": e.id, "file": e.file, "line": e.line, "reason": e.reason}
-                    for e in review.earlier], "weakened": list(weak)}
+                    for e in review.earlier], "weakened": list(weak),
+        "unrequested": list(asked)}
     if review.increment:
         round_fields["increment"] = str(review.increment)
     fields = _fields(ctx, round_fields)

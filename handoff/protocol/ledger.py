@@ -140,7 +140,8 @@ class Ledger:
 
 
 def problems(report: Report, open_entries: Sequence[Entry], plan: Plan,
-             changed: Mapping[str, set[int]] | None, weakened: Sequence[str]) -> list[str]:
+             changed: Mapping[str, set[int]] | None, weakened: Sequence[str],
+             unrequested: Sequence[str] = ()) -> list[str]:
     """What a review must mend before it is taken: an open finding left unanswered (or one
     answered that is not open), a new must-fix outside the fix rounds' lines that names no
     criterion still unmet, a weakened test left unanswered. changed: the lines the fix rounds
@@ -170,6 +171,14 @@ def problems(report: Report, open_entries: Sequence[Entry], plan: Plan,
     for ident in sorted({i for i in answered if i not in weakened}):
         found.append(f"weakened answers {ident}, which your brief does not list "
                      f"({', '.join(weakened) or 'none'})")
+    given = [a.id for a in report.unrequested]
+    for ident in unrequested:
+        if ident not in given:
+            found.append(f"unrequested change {ident} is not answered: add {{id: {ident}, "
+                         "answer: justified or unjustified, reason: …} under 'unrequested:'")
+    for ident in sorted({i for i in given if i not in unrequested}):
+        found.append(f"unrequested answers {ident}, which your brief does not list "
+                     f"({', '.join(unrequested) or 'none'})")
     return found
 
 

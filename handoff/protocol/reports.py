@@ -26,6 +26,7 @@ JUSTIFIED, UNJUSTIFIED = "justified", "unjustified"
 SHA = re.compile(r"[0-9a-f]{7,40}")
 LEDGER_ID = re.compile(r"F[1-9][0-9]{0,3}")
 WEAKENED_ID = re.compile(r"W[1-9][0-9]{0,3}")
+UNREQUESTED_ID = re.compile(r"U[1-9][0-9]{0,3}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Report:
     should_fix: tuple[Finding, ...] = ()
     ledger: tuple[Answer, ...] = ()
     weakened: tuple[Justified, ...] = ()
+    #: a later review's answers about the changes no finding asked for (U1, …)
+    unrequested: tuple[Justified, ...] = ()
     sections: dict[str, str] = field(default_factory=dict)
     body: str = ""
     #: a planner's: the plan it drafted, as a plan file holds it (`drafted_plan`)
@@ -81,7 +84,7 @@ class Report:
         return [a for a in self.ledger if a.status == NOT_FIXED]
 
     def unjustified(self) -> list[Justified]:
-        return [a for a in self.weakened if a.answer == UNJUSTIFIED]
+        return [a for a in (*self.weakened, *self.unrequested) if a.answer == UNJUSTIFIED]
 
 
 def sections_of(body: str) -> dict[str, str]:
@@ -145,14 +148,19 @@ def _answers(data: Mapping[str, object], problems: list[str]) -> tuple[Answer, .
     return tuple(out)
 
 
-def _justified(data: Mapping[str, object], problems: list[str]) -> tuple[Justified, ...]:
-    """weakened: [{id: W1, answer: justified|unjustified, reason: "..."}]"""
+def _justified(data: Mapping[str, object], problems: list[str],
+               key: str = "weakened") -> tuple[Justified, ...]:
+    """weakened: [{id: W1, answer: justified|unjustified, reason: "..."}]; the same shape
+    under unrequested: with U1, U2, … (the changes no finding asked for)"""
+    pattern, what = (WEAKENED_ID, "a weakened test's id from your brief, e.g. W1") \
+        if key == "weakened" else (UNREQUESTED_ID, "an unrequested change's id from your "
+                                   "brief, e.g. U1")
     out = []
-    for i, item in enumerate(_items(data, "weakened", "{id, answer, reason}", problems)):
-        where = f"weakened[{i}]"
+    for i, item in enumerate(_items(data, key, "{id, answer, reason}", problems)):
+        where = f"{key}[{i}]"
         ident, answer, reason = item.get("id"), item.get("answer"), item.get("reason")
-        if not isinstance(ident, str) or not WEAKENED_ID.fullmatch(ident.strip()):
-            problems.append(f"{where}.id must be a weakened test's id from your brief, e.g. W1")
+        if not isinstance(ident, str) or not pattern.fullmatch(ident.strip()):
+            problems.append(f"{where}.id must be {what}")
         elif answer not in (JUSTIFIED, UNJUSTIFIED):
             problems.append(f"{where} ({ident}): answer must be {JUSTIFIED} or {UNJUSTIFIED}, "
                             f"not {answer!r:.40}")
@@ -230,15 +238,17 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
         should = _findings(data, "should_fix", problems)
         report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
                         should_fix=should, ledger=_answers(data, problems),
-                        weakened=_justified(data, problems), sections=sections_of(body), body=body)
+                        weakened=_justified(data, problems),
+                        unrequested=_justified(data, problems, "unrequested"),
+                        sections=sections_of(body), body=body)
         blocking = must or report.not_fixed() or report.unjustified()
         if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
             problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "
                             "one answered not-fixed)")
         if verdict == Verdict.PASS and blocking:
             problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
-                            "answered not-fixed or weakened tests answered unjustified: make it "
-                            "'fail' or move them to should_fix")
+                            "answered not-fixed, or weakened tests or unrequested changes "
+                            "answered unjustified: make it 'fail' or move them to should_fix")
     return (None, problems) if problems else (report, [])
 
 
@@ -264,7 +274,7 @@ def verdict_of(text: str) -> str:
 
 
 def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] = (),
-             weakened: tuple[str, ...] = ()) -> str:
+             weakened: tuple[str, ...] = (), unrequested: tuple[str, ...] = ()) -> str:
     """The report skeleton shown in every brief; a later review's carries a line for each
     earlier finding (earlier: their ids) and each weakened test (weakened: their ids)."""
     if kind == Kind.PLANNER:
@@ -289,6 +299,8 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
                      "that shows it\"}\n" for ident in earlier)
     answers = "".join(f"  - {{id: {ident}, answer: justified, reason: \"why the change "
                       "meant it\"}\n" for ident in weakened)
+    asked = "".join(f"  - {{id: {ident}, answer: justified, reason: \"the finding or plan step "
+                    "that needed it\"}\n" for ident in unrequested)
     scope = ("    criterion: AC1       # a later round: only for a line the fix rounds changed, "
              "or a criterion still unmet\n") if earlier else ""
     return (
@@ -299,6 +311,8 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
            if earlier else "")
         + (f"weakened:               # every weakened test: justified | unjustified\n{answers}"
            if weakened else "")
+        + (f"unrequested:            # every unrequested change: justified | unjustified\n"
+           f"{asked}" if unrequested else "")
         + "---\n## Tests run\nEach test command you ran, and what it said (e.g. `pytest -q`: "
         "42 passed).\n\n## Summary\nWhat you checked and what you found.\n"
     )

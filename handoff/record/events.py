@@ -23,7 +23,7 @@ EventKind = Literal[
     "nudge", "onto", "orchestrator", "peer",
     "phase", "plan-approved", "plan-changed", "plan-drafted", "plan-edited", "protected",
     "protected-allowed", "pushed",
-    "recycle",
+    "recycle", "unrequested",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "starting", "state-restored",
     "stopped", "submission", "submitted", "tampered", "tmux", "usage", "verdict", "verdict-kept",
     "voided", "waiting",

@@ -127,6 +127,10 @@ class State:
     #: started from its text with --yes: the planner's plan is approved once it validated
     #: (handoff.loop.planning); never one that did not
     approve_drafted: bool = False
+    #: round → the changes of its commit since the last review that no finding asked for and
+    #: the plan does not name, as its reviewers were shown them (handoff.loop.unrequested):
+    #: `id`, `file`, `line`, `end`, `first`
+    unrequested: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     #: role → how many times its CLI was taken over by the next of its fallbacks (a spent
     #: quota: handoff.loop.failover)
     failovers: dict[str, int] = field(default_factory=dict)

@@ -133,7 +133,8 @@ def test_a_torn_event_log_is_read_around_and_reported(
     read, bad = EventLog(log).read()
     assert bad == [whole + 1], "only the torn line is unreadable: the next event began anew"
     assert log.read_text(encoding="utf-8").splitlines()[whole] == torn
-    assert [e["kind"] for e in read[-4:]] == ["final-report", "notified", "left", "left"], \
+    assert [e["kind"] for e in read[-5:]] == ["final-report", "notified", "evidence", "left",
+                                              "left"], \
         "the resumed run wrote on after the torn line, to its end"
 
 

@@ -350,6 +350,23 @@ def test_a_pass_cannot_leave_an_earlier_finding_not_fixed_or_a_test_unjustly_wea
     assert any("verdict 'pass' cannot" in p for p in problems_of(weakened, "reviewer"))
 
 
+def test_a_later_review_answers_each_unrequested_change_and_a_pass_has_none_unjustified() -> None:
+    asked = review(must_fix=[], verdict="pass",
+                   unrequested=[{"id": "U1", "answer": "justified", "reason": "F1 needed it"}])
+    report, problems = parse(asked, "reviewer")
+    assert problems == [] and report is not None
+    assert [(u.id, u.answer) for u in report.unrequested] == [("U1", "justified")]
+    unjust = review(verdict="pass", must_fix=[],
+                    unrequested=[{"id": "U1", "answer": "unjustified", "reason": "a rewrite"}])
+    assert any("unrequested changes answered unjustified" in p
+               for p in problems_of(unjust, "reviewer"))
+    bad = review(verdict="fail", unrequested=[{"id": "W1", "answer": "justified",
+                                               "reason": "x"}])
+    assert any("unrequested[0].id must be an unrequested change's id" in p
+               for p in problems_of(bad, "reviewer"))
+    assert "unrequested:" in template("reviewer", "abc1234", unrequested=("U1",))
+
+
 @pytest.mark.parametrize(("item", "said"), [
     ({"id": "X1", "status": "fixed", "evidence": "t"}, "ledger[0].id"),
     ({"id": "F1", "status": "maybe", "evidence": "t"}, "status must be fixed or not-fixed"),
