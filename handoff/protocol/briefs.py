@@ -230,6 +230,15 @@ class Review:
     unrequested: tuple[tuple[str, str], ...] = ()
 
 
+def _to_answer(title: str, key: str, items: Sequence[tuple[str, str]], what: str) -> str:
+    """A brief's section of items the reviewer answers justified or not under key ('' when
+    there are none)."""
+    if not items:
+        return ""
+    listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n" for ident, line in items)
+    return f"\n## {title}: answer every one under `{key}:`\n\n{what}\n\n{listing}"
+
+
 def reviewer(ctx: BriefContext, review: Review) -> str:
     commands = [list(c) for c in ctx.plan.review_commands]
     since = (f"- what changed since the last reviewed commit: `{review.increment}`\n"
@@ -252,25 +261,19 @@ def reviewer(ctx: BriefContext, review: Review) -> str:
                      "must-fix is taken only on a line the fix rounds changed (see the diff "
                      "since the last review) or for an acceptance criterion still unmet "
                      f"(`criterion: AC…`); anything else is a should_fix.\n\n{listing}")
-    if review.weakened:
-        listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n"
-                          for ident, line in review.weakened)
-        parts.append("\n## Tests this change weakened: answer every one under `weakened:`\n\n"
-                     "Each is a test removed, emptied or skipped, a change to what decides "
-                     "which tests run (test configuration: the gate may now leave tests out, "
-                     "or pass them whatever they do), or the gate running fewer tests than at "
-                     "the base. `justified` when the plan means it (for test configuration: "
-                     "or every test that ran before still runs and can still fail), else "
-                     f"`unjustified` (a must-fix).\n\n{listing}")
-    if review.unrequested:
-        listing = "".join(f"- `{ident}` {clip(line, FINDING_LIMIT)}\n"
-                          for ident, line in review.unrequested)
-        parts.append("\n## Changes no finding asked for: answer every one under "
-                     "`unrequested:`\n\nEach is a hunk of the change since the last review "
-                     "that is near none of the findings the round had to fix, in a file the "
-                     "plan does not name. `justified` when a finding or the plan needed it "
-                     "(say which), else `unjustified` (a must-fix: a fix round changes what "
-                     f"it was asked to).\n\n{listing}")
+    parts.append(_to_answer(
+        "Tests this change weakened", "weakened", review.weakened,
+        "Each is a test removed, emptied or skipped, a change to what decides which tests run "
+        "(test configuration: the gate may now leave tests out, or pass them whatever they "
+        "do), or the gate running fewer tests than at the base. `justified` when the plan "
+        "means it (for test configuration: or every test that ran before still runs and can "
+        "still fail), else `unjustified` (a must-fix)."))
+    parts.append(_to_answer(
+        "Changes no finding asked for", "unrequested", review.unrequested,
+        "Each is a hunk of the change since the last review that is near none of the findings "
+        "the round had to fix, in a file the plan does not name. `justified` when a finding or "
+        "the plan needed it (say which), else `unjustified` (a must-fix: a fix round changes "
+        "what it was asked to)."))
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n"
                  for title, text in review.notes)
     earlier = tuple(e.id for e in review.earlier)

@@ -163,22 +163,21 @@ def problems(report: Report, open_entries: Sequence[Entry], plan: Plan,
     if changed is not None:
         found += [p for i, f in enumerate(report.must_fix)
                   if (p := _out_of_scope(i, f, plan, changed))]
-    answered = [a.id for a in report.weakened]
-    for ident in weakened:
-        if ident not in answered:
-            found.append(f"weakened test {ident} is not answered: add {{id: {ident}, answer: "
-                         "justified or unjustified, reason: …} under 'weakened:'")
-    for ident in sorted({i for i in answered if i not in weakened}):
-        found.append(f"weakened answers {ident}, which your brief does not list "
-                     f"({', '.join(weakened) or 'none'})")
-    given = [a.id for a in report.unrequested]
-    for ident in unrequested:
-        if ident not in given:
-            found.append(f"unrequested change {ident} is not answered: add {{id: {ident}, "
-                         "answer: justified or unjustified, reason: …} under 'unrequested:'")
-    for ident in sorted({i for i in given if i not in unrequested}):
-        found.append(f"unrequested answers {ident}, which your brief does not list "
-                     f"({', '.join(unrequested) or 'none'})")
+    found += _justified("weakened", "weakened test", weakened,
+                        [a.id for a in report.weakened])
+    found += _justified("unrequested", "unrequested change", unrequested,
+                        [a.id for a in report.unrequested])
+    return found
+
+
+def _justified(key: str, what: str, listed: Sequence[str], given: Sequence[str]) -> list[str]:
+    """Each id the brief listed under key answered, and no other (weakened tests, unrequested
+    changes: the same justified-or-not answers)."""
+    found = [f"{what} {ident} is not answered: add {{id: {ident}, answer: justified or "
+             f"unjustified, reason: …}} under '{key}:'" for ident in listed if ident not in given]
+    found += [f"{key} answers {ident}, which your brief does not list "
+              f"({', '.join(listed) or 'none'})"
+              for ident in sorted({i for i in given if i not in listed})]
     return found
 
 
