@@ -44,90 +44,24 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import NotRequired, TypedDict
 
 import yaml
 
+from handoff.peer.scripted_brief import Brief, Script, listed, words
+from handoff.peer.scripted_review import Failure, failure, review_report
 from handoff.protocol.frontmatter import split
 from handoff.protocol.plan import parse as parse_plan
 from handoff.protocol.reports import template
 from handoff.providers.scripted import EXIT, QUOTA, SIGNALS_VARIABLE, TOOK, WAITING
 from handoff.providers.signals import PROMPT, STOP
 from handoff.role import NAME
-from handoff.verdicts import Status, Verdict
+from handoff.verdicts import Status
 
 MESSAGE = "Read and follow "
 PASTE_MARKS = re.compile(r"\x1b\[20[01]~")
 IDENTITY = ["-c", "user.name=handoff scripted agent", "-c", "user.email=scripted@handoff.invalid"]
-LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\w+):(\d+):", re.M))
-
-
-#: a round's `handoff-script` block, or a role's part of it: the plan's YAML as written (the
-#: keys in the docstring above), each value narrowed where it is read
-Script = Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class Brief:
-    """What the agent reads of a brief: its frontmatter, as handoff.protocol.briefs writes it."""
-
-    ticket: str
-    role: str
-    #: implementer, tester or reviewer (a brief that names none: its role's name)
-    kind: str
-    round: int
-    worktree: Path
-    plan: Path
-    #: where the report is written, and the command that files it
-    report: Path
-    submit: list[str]
-    #: an implementer's or tester's: the plan's verification command
-    test: list[str] | None = None
-    #: a reviewer's: the commit under review, the test commands, the ledger's open findings
-    #: ({id, file, line, reason}) and the weakened tests' ids
-    commit: str = ""
-    tests: tuple[list[str], ...] = ()
-    earlier: tuple[Mapping[str, object], ...] = ()
-    weakened: tuple[str, ...] = ()
-    #: a later review's: the unrequested changes' ids
-    unrequested: tuple[str, ...] = ()
-    #: this turn files no report (the plan's `silent`)
-    silent: bool = False
-
-    @classmethod
-    def read(cls, fields: Mapping[str, object]) -> Brief:
-        test = fields.get("test")
-        return cls(ticket=str(fields.get("ticket", "")), role=str(fields["role"]),
-                   kind=str(fields.get("kind") or fields["role"]),
-                   round=int(str(fields["round"])), worktree=Path(str(fields["worktree"])),
-                   plan=Path(str(fields["plan"])), report=Path(str(fields["report"])),
-                   submit=words(fields["submit"]), test=words(test) if test else None,
-                   commit=str(fields.get("commit", "")),
-                   tests=tuple(words(argv) for argv in listed(fields.get("tests"))),
-                   earlier=tuple(e for e in listed(fields.get("earlier")) if isinstance(e, dict)),
-                   weakened=tuple(words(fields.get("weakened"))),
-                   unrequested=tuple(words(fields.get("unrequested"))))
-
-
-class Failure(TypedDict):
-    """A must-fix finding of the agent's review report (handoff.protocol.reports)."""
-
-    file: str
-    line: int
-    reason: str
-    criterion: NotRequired[str]
-
-
-def listed(value: object) -> list[object]:
-    """A list the YAML holds ([] for anything else)."""
-    return value if isinstance(value, list) else []
-
-
-def words(value: object) -> list[str]:
-    return [str(item) for item in listed(value)]
 
 
 def say(text: str) -> None:
@@ -286,45 +220,6 @@ def implement(brief: Brief) -> None:
         f"## Open questions\n{question}\n"))
 
 
-def failing_location(output: str, worktree: Path) -> tuple[str, int]:
-    """The last file:line in the output that lies inside the worktree (where the failure is)."""
-    matches = sorted((m for pattern in LOCATION for m in pattern.finditer(output)),
-                     key=lambda m: m.start())
-    best: tuple[str, int] = ("", 0)
-    for match in matches:
-        path = Path(match.group(1))
-        full = path if path.is_absolute() else worktree / path
-        try:
-            relative = full.resolve().relative_to(worktree.resolve())
-        except ValueError:
-            continue
-        if full.is_file():
-            best = (str(relative), int(match.group(2)))
-    return best
-
-
-def first_failure(output: str) -> str:
-    """The block of output about the first failing test (all of it when none is named)."""
-    lines = output.splitlines()
-    marks = [i for i, ln in enumerate(lines) if ln.startswith(("FAIL:", "ERROR:", "FAILED ", "_"))]
-    marks = [i for i in marks if not lines[i].startswith("_") or "test" in lines[i]]
-    if not marks:
-        return output
-    end = marks[1] if len(marks) > 1 else len(lines)
-    return "\n".join(lines[marks[0]:end])
-
-
-def failure_reason(argv: list[str], block: str) -> str:
-    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
-    named = [ln for ln in lines if ln.startswith(("FAIL:", "ERROR:", "FAILED "))]
-    header = re.match(r"^_{3,}\s*(\S.*?)\s*_{3,}$", lines[0]) if lines else None
-    if header:  # pytest names the test in the block's own header line
-        named.insert(0, f"FAILED {header.group(1)}")
-    errors = [ln for ln in lines if re.match(r"^(E\s+)?\w*(Error|Exception)\b", ln)]
-    detail = "; ".join(x for x in (named[:1] + errors[:1]) if x) or (lines[-1] if lines else "")
-    return f"`{' '.join(argv)}` fails: {detail}"
-
-
 def review(brief: Brief) -> None:
     worktree, commit = brief.worktree, brief.commit
     behaviour = own_script(brief) or {}
@@ -352,68 +247,6 @@ def review(brief: Brief) -> None:
     else:
         submit(brief, review_report(brief, behaviour, failures, ran))
     pause(brief, behaviour.get("pause_after_report"))
-
-
-def failure(argv: list[str], output: str, worktree: Path) -> Failure:
-    """A failing test command as a must-fix: where it failed, and why."""
-    block = first_failure(output)
-    file, line = failing_location(block, worktree)
-    return {"file": file or argv[-1], "line": line, "reason": failure_reason(argv, block)}
-
-
-def _key(file: str, reason: str) -> str:
-    return f"{file}::{' '.join(reason.lower().split())}"
-
-
-def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
-                  ran: list[str]) -> str:
-    """A reviewer's report from what its test commands did (failures: must-fix findings):
-    each earlier finding of the ledger answered (not-fixed when the same failure is still
-    there), each weakened test answered, and a later round's new failure raised for the
-    plan's own criterion AC0 (its tests pass). The script adds its own findings and answers."""
-    commit, earlier = brief.commit, brief.earlier
-    still = {_key(str(e["file"]), str(e["reason"])): str(e["id"]) for e in earlier}
-    answers: dict[str, str] = {}
-    fresh: list[Failure] = []
-    for found in failures:
-        ident = still.get(_key(found["file"], found["reason"]))
-        if ident is not None:
-            answers[ident] = "not-fixed"
-        else:
-            fresh.append({**found, "criterion": "AC0"} if earlier else found)
-    said_ledger, said_weakened, said_asked = (
-        _answers(behaviour, key) for key in ("ledger", "weakened", "unrequested"))
-    ledger = [{"id": str(e["id"]), "status": str(said_ledger.get(
-        e["id"], answers.get(str(e["id"]), "fixed"))),
-        "evidence": f"ran {'; '.join(ran) or 'no test command'} at {commit[:10]}"}
-        for e in earlier]
-    weakened = [{"id": ident, "answer": str(said_weakened.get(ident, "justified")),
-                 "reason": "the scripted reviewer takes the plan's word for it"}
-                for ident in brief.weakened]
-    asked = [{"id": ident, "answer": str(said_asked.get(ident, "justified")),
-              "reason": "the scripted reviewer takes the fix round's word for it"}
-             for ident in brief.unrequested]
-    must = [*fresh, *listed(behaviour.get("must_fix"))]
-    blocking = must or any(a["status"] != "fixed" for a in ledger) or \
-        any(w["answer"] != "justified" for w in (*weakened, *asked))
-    verdict = (Verdict.FAIL if blocking else Verdict.PASS).value
-    front: dict[str, object] = {"verdict": verdict, "commit": commit, "must_fix": must,
-                                "should_fix": []}
-    if ledger:
-        front["ledger"] = ledger
-    if weakened:
-        front["weakened"] = weakened
-    if asked and not behaviour.get("ignore_unrequested"):
-        front["unrequested"] = asked
-    return ("---\n" + yaml.safe_dump(front, sort_keys=False, width=1000) + "---\n## Summary\n"
-            + f"Ran {len(ran)} test command(s) at {commit[:10]}: {verdict}.\n"
-            + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")
-
-
-def _answers(behaviour: Script, key: str) -> Mapping[object, object]:
-    """The script's own answers under key (ledger: {F1: not-fixed}, weakened: {W1: …})."""
-    said = behaviour.get(key)
-    return said if isinstance(said, dict) else {}
 
 
 #: the scripted planner's script, in the ticket's text: `~~~handoff-planner` YAML `~~~` (a

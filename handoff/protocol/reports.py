@@ -196,6 +196,17 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
     for key, value in (expect or {}).items():
         if key in data and str(data[key]) != str(value):
             problems.append(f"'{key}' is {data[key]!r} but this report is for {key} {value!r}")
+    commit = _commit(data, text, problems)
+    if kind == Kind.PLANNER:
+        report = _planner(data, body, role, commit, problems)
+    elif kind in (Kind.IMPLEMENTER, Kind.TESTER):
+        report = _worker(data, body, role, commit, problems)
+    else:
+        report = _reviewer(data, body, role, commit, problems)
+    return (None, problems) if problems else (report, [])
+
+
+def _commit(data: Mapping[str, object], text: str, problems: list[str]) -> str:
     commit = data.get("commit")
     if isinstance(commit, int) and not isinstance(commit, bool):
         # an unquoted all-digit sha reads as a YAML number (even octal): take the raw text
@@ -204,52 +215,62 @@ def parse(text: str, kind: str, expect: Mapping[str, object] | None = None,
     if not isinstance(commit, str) or not SHA.fullmatch(commit.strip().lower()):
         problems.append("'commit' must be a commit hash (7–40 hex digits), e.g. from "
                         "'git rev-parse HEAD'")
-        commit = ""
-    commit = commit.strip().lower()
-    if kind == Kind.PLANNER:
-        status = data.get("status")
-        if status not in (Status.DONE, Status.BLOCKED):
-            problems.append(f"'status' must be done (the plan is drafted) or blocked (a "
-                            f"question first), not {status!r}")
-        sections = sections_of(body)
-        if status == Status.BLOCKED and not sections.get("open questions"):
-            problems.append("a blocked report must ask its question under '## Open questions'")
-        if status == Status.DONE and "grounding" not in sections:
-            problems.append("missing section '## Grounding': the files you read and the tests "
-                            "you found, each a list item naming its path")
-        report = Report(role=role, commit=commit, status=str(status), sections=sections,
-                        body=body, plan=drafted_plan(data, body))
-    elif kind in (Kind.IMPLEMENTER, Kind.TESTER):
-        status = data.get("status")
-        if status not in STATUSES:
-            problems.append(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
-        sections = sections_of(body)
-        missing = [s for s in IMPL_SECTIONS if s.lower() not in sections]
-        if missing:
-            problems.append("missing section(s): " + ", ".join(f"'## {s}'" for s in missing))
-        if status == Status.BLOCKED and not sections.get("open questions"):
-            problems.append("a blocked report must ask its question under '## Open questions'")
-        report = Report(role=role, commit=commit, status=str(status), sections=sections, body=body)
-    else:
-        verdict = data.get("verdict")
-        if verdict not in VERDICTS:
-            problems.append(f"'verdict' must be pass or fail, not {verdict!r}")
-        must = _findings(data, "must_fix", problems)
-        should = _findings(data, "should_fix", problems)
-        report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
-                        should_fix=should, ledger=_answers(data, problems),
-                        weakened=_justified(data, problems),
-                        unrequested=_justified(data, problems, "unrequested"),
-                        sections=sections_of(body), body=body)
-        blocking = must or report.not_fixed() or report.unjustified()
-        if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
-            problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "
-                            "one answered not-fixed)")
-        if verdict == Verdict.PASS and blocking:
-            problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
-                            "answered not-fixed, or weakened tests or unrequested changes "
-                            "answered unjustified: make it 'fail' or move them to should_fix")
-    return (None, problems) if problems else (report, [])
+        return ""
+    return commit.strip().lower()
+
+
+def _planner(data: Mapping[str, object], body: str, role: str, commit: str,
+             problems: list[str]) -> Report:
+    status = data.get("status")
+    if status not in (Status.DONE, Status.BLOCKED):
+        problems.append(f"'status' must be done (the plan is drafted) or blocked (a "
+                        f"question first), not {status!r}")
+    sections = sections_of(body)
+    if status == Status.BLOCKED and not sections.get("open questions"):
+        problems.append("a blocked report must ask its question under '## Open questions'")
+    if status == Status.DONE and "grounding" not in sections:
+        problems.append("missing section '## Grounding': the files you read and the tests "
+                        "you found, each a list item naming its path")
+    return Report(role=role, commit=commit, status=str(status), sections=sections,
+                  body=body, plan=drafted_plan(data, body))
+
+
+def _worker(data: Mapping[str, object], body: str, role: str, commit: str,
+            problems: list[str]) -> Report:
+    """An implementer's or a tester's report."""
+    status = data.get("status")
+    if status not in STATUSES:
+        problems.append(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
+    sections = sections_of(body)
+    missing = [s for s in IMPL_SECTIONS if s.lower() not in sections]
+    if missing:
+        problems.append("missing section(s): " + ", ".join(f"'## {s}'" for s in missing))
+    if status == Status.BLOCKED and not sections.get("open questions"):
+        problems.append("a blocked report must ask its question under '## Open questions'")
+    return Report(role=role, commit=commit, status=str(status), sections=sections, body=body)
+
+
+def _reviewer(data: Mapping[str, object], body: str, role: str, commit: str,
+              problems: list[str]) -> Report:
+    verdict = data.get("verdict")
+    if verdict not in VERDICTS:
+        problems.append(f"'verdict' must be pass or fail, not {verdict!r}")
+    must = _findings(data, "must_fix", problems)
+    should = _findings(data, "should_fix", problems)
+    report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
+                    should_fix=should, ledger=_answers(data, problems),
+                    weakened=_justified(data, problems),
+                    unrequested=_justified(data, problems, "unrequested"),
+                    sections=sections_of(body), body=body)
+    blocking = must or report.not_fixed() or report.unjustified()
+    if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
+        problems.append("verdict 'fail' needs at least one must_fix finding (or an earlier "
+                        "one answered not-fixed)")
+    if verdict == Verdict.PASS and blocking:
+        problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
+                        "answered not-fixed, or weakened tests or unrequested changes "
+                        "answered unjustified: make it 'fail' or move them to should_fix")
+    return report
 
 
 #: what a planner's report frontmatter carries of the plan (handoff.protocol.plan's keys)

@@ -30,17 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.loop.drafts import grounding
-from handoff.peer.scripted_agent import (
-    Brief,
-    Failure,
-    Script,
-    failure,
-    listed,
-    own_script,
-    planner_drafts,
-    planner_script,
-    review_report,
-)
+from handoff.peer.scripted_agent import own_script, planner_drafts, planner_script
+from handoff.peer.scripted_brief import Brief, Script, listed
+from handoff.peer.scripted_review import Failure, failure, review_report
 from handoff.protocol.frontmatter import split
 from handoff.protocol.reports import sections_of
 
