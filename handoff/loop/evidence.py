@@ -69,6 +69,7 @@ def manifest(ws: Workspace, state: State, n: int, files: dict[str, bytes]) -> di
         "verdicts": state.reviewed.get(str(n), {}),
         "ledger": state.ledger, "weakened": state.weakened.get(str(n), []),
         "unrequested": state.unrequested.get(str(n), []),
+        "proof": state.proofs.get(str(n), {}),
         "sandbox": fenced.why if fenced is not None else "none",
         "usage": usage,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from handoff.loop import rules, scanners, testcount
+from handoff.errors import HandoffError
+from handoff.loop import proof, rules, scanners, testcount
 from handoff.loop.baseline import BASE, BASE_ROUND, Baseline
 from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew
@@ -91,7 +92,17 @@ class GateStage:
                       commit=commit)
             ctx.apply(rules.gate_void(changed, ctx.state.ticket))
             return
+        if passed:
+            self.prove(n, commit)
         self._judged(n, commit, passed, result, scans)
+
+    def prove(self, n: int, commit: str) -> None:
+        """The round's new tests at the base (handoff.loop.proof): what they show is for the
+        reviewers to weigh, so a proof that cannot be made is said and the round goes on."""
+        try:
+            proof.prove(self.ctx, n, commit)
+        except (HandoffError, OSError) as exc:
+            self.ctx.event("proof", commit=commit, error=str(exc)[:500])
 
     def _scanners_installed(self, commit: str, cwd: Path, env: dict[str, str]) -> bool:
         """Every required scanner can run; else the gate stops before running anything."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from handoff.loop import rules, unrequested, weakened
+from handoff.loop import proving, rules, unrequested, weakened
 from handoff.loop.baseline import BASE
 from handoff.loop.context import TicketContext
 from handoff.loop.scanners import ScanState
@@ -107,10 +107,17 @@ def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Rev
                         for u in state.unrequested[str(n)])
     advisory = [f"- `{name}` {result}: see `{ctx.tdir.scan_log(n, name)}`"
                 for name, result in state.scans.get(str(n), {}).items() if result == ScanState.FAILED]
-    notes = (("What the scanners that do not block found",
+    notes: tuple[tuple[str, str], ...] = (("What the scanners that do not block found",
               "\n".join(advisory) + "\n"),) if advisory else ()
+    record = state.proofs.get(str(n))
+    others = [proving.described(t) for t in proving.listed(record) if not t.get("id")]
+    if others:
+        notes += (("What the other new tests did at the base",
+                   "handoff ran each test this ticket added or changed at the base, the "
+                   "change's test files laid over it:\n\n"
+                   + "".join(f"- {line}\n" for line in others)),)
     return briefs.Review(commit, diff, increment, tuple(Ledger.of(state.ledger).open()),
-                         shown_weak, notes, shown_asked)
+                         shown_weak, notes, shown_asked, tuple(proving.unproven(record)))
 
 
 def _find_weakened(ctx: TicketContext, n: int, commit: str) -> None:

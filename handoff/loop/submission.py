@@ -11,7 +11,7 @@ from pathlib import Path
 
 from handoff.errors import UsageError
 from handoff.inputs import REPORT_LIMIT, read_text
-from handoff.loop import drafts, filer, weakened
+from handoff.loop import drafts, filer, proving, weakened
 from handoff.loop.validators import check_implementer, check_reviewer, check_tester
 from handoff.loop.workspace import Workspace
 from handoff.protocol import diffs, ledger, reports
@@ -124,10 +124,18 @@ def claims(ws: Workspace, state: State, role: str, n: int, report: Report,
     first = first_reviewed(state, n)
     changed = None if not first else diffs.changed_lines(
         diffs.parse(ws.repo.line_diff(first, commit)))
-    shown = [str(w.get("id")) for w in state.weakened.get(str(n), [])]
-    asked = [str(u.get("id")) for u in state.unrequested.get(str(n), [])]
-    return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed, shown,
-                           asked)
+    return ledger.problems(report, ledger.Ledger.of(state.ledger).open(), plan, changed,
+                           questioned(state, n))
+
+
+def questioned(state: State, n: int) -> dict[str, list[str]]:
+    """The ids round n's reviewers were shown under each key of reports.QUESTIONED: each
+    one's answer is due."""
+    return {reports.WEAKENED.key: [str(w.get("id")) for w in state.weakened.get(str(n), [])],
+            reports.UNREQUESTED.key: [str(u.get("id"))
+                                      for u in state.unrequested.get(str(n), [])],
+            reports.UNPROVEN.key: [ident for ident, _ in
+                                   proving.unproven(state.proofs.get(str(n)))]}
 
 
 def planned(ws: Workspace, state: State, report: Report) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from handoff.loop import testcount, weakened
+from handoff.loop import proving, testcount, weakened
 from handoff.loop.baseline import BASE
 from handoff.loop.testcount import Count
 from handoff.loop.workspace import Workspace
@@ -46,7 +46,8 @@ def compose(ws: Workspace, state: State) -> str:
         weakened=[weakened.described(w) for w in state.weakened.get(str(last), [])],
         overlaps=[o.shown() for o in overlaps.for_ticket(ws.home, state)],
         usage=per_round(ws.tdir.events.read()[0], state.roles.names), source=state.source,
-        failovers=failed_over(ws, state))
+        failovers=failed_over(ws, state),
+        proven=[proving.described(t) for t in proving.listed(state.proofs.get(str(last)))])
 
 
 def failed_over(ws: Workspace, state: State) -> list[str]:
@@ -88,12 +89,13 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
                  open_findings: Sequence[str], weakened: Sequence[str] = (),
                  overlaps: Sequence[str] = (),
                  usage: Sequence[tuple[int, str, Usage]] = (), source: str = "",
-                 failovers: Sequence[str] = ()) -> str:
+                 failovers: Sequence[str] = (), proven: Sequence[str] = ()) -> str:
     """Render the report, dropping detail (never the outcome) until it fits the word limit.
     open_findings: the ledger's open must-fixes (an escalated ticket's); weakened: the tests
     the change weakened, each as one line; usage: (round, role, tokens) as the CLIs recorded
     them; its table is the first detail to go (its total stays); overlaps: the other open
-    tickets that change the same files, each as one line."""
+    tickets that change the same files, each as one line; proven: what each test the ticket
+    added or changed did at the base (handoff.loop.proof), each as one line."""
     files = [f"{path} (+{added} −{removed})" for path, added, removed in changed]
     findings = list(open_findings)
     for keep_files, keep_findings, cut, table in ((8, 5, 0, True), (8, 5, 0, False),
@@ -102,6 +104,7 @@ def final_report(*, ticket: str, outcome: str, reason: str, branch: str, commit:
         text = _render(ticket, outcome, reason, branch, commit, rounds, reviews, bounces,
                        files, keep_files, verified, findings, keep_findings, cut, source)
         text += _listed("Tests weakened", weakened, keep_findings, cut)
+        text += _listed("New tests at the base", proven, keep_findings, cut)
         text += _listed("Overlaps", overlaps, keep_findings, cut)
         text += _listed("Failovers", failovers, keep_findings, cut)
         text += _usage(usage, table)

@@ -210,14 +210,15 @@ class TicketWorktrees(Checkouts):
             "config_worktree": digest_of(admin / "config.worktree") if admin else ""})
 
     # ---- a detached checkout between rounds ---------------------------------------------
-    def point(self, name: str, commit: str, scratch: Path) -> Made:
+    def point(self, name: str, commit: str, scratch: Path | None) -> Made:
         """Make a detached checkout (a tester's, a reviewer's, the gate's) exactly commit, its
         setup kept.
 
         What the last peer left that git tracks or sees (edits, new files) is saved to
-        scratch, tracked files are set to commit, and every file git does not track is
-        removed, ignored ones too, but the setup's output (its .venv or node_modules:
-        post_create runs once per worktree, not every round) and the shared folders. So no
+        scratch (None: it is what handoff itself laid there, and is discarded), tracked files
+        are set to commit, and every file git does not track is removed, ignored ones too,
+        but the setup's output (its .venv or node_modules: post_create runs once per
+        worktree, not every round) and the shared folders. So no
         round sees what another round's run of the code under review left: no planted
         conftest.py, no .pyc (nothing writes bytecode here: `bytecode_env`), no cache. A
         folder that is no longer a worktree is made again at commit, and set up again.
@@ -227,13 +228,28 @@ class TicketWorktrees(Checkouts):
             return made
         path = made.path
         touched = self.dirty(path)
-        if self.save_scratch(path, scratch, touched):
+        if touched and (scratch is None or self.save_scratch(path, scratch, touched)):
             self.pinned_git(path, "reset", "--hard", "--quiet")
         # --force: tracked files become the commit's even where a kept file stood in the way
         self.pinned_git(path, "checkout", "--quiet", "--force", "--detach", commit)
         keep = [arg for kept in self.kept(path) for arg in ("-e", _exact_pattern(kept))]
         self.pinned_git(path, "clean", "-ffdqx", *keep)
         return made
+
+    def lay_over(self, name: str, commit: str, paths: list[str]) -> list[str]:
+        """Set paths in a detached checkout to their content at commit (a base checkout with
+        a change's test files over it: handoff.loop.proof); returns those laid. Only regular
+        files are: a link or a submodule the commit holds at one of them is left out. The
+        next `point` sets the checkout whole again."""
+        if not paths:
+            return []
+        path = self.path(name)
+        listing = self.pinned_git(path, "ls-tree", "-z", commit, "--", *paths)
+        regular = [entry.split("\t", 1)[1] for entry in listing.split("\0") if "\t" in entry
+                   and entry.split(" ", 1)[0] in ("100644", "100755")]
+        if regular:
+            self.pinned_git(path, "checkout", "--quiet", commit, "--", *regular)
+        return regular
 
     def save_scratch(self, path: Path, scratch: Path, dirty: list[str] | None = None) -> bool:
         """Write a worktree's uncommitted and untracked changes as a patch; False when clean.

@@ -4,8 +4,10 @@ script for its round."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from handoff.protocol.reports import QUESTIONED
 
 #: a round's `handoff-script` block, or a role's part of it: the plan's YAML as written (the
 #: keys in the docstring above), each value narrowed where it is read
@@ -29,13 +31,12 @@ class Brief:
     #: an implementer's or tester's: the plan's verification command
     test: list[str] | None = None
     #: a reviewer's: the commit under review, the test commands, the ledger's open findings
-    #: ({id, file, line, reason}) and the weakened tests' ids
+    #: ({id, file, line, reason}), and the ids it answers under each key of
+    #: handoff.protocol.reports.QUESTIONED (weakened tests, unrequested changes, unproven tests)
     commit: str = ""
     tests: tuple[list[str], ...] = ()
     earlier: tuple[Mapping[str, object], ...] = ()
-    weakened: tuple[str, ...] = ()
-    #: a later review's: the unrequested changes' ids
-    unrequested: tuple[str, ...] = ()
+    asked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: this turn files no report (the plan's `silent`)
     silent: bool = False
 
@@ -50,8 +51,7 @@ class Brief:
                    commit=str(fields.get("commit", "")),
                    tests=tuple(words(argv) for argv in listed(fields.get("tests"))),
                    earlier=tuple(e for e in listed(fields.get("earlier")) if isinstance(e, dict)),
-                   weakened=tuple(words(fields.get("weakened"))),
-                   unrequested=tuple(words(fields.get("unrequested"))))
+                   asked={q.key: tuple(words(fields.get(q.key))) for q in QUESTIONED})
 
 
 def listed(value: object) -> list[object]:

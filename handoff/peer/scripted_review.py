@@ -11,6 +11,7 @@ from typing import NotRequired, TypedDict
 import yaml
 
 from handoff.peer.scripted_brief import Brief, Script, listed
+from handoff.protocol.reports import QUESTIONED
 from handoff.verdicts import Verdict
 
 LOCATION = (re.compile(r'File "([^"]+)", line (\d+)'), re.compile(r"^([^\s:]+\.\w+):(\d+):", re.M))
@@ -91,30 +92,27 @@ def review_report(brief: Brief, behaviour: Script, failures: list[Failure],
             answers[ident] = "not-fixed"
         else:
             fresh.append({**found, "criterion": "AC0"} if earlier else found)
-    said_ledger, said_weakened, said_asked = (
-        _answers(behaviour, key) for key in ("ledger", "weakened", "unrequested"))
+    said_ledger = _answers(behaviour, "ledger")
     ledger = [{"id": str(e["id"]), "status": str(said_ledger.get(
         e["id"], answers.get(str(e["id"]), "fixed"))),
         "evidence": f"ran {'; '.join(ran) or 'no test command'} at {commit[:10]}"}
         for e in earlier]
-    weakened = [{"id": ident, "answer": str(said_weakened.get(ident, "justified")),
-                 "reason": "the scripted reviewer takes the plan's word for it"}
-                for ident in brief.weakened]
-    asked = [{"id": ident, "answer": str(said_asked.get(ident, "justified")),
-              "reason": "the scripted reviewer takes the fix round's word for it"}
-             for ident in brief.unrequested]
+    questioned = {asked.key: [{"id": ident, "answer": str(
+        _answers(behaviour, asked.key).get(ident, "justified")),
+        "reason": "the scripted reviewer takes the plan's word for it"}
+        for ident in brief.asked.get(asked.key, ())] for asked in QUESTIONED}
     must = [*fresh, *listed(behaviour.get("must_fix"))]
     blocking = must or any(a["status"] != "fixed" for a in ledger) or \
-        any(w["answer"] != "justified" for w in (*weakened, *asked))
+        any(w["answer"] != "justified" for items in questioned.values() for w in items)
     verdict = (Verdict.FAIL if blocking else Verdict.PASS).value
     front: dict[str, object] = {"verdict": verdict, "commit": commit, "must_fix": must,
                                 "should_fix": []}
     if ledger:
         front["ledger"] = ledger
-    if weakened:
-        front["weakened"] = weakened
-    if asked and not behaviour.get("ignore_unrequested"):
-        front["unrequested"] = asked
+    for key, items in questioned.items():
+        # ignore_unrequested / ignore_unproven: a reviewer that leaves them unanswered
+        if items and not behaviour.get(f"ignore_{key}"):
+            front[key] = items
     return ("---\n" + yaml.safe_dump(front, sort_keys=False, width=1000) + "---\n## Summary\n"
             + f"Ran {len(ran)} test command(s) at {commit[:10]}: {verdict}.\n"
             + "\n## Tests run\n" + ("; ".join(ran) or "none") + "\n")

@@ -19,7 +19,7 @@ from handoff.inputs import KIB, clip
 from handoff.protocol.frontmatter import join
 from handoff.protocol.ledger import Entry
 from handoff.protocol.plan import Plan
-from handoff.protocol.reports import template
+from handoff.protocol.reports import UNPROVEN, UNREQUESTED, WEAKENED, template
 from handoff.role import Kind
 
 #: bytes of one feedback note, and of one finding's reason, a brief carries at most
@@ -87,6 +87,7 @@ class RoundFields(TypedDict, total=False):
     earlier: list[Earlier]
     weakened: list[str]
     unrequested: list[str]
+    unproven: list[str]
     increment: str
 
 
@@ -228,6 +229,14 @@ class Review:
     notes: tuple[tuple[str, str], ...] = ()
     #: the changes since the last review no finding asked for (id, where and what)
     unrequested: tuple[tuple[str, str], ...] = ()
+    #: the new tests that pass at the base too (id, which)
+    unproven: tuple[tuple[str, str], ...] = ()
+
+    def asked(self) -> dict[str, tuple[str, ...]]:
+        """The ids the reviewer answers, under each key of reports.QUESTIONED."""
+        return {WEAKENED.key: tuple(i for i, _ in self.weakened),
+                UNREQUESTED.key: tuple(i for i, _ in self.unrequested),
+                UNPROVEN.key: tuple(i for i, _ in self.unproven)}
 
 
 def _to_answer(title: str, key: str, items: Sequence[tuple[str, str]], what: str) -> str:
@@ -274,19 +283,25 @@ def reviewer(ctx: BriefContext, review: Review) -> str:
         "the round had to fix, in a file the plan does not name. `justified` when a finding or "
         "the plan needed it (say which), else `unjustified` (a must-fix: a fix round changes "
         "what it was asked to)."))
+    parts.append(_to_answer(
+        "New tests that pass without the change", "unproven", review.unproven,
+        "Each is a test this ticket added or changed that passed when handoff ran it at the "
+        "base, the change's test files laid over it: it does not show the change does "
+        "anything. `justified` when it need not fail there (it guards behaviour the change "
+        "must keep, and the plan or a finding asks for that; say which), else `unjustified` "
+        "(a must-fix: write a test that fails without the change)."))
     parts.extend(f"\n## {title}\n\n{clip(text.strip(), NOTE_LIMIT)}\n"
                  for title, text in review.notes)
     earlier = tuple(e.id for e in review.earlier)
-    weak = tuple(ident for ident, _ in review.weakened)
-    asked = tuple(ident for ident, _ in review.unrequested)
+    asked = review.asked()
     parts += ["\n" + _submit_block(ctx),
               f"\nReport template:\n\n```markdown\n"
-              f"{template(Kind.REVIEWER, review.commit, earlier, weak, asked)}```\n"]
+              f"{template(Kind.REVIEWER, review.commit, earlier, asked)}```\n"]
     round_fields: RoundFields = {
         "commit": review.commit, "diff": str(review.diff), "tests": commands,
         "earlier": [{"id": e.id, "file": e.file, "line": e.line, "reason": e.reason}
-                    for e in review.earlier], "weakened": list(weak),
-        "unrequested": list(asked)}
+                    for e in review.earlier], "weakened": list(asked[WEAKENED.key]),
+        "unrequested": list(asked[UNREQUESTED.key]), "unproven": list(asked[UNPROVEN.key])}
     if review.increment:
         round_fields["increment"] = str(review.increment)
     fields = _fields(ctx, round_fields)

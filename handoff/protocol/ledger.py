@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from handoff.protocol.plan import Plan
-from handoff.protocol.reports import NOT_FIXED, Finding, Report
+from handoff.protocol.reports import NOT_FIXED, QUESTIONED, Finding, Questioned, Report
 from handoff.record.ticket import EntryFields
 
 #: lines either side of a changed line where a new finding still counts as on it: a reviewer
@@ -140,11 +140,12 @@ class Ledger:
 
 
 def problems(report: Report, open_entries: Sequence[Entry], plan: Plan,
-             changed: Mapping[str, set[int]] | None, weakened: Sequence[str],
-             unrequested: Sequence[str] = ()) -> list[str]:
+             changed: Mapping[str, set[int]] | None,
+             asked: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """What a review must mend before it is taken: an open finding left unanswered (or one
     answered that is not open), a new must-fix outside the fix rounds' lines that names no
-    criterion still unmet, a weakened test left unanswered. changed: the lines the fix rounds
+    criterion still unmet, an item of a questioned list left unanswered (asked: the ids its
+    brief listed under each key of reports.QUESTIONED). changed: the lines the fix rounds
     changed (new side, by file); None for the first review, which may raise anything."""
     found: list[str] = []
     ids = [a.id for a in report.ledger]
@@ -163,17 +164,16 @@ def problems(report: Report, open_entries: Sequence[Entry], plan: Plan,
     if changed is not None:
         found += [p for i, f in enumerate(report.must_fix)
                   if (p := _out_of_scope(i, f, plan, changed))]
-    found += _justified("weakened", "weakened test", weakened,
-                        [a.id for a in report.weakened])
-    found += _justified("unrequested", "unrequested change", unrequested,
-                        [a.id for a in report.unrequested])
+    for question in QUESTIONED:
+        found += _justified(question, (asked or {}).get(question.key, ()),
+                            [a.id for a in report.answered(question)])
     return found
 
 
-def _justified(key: str, what: str, listed: Sequence[str], given: Sequence[str]) -> list[str]:
-    """Each id the brief listed under key answered, and no other (weakened tests, unrequested
-    changes: the same justified-or-not answers)."""
-    found = [f"{what} {ident} is not answered: add {{id: {ident}, answer: justified or "
+def _justified(question: Questioned, listed: Sequence[str], given: Sequence[str]) -> list[str]:
+    """Each id the brief listed under the question's key answered, and no other."""
+    key = question.key
+    found = [f"{question.noun} {ident} is not answered: add {{id: {ident}, answer: justified or "
              f"unjustified, reason: …}} under '{key}:'" for ident in listed if ident not in given]
     found += [f"{key} answers {ident}, which your brief does not list "
               f"({', '.join(listed) or 'none'})"

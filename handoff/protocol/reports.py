@@ -11,7 +11,7 @@ fail needs something that must be fixed, a pass has nothing of it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from handoff.protocol.frontmatter import FrontmatterError, join, split
@@ -25,8 +25,35 @@ FIXED, NOT_FIXED = "fixed", "not-fixed"
 JUSTIFIED, UNJUSTIFIED = "justified", "unjustified"
 SHA = re.compile(r"[0-9a-f]{7,40}")
 LEDGER_ID = re.compile(r"F[1-9][0-9]{0,3}")
-WEAKENED_ID = re.compile(r"W[1-9][0-9]{0,3}")
-UNREQUESTED_ID = re.compile(r"U[1-9][0-9]{0,3}")
+
+
+@dataclass(frozen=True)
+class Questioned:
+    """A list every reviewer answers item by item, `justified` or `unjustified`: its brief
+    lists the items under key with their ids, and its report answers them under the same key
+    ({id, answer, reason}). A pass cannot carry an unjustified one."""
+
+    key: str
+    #: its ids: the prefix and a number (W1, U2, P3)
+    prefix: str
+    #: one of its items, as a person calls it
+    noun: str
+    #: the report template's example reason
+    example: str
+
+    def id_matches(self, ident: str) -> bool:
+        return re.fullmatch(rf"{self.prefix}[1-9][0-9]{{0,3}}", ident) is not None
+
+
+#: the tests the change weakened (handoff.loop.weakened)
+WEAKENED = Questioned("weakened", "W", "weakened test", "why the change meant it")
+#: a fix round's changes no finding asked for (handoff.loop.unrequested)
+UNREQUESTED = Questioned("unrequested", "U", "unrequested change",
+                         "the finding or plan step that needed it")
+#: the new tests that pass at the base too (handoff.loop.proof)
+UNPROVEN = Questioned("unproven", "P", "unproven test",
+                      "what it guards that the change needed, though it passes without it")
+QUESTIONED = (WEAKENED, UNREQUESTED, UNPROVEN)
 
 
 @dataclass(frozen=True)
@@ -72,9 +99,8 @@ class Report:
     must_fix: tuple[Finding, ...] = ()
     should_fix: tuple[Finding, ...] = ()
     ledger: tuple[Answer, ...] = ()
-    weakened: tuple[Justified, ...] = ()
-    #: a later review's answers about the changes no finding asked for (U1, …)
-    unrequested: tuple[Justified, ...] = ()
+    #: the answers to each QUESTIONED list, by its key
+    answers: Mapping[str, tuple[Justified, ...]] = field(default_factory=dict)
     sections: dict[str, str] = field(default_factory=dict)
     body: str = ""
     #: a planner's: the plan it drafted, as a plan file holds it (`drafted_plan`)
@@ -83,8 +109,24 @@ class Report:
     def not_fixed(self) -> list[Answer]:
         return [a for a in self.ledger if a.status == NOT_FIXED]
 
+    def answered(self, asked: Questioned) -> tuple[Justified, ...]:
+        return tuple(self.answers.get(asked.key, ()))
+
+    @property
+    def weakened(self) -> tuple[Justified, ...]:
+        return self.answered(WEAKENED)
+
+    @property
+    def unrequested(self) -> tuple[Justified, ...]:
+        return self.answered(UNREQUESTED)
+
+    @property
+    def unproven(self) -> tuple[Justified, ...]:
+        return self.answered(UNPROVEN)
+
     def unjustified(self) -> list[Justified]:
-        return [a for a in (*self.weakened, *self.unrequested) if a.answer == UNJUSTIFIED]
+        return [a for asked in QUESTIONED for a in self.answered(asked)
+                if a.answer == UNJUSTIFIED]
 
 
 def sections_of(body: str) -> dict[str, str]:
@@ -149,18 +191,18 @@ def _answers(data: Mapping[str, object], problems: list[str]) -> tuple[Answer, .
 
 
 def _justified(data: Mapping[str, object], problems: list[str],
-               key: str = "weakened") -> tuple[Justified, ...]:
+               asked: Questioned) -> tuple[Justified, ...]:
     """weakened: [{id: W1, answer: justified|unjustified, reason: "..."}]; the same shape
-    under unrequested: with U1, U2, … (the changes no finding asked for)"""
-    pattern, what = (WEAKENED_ID, "a weakened test's id from your brief, e.g. W1") \
-        if key == "weakened" else (UNREQUESTED_ID, "an unrequested change's id from your "
-                                   "brief, e.g. U1")
+    under each key of QUESTIONED, with its own ids"""
+    key = asked.key
     out = []
     for i, item in enumerate(_items(data, key, "{id, answer, reason}", problems)):
         where = f"{key}[{i}]"
         ident, answer, reason = item.get("id"), item.get("answer"), item.get("reason")
-        if not isinstance(ident, str) or not pattern.fullmatch(ident.strip()):
-            problems.append(f"{where}.id must be {what}")
+        if not isinstance(ident, str) or not asked.id_matches(ident.strip()):
+            article = "an" if asked.noun[0] in "aeiou" else "a"
+            problems.append(f"{where}.id must be {article} {asked.noun}'s id from your brief, "
+                            f"e.g. {asked.prefix}1")
         elif answer not in (JUSTIFIED, UNJUSTIFIED):
             problems.append(f"{where} ({ident}): answer must be {JUSTIFIED} or {UNJUSTIFIED}, "
                             f"not {answer!r:.40}")
@@ -259,8 +301,8 @@ def _reviewer(data: Mapping[str, object], body: str, role: str, commit: str,
     should = _findings(data, "should_fix", problems)
     report = Report(role=role, commit=commit, verdict=str(verdict), must_fix=must,
                     should_fix=should, ledger=_answers(data, problems),
-                    weakened=_justified(data, problems),
-                    unrequested=_justified(data, problems, "unrequested"),
+                    answers={asked.key: _justified(data, problems, asked)
+                             for asked in QUESTIONED},
                     sections=sections_of(body), body=body)
     blocking = must or report.not_fixed() or report.unjustified()
     if verdict == Verdict.FAIL and not blocking and "must_fix" not in " ".join(problems):
@@ -268,8 +310,9 @@ def _reviewer(data: Mapping[str, object], body: str, role: str, commit: str,
                         "one answered not-fixed)")
     if verdict == Verdict.PASS and blocking:
         problems.append("verdict 'pass' cannot have must_fix findings, earlier findings "
-                        "answered not-fixed, or weakened tests or unrequested changes "
-                        "answered unjustified: make it 'fail' or move them to should_fix")
+                        "answered not-fixed, or weakened tests, unrequested changes or "
+                        "unproven tests answered unjustified: make it 'fail' or move them to "
+                        "should_fix")
     return report
 
 
@@ -295,9 +338,10 @@ def verdict_of(text: str) -> str:
 
 
 def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] = (),
-             weakened: tuple[str, ...] = (), unrequested: tuple[str, ...] = ()) -> str:
+             asked: Mapping[str, Sequence[str]] | None = None) -> str:
     """The report skeleton shown in every brief; a later review's carries a line for each
-    earlier finding (earlier: their ids) and each weakened test (weakened: their ids)."""
+    earlier finding (earlier: their ids), and a reviewer's for each item it must answer
+    (asked: the ids under each key of QUESTIONED)."""
     if kind == Kind.PLANNER:
         return (
             f"---\nstatus: done            # done | blocked (a question for a person first)\n"
@@ -318,10 +362,11 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
         )
     ledger = "".join(f"  - {{id: {ident}, status: fixed, evidence: \"the test or file:line "
                      "that shows it\"}\n" for ident in earlier)
-    answers = "".join(f"  - {{id: {ident}, answer: justified, reason: \"why the change "
-                      "meant it\"}\n" for ident in weakened)
-    asked = "".join(f"  - {{id: {ident}, answer: justified, reason: \"the finding or plan step "
-                    "that needed it\"}\n" for ident in unrequested)
+    answers = "".join(
+        f"{q.key + ':':<24}# every {q.noun}: justified | unjustified\n"
+        + "".join(f"  - {{id: {ident}, answer: justified, reason: \"{q.example}\"}}\n"
+                  for ident in (asked or {})[q.key])
+        for q in QUESTIONED if (asked or {}).get(q.key))
     scope = ("    criterion: AC1       # a later round: only for a line the fix rounds changed, "
              "or a criterion still unmet\n") if earlier else ""
     return (
@@ -330,10 +375,7 @@ def template(kind: str, commit: str = "<commit sha>", earlier: tuple[str, ...] =
         f"matters\n{scope}should_fix: []\n"
         + (f"ledger:                 # every earlier must-fix: fixed | not-fixed\n{ledger}"
            if earlier else "")
-        + (f"weakened:               # every weakened test: justified | unjustified\n{answers}"
-           if weakened else "")
-        + (f"unrequested:            # every unrequested change: justified | unjustified\n"
-           f"{asked}" if unrequested else "")
+        + answers
         + "---\n## Tests run\nEach test command you ran, and what it said (e.g. `pytest -q`: "
         "42 passed).\n\n## Summary\nWhat you checked and what you found.\n"
     )

@@ -21,7 +21,7 @@ EventKind = Literal[
     "finish", "forgery", "gate",
     "intake", "launch", "left", "merge-check", "more-rounds", "notified", "notify-failed",
     "nudge", "onto", "orchestrator", "peer",
-    "phase", "plan-approved", "plan-changed", "plan-drafted", "plan-edited", "protected",
+    "phase", "plan-approved", "proof", "plan-changed", "plan-drafted", "plan-edited", "protected",
     "protected-allowed", "pushed",
     "recycle", "unrequested",
     "replaced", "reviews", "scanner", "screen-unrecognised", "session", "starting", "state-restored",

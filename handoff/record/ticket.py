@@ -131,6 +131,11 @@ class State:
     #: the plan does not name, as its reviewers were shown them (handoff.loop.unrequested):
     #: `id`, `file`, `line`, `end`, `first`
     unrequested: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    #: round → what the tests its commit added or changed did at the base (handoff.loop.proof):
+    #: `key` (what was run: the same key in a later round is not run again) and `tests`, each
+    #: `file`, `cls`, `name`, `line`, `outcome`, `why`, and `id` (P1, …) for one that passed
+    #: there, as the round's reviewers were shown them
+    proofs: dict[str, dict[str, object]] = field(default_factory=dict)
     #: role → how many times its CLI was taken over by the next of its fallbacks (a spent
     #: quota: handoff.loop.failover)
     failovers: dict[str, int] = field(default_factory=dict)
@@ -278,6 +283,10 @@ class TicketDir:
 
     def gate_log(self, round_: int) -> Path:
         return self.path / f"gate-{round_}.log"
+
+    def proof_log(self, round_: int, run: int) -> Path:
+        """The log of a run of round_'s new tests at the base (handoff.loop.proof)."""
+        return self.path / f"proof-{round_}-{run}.log"
 
     def merge_log(self, merged: int, command: int = 0) -> Path:
         """The log of finish's gate run (its command-th test command, from 0) on the base with

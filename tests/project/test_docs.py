@@ -276,7 +276,10 @@ def expected_report_keys() -> set[str]:
 def test_protocol_names_every_report_field() -> None:
     text = section(doc("protocol.md"), "Reports")
     rows = table_rows(text)
-    frontmatter = {f.name for f in fields(reports.Report)} - {"role", "sections", "body"}
+    # a reviewer's answers are kept by key: each questioned list is a field of its own
+    frontmatter = {f.name for f in fields(reports.Report)} - {"role", "sections", "body",
+                                                              "answers"}
+    frontmatter |= {asked.key for asked in reports.QUESTIONED}
     expect = expected_report_keys()
     assert {"ticket", "round"} <= expect, expect
     finding = {f.name for f in fields(reports.Finding)}

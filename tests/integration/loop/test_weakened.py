@@ -241,16 +241,16 @@ def test_every_test_configuration_entry_must_be_answered_by_a_review(
                                                                       "def test_many")})
     shown = [w.id for w in weakened(Repo.at(repo), base, "HEAD", [])]
     assert shown == ["W1", "W2"]
-    only_the_skip = Report(role="reviewer", commit="abc1234", verdict="pass", weakened=(
-        Justified("W2", "justified", "the plan drops test_many"),))
+    only_the_skip = Report(role="reviewer", commit="abc1234", verdict="pass", answers={"weakened": (
+        Justified("W2", "justified", "the plan drops test_many"),)})
     plan = parse_plan("# Plan\n")
-    assert ledger.problems(only_the_skip, [], plan, None, shown) == [
+    assert ledger.problems(only_the_skip, [], plan, None, {"weakened": shown}) == [
         "weakened test W1 is not answered: add {id: W1, answer: justified or unjustified, "
         "reason: …} under 'weakened:'"]
-    both = Report(role="reviewer", commit="abc1234", verdict="fail", weakened=(
+    both = Report(role="reviewer", commit="abc1234", verdict="fail", answers={"weakened": (
         Justified("W1", "unjustified", "it hides test_one"),
-        Justified("W2", "justified", "the plan drops test_many")))
-    assert ledger.problems(both, [], plan, None, shown) == []
+        Justified("W2", "justified", "the plan drops test_many"))})
+    assert ledger.problems(both, [], plan, None, {"weakened": shown}) == []
 
 
 def test_test_configuration_is_compared_from_where_the_ticket_branched(repo: Path) -> None:

@@ -162,6 +162,33 @@ def test_point_saves_scratch_changes(repo: Path, base: str, tmp_path: Path) -> N
     assert (repo / "probe" / "test_probe.py").read_text(encoding="utf-8") == "assert True\n"
 
 
+def test_lay_over_sets_regular_files_to_a_commit_and_leaves_links_out(
+        repo: Path, base: str, tmp_path: Path) -> None:
+    wt = worktrees(repo)
+    impl = wt.create_implementer(base)
+    gate = wt.create_detached("gate", base)
+    (impl / "tests" / "test_new.py").write_text("def test_new(): pass\n", encoding="utf-8")
+    (impl / "tests" / "test_calc.py").write_text("# changed\n", encoding="utf-8")
+    (impl / "tests" / "test_link.py").symlink_to("/etc/passwd")
+    (impl / "calc.py").write_text("changed = True\n", encoding="utf-8")
+    git(impl, "add", "-A")
+    git(impl, "commit", "-qm", "tests and a link")
+    commit = git(impl, "rev-parse", "HEAD")
+
+    laid = wt.lay_over("gate", commit, ["tests/test_calc.py", "tests/test_link.py",
+                                        "tests/test_new.py", "tests/not_there.py"])
+
+    assert laid == ["tests/test_calc.py", "tests/test_new.py"]
+    assert wt.head("gate") == base, "the checkout stays at the base"
+    assert (gate / "tests" / "test_calc.py").read_text(encoding="utf-8") == "# changed\n"
+    assert (gate / "tests" / "test_new.py").exists()
+    assert not (gate / "tests" / "test_link.py").is_symlink()
+    assert (gate / "calc.py").read_text(encoding="utf-8") != "changed = True\n"
+    wt.point("gate", commit, None)
+    assert wt.dirty(gate) == [] and wt.head("gate") == commit
+    assert not list(tmp_path.rglob("*scratch*")), "None: handoff's own overlay is not kept"
+
+
 def test_dirty_sees_modified_and_untracked_files(repo: Path, base: str) -> None:
     wt = worktrees(repo)
     path = wt.create_implementer(base)

@@ -13,13 +13,13 @@ def test_a_reviewers_brief_is_read_with_its_lists() -> None:
                         "submit": ["handoff", "submit", 2], "commit": "abc",
                         "tests": [["pytest", "-q"], "not a list"],
                         "earlier": [{"id": "F1"}, "junk"], "weakened": ["W1"],
-                        "unrequested": ["U1", "U2"]})
+                        "unrequested": ["U1", "U2"], "unproven": ["P1"]})
 
     assert (brief.role, brief.kind, brief.round) == ("security", "reviewer", 2)
     assert brief.submit == ["handoff", "submit", "2"] and brief.worktree == Path("/w")
     assert brief.tests == (["pytest", "-q"], [])
     assert brief.earlier == ({"id": "F1"},)
-    assert (brief.weakened, brief.unrequested) == (("W1",), ("U1", "U2"))
+    assert brief.asked == {"weakened": ("W1",), "unrequested": ("U1", "U2"), "unproven": ("P1",)}
     assert brief.test is None and brief.silent is False
 
 

@@ -170,12 +170,15 @@ def test_a_new_failure_of_a_later_round_names_the_plans_own_criterion() -> None:
 
 def test_the_scripts_answers_win_and_ignore_unrequested_leaves_them_unanswered() -> None:
     said = {"weakened": {"W1": "unjustified"}, "unrequested": {"U2": "unjustified"}}
-    text = review_report(brief(weakened=("W1",), unrequested=("U1", "U2")), said, [], [])
+    asked = {"weakened": ("W1",), "unrequested": ("U1", "U2"), "unproven": ("P1",)}
+    text = review_report(brief(asked=asked), said, [], [])
 
     report, problems = parse(text, Kind.REVIEWER)
     assert problems == [] and report is not None and report.verdict == "fail"
     assert {a.id: a.answer for a in report.weakened} == {"W1": "unjustified"}
     assert {a.id: a.answer for a in report.unrequested} == {"U1": "justified", "U2": "unjustified"}
+    assert {a.id: a.answer for a in report.unproven} == {"P1": "justified"}
 
-    quiet = review_report(brief(unrequested=("U1",)), {"ignore_unrequested": True}, [], [])
-    assert "unrequested" not in quiet
+    quiet = review_report(brief(asked={"unrequested": ("U1",), "unproven": ("P1",)}),
+                          {"ignore_unrequested": True, "ignore_unproven": True}, [], [])
+    assert "unrequested" not in quiet and "unproven" not in quiet

@@ -15,7 +15,7 @@ BARE = parse("# Plan without tests or criteria\n")
 def review(*must: Finding, answers: tuple[Answer, ...] = (),
            weak: tuple[Justified, ...] = ()) -> Report:
     return Report(role="reviewer", commit="abc1234", verdict="fail" if must else "pass",
-                  must_fix=must, ledger=answers, weakened=weak)
+                  must_fix=must, ledger=answers, answers={"weakened": weak})
 
 
 def fixed(ident: str) -> Answer:
@@ -79,18 +79,17 @@ def test_not_fixed_in_two_rounds_is_found_once_in_one_is_not() -> None:
 
 def test_a_later_review_must_answer_every_open_finding() -> None:
     open_ = Ledger().merged(1, [("reviewer", review(ADD)), ("security", review(LOG))]).open()
-    problems = ledger.problems(review(answers=(fixed("F1"),)), open_, PLAN, {}, [])
+    problems = ledger.problems(review(answers=(fixed("F1"),)), open_, PLAN, {})
     assert len(problems) == 1
     assert "earlier must-fix F2 app.py:4" in problems[0] and "raised by security" in problems[0]
     assert "{id: F2, status: fixed or not-fixed" in problems[0]
-    assert ledger.problems(review(answers=(fixed("F1"), not_fixed("F2"))), open_, PLAN, {},
-                           []) == []
+    assert ledger.problems(review(answers=(fixed("F1"), not_fixed("F2"))), open_, PLAN, {}) == []
 
 
 def test_an_answer_to_a_finding_that_is_not_open_or_given_twice_is_refused() -> None:
     open_ = Ledger().merged(1, [("reviewer", review(ADD))]).open()
     problems = ledger.problems(review(answers=(fixed("F1"), fixed("F1"), fixed("F7"))), open_,
-                               PLAN, {}, [])
+                               PLAN, {})
     assert any("F7, which is not an open finding" in p for p in problems)
     assert any("F1 more than once" in p for p in problems)
 
@@ -98,36 +97,35 @@ def test_an_answer_to_a_finding_that_is_not_open_or_given_twice_is_refused() -> 
 def test_a_later_new_must_fix_is_taken_on_a_changed_line_or_near_it() -> None:
     changed = {"calc.py": {10, 11}}
     for line in (10, 11, 8, 14, 0):
-        assert ledger.problems(review(Finding("calc.py", line, "x")), [], PLAN, changed,
-                               []) == [], line
-    outside = ledger.problems(review(Finding("calc.py", 20, "x")), [], PLAN, changed, [])
+        assert ledger.problems(review(Finding("calc.py", line, "x")), [], PLAN, changed) == [], line
+    outside = ledger.problems(review(Finding("calc.py", 20, "x")), [], PLAN, changed)
     assert len(outside) == 1 and "on no line the fix rounds changed" in outside[0]
     assert "AC0, AC1, AC2" in outside[0]
-    other_file = ledger.problems(review(Finding("app.py", 10, "x")), [], PLAN, changed, [])
+    other_file = ledger.problems(review(Finding("app.py", 10, "x")), [], PLAN, changed)
     assert len(other_file) == 1
 
 
 def test_a_later_new_must_fix_elsewhere_must_name_a_criterion_of_the_plan() -> None:
     named = review(Finding("calc.py", 20, "neg(0) fails", criterion="ac2"))
-    assert ledger.problems(named, [], PLAN, {}, []) == []
-    assert ledger.problems(review(Finding("calc.py", 20, "x", criterion="AC0")), [], PLAN, {},
-                           []) == [], "AC0: the plan's tests pass"
+    assert ledger.problems(named, [], PLAN, {}) == []
+    assert ledger.problems(review(Finding("calc.py", 20, "x", criterion="AC0")), [], PLAN,
+                           {}) == [], "AC0: the plan's tests pass"
     unknown = ledger.problems(review(Finding("calc.py", 20, "x", criterion="AC9")), [], PLAN,
-                              {}, [])
+                              {})
     assert unknown == ["must_fix[0] (calc.py:20).criterion 'AC9' is not a criterion of the plan "
                        "(AC0, AC1, AC2)"]
-    bare = ledger.problems(review(Finding("calc.py", 20, "x")), [], BARE, {}, [])
+    bare = ledger.problems(review(Finding("calc.py", 20, "x")), [], BARE, {})
     assert "the plan lists no acceptance criteria" in bare[0]
 
 
 def test_the_first_review_may_raise_anything() -> None:
-    assert ledger.problems(review(Finding("anywhere.py", 999, "x")), [], BARE, None, []) == []
+    assert ledger.problems(review(Finding("anywhere.py", 999, "x")), [], BARE, None) == []
 
 
 def test_every_weakened_test_must_be_answered_and_only_those() -> None:
     answered = review(weak=(Justified("W1", "justified", "the plan drops add_old"),
                             Justified("W3", "unjustified", "it guarded neg")))
-    problems = ledger.problems(answered, [], PLAN, None, ["W1", "W2"])
+    problems = ledger.problems(answered, [], PLAN, None, {"weakened": ["W1", "W2"]})
     assert problems == [
         "weakened test W2 is not answered: add {id: W2, answer: justified or unjustified, "
         "reason: …} under 'weakened:'",

@@ -350,6 +350,23 @@ def test_a_pass_cannot_leave_an_earlier_finding_not_fixed_or_a_test_unjustly_wea
     assert any("verdict 'pass' cannot" in p for p in problems_of(weakened, "reviewer"))
 
 
+def test_an_unproven_test_is_answered_and_a_pass_cannot_call_one_unjustified() -> None:
+    answered = review(must_fix=[], verdict="pass",
+                      unproven=[{"id": "P1", "answer": "justified", "reason": "guards F2"}])
+    report, problems = parse(answered, "reviewer")
+    assert problems == [] and report is not None
+    assert [(p.id, p.answer) for p in report.unproven] == [("P1", "justified")]
+    unjust = review(verdict="pass", must_fix=[],
+                    unproven=[{"id": "P1", "answer": "unjustified", "reason": "vacuous"}])
+    assert any("verdict 'pass' cannot" in p for p in problems_of(unjust, "reviewer"))
+    failing = review(verdict="fail", must_fix=[],
+                     unproven=[{"id": "P1", "answer": "unjustified", "reason": "vacuous"}])
+    assert parse(failing, "reviewer")[1] == [], "an unjustified one is what a fail needs"
+    wrong = review(verdict="fail", unproven=[{"id": "U1", "answer": "justified", "reason": "x"}])
+    assert any("unproven[0].id must be an unproven test's id from your brief, e.g. P1" in p
+               for p in problems_of(wrong, "reviewer"))
+
+
 def test_a_later_review_answers_each_unrequested_change_and_a_pass_has_none_unjustified() -> None:
     asked = review(must_fix=[], verdict="pass",
                    unrequested=[{"id": "U1", "answer": "justified", "reason": "F1 needed it"}])
@@ -358,13 +375,13 @@ def test_a_later_review_answers_each_unrequested_change_and_a_pass_has_none_unju
     assert [(u.id, u.answer) for u in report.unrequested] == [("U1", "justified")]
     unjust = review(verdict="pass", must_fix=[],
                     unrequested=[{"id": "U1", "answer": "unjustified", "reason": "a rewrite"}])
-    assert any("unrequested changes answered unjustified" in p
+    assert any("unrequested changes or unproven tests answered unjustified" in p
                for p in problems_of(unjust, "reviewer"))
     bad = review(verdict="fail", unrequested=[{"id": "W1", "answer": "justified",
                                                "reason": "x"}])
     assert any("unrequested[0].id must be an unrequested change's id" in p
                for p in problems_of(bad, "reviewer"))
-    assert "unrequested:" in template("reviewer", "abc1234", unrequested=("U1",))
+    assert "unrequested:" in template("reviewer", "abc1234", asked={"unrequested": ("U1",)})
 
 
 @pytest.mark.parametrize(("item", "said"), [
@@ -401,11 +418,12 @@ def test_a_testers_report_has_the_implementers_shape() -> None:
 
 
 def test_a_later_reviews_template_is_a_report_once_its_blanks_are_filled() -> None:
-    text = template("reviewer", SHA, ("F1", "F2"), ("W1",))
+    text = template("reviewer", SHA, ("F1", "F2"), {"weakened": ("W1",), "unproven": ("P1", "P2")})
     report, problems = parse(text, "reviewer")
     assert problems == [] and report is not None
     assert [a.id for a in report.ledger] == ["F1", "F2"]
     assert [w.id for w in report.weakened] == ["W1"]
+    assert [p.id for p in report.unproven] == ["P1", "P2"]
     assert report.must_fix[0].criterion == "AC1"
 
 
