@@ -116,6 +116,11 @@ def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Rev
                    "handoff ran each test this ticket added or changed at the base, the "
                    "change's test files laid over it:\n\n"
                    + "".join(f"- {line}\n" for line in others)),)
+    mutated = proving.mutants_said(record)
+    if mutated:
+        notes += (("Mutants of the changed lines (the plan's `prove: mutants`)",
+                   f"{mutated}. A survivor is a line the new tests do not pin down: weigh "
+                   "whether the plan needs a test that would catch it.\n"),)
     return briefs.Review(commit, diff, increment, tuple(Ledger.of(state.ledger).open()),
                          shown_weak, notes, shown_asked, tuple(proving.unproven(record)))
 

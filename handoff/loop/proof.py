@@ -14,9 +14,12 @@ instead of running them again.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
-from handoff.loop import newtests, proving, weakened
+from handoff.loop import mutants, newtests, proving, weakened
 from handoff.loop.context import TicketContext
 from handoff.loop.gate import run_gate
 from handoff.loop.newtests import NewTest
@@ -25,6 +28,7 @@ from handoff.machinery.repo import run
 from handoff.machinery.worktrees import GATE
 from handoff.protocol import diffs
 from handoff.protocol.diffs import DELETED
+from handoff.protocol.plan import PROVE_MUTANTS
 
 #: runs of the new tests at the base, at most: a file that does not load there stops pytest's
 #: run, which is then made again without it
@@ -43,7 +47,9 @@ def prove(ctx: TicketContext, n: int, commit: str) -> None:
     tests = newtests.changed_tests(files, lambda path: _text_at(ctx, commit, path), named)
     overlay = sorted({f.new_path for f in files if f.status != DELETED and not f.binary
                       and weakened.is_test_path(f.new_path, named)})
-    key = _key(ctx, commit, plan.test, overlay)
+    mutate = PROVE_MUTANTS in plan.prove
+    # mutants rest on the source too: a run of them is never taken from another commit
+    key = _key(ctx, commit, [*plan.test, *((commit,) if mutate else ())], overlay)
     earlier = next((record for record in state.proofs.values() if record.get("key") == key),
                    None)
     if earlier is not None:
@@ -51,11 +57,15 @@ def prove(ctx: TicketContext, n: int, commit: str) -> None:
     else:
         said = _run(ctx, n, commit, plan.test, tests, overlay) if tests else {}
         state.proofs[str(n)] = {"key": key, "tests": _numbered(tests, said)}
+        if mutate and tests:
+            state.proofs[str(n)]["mutants"] = _mutate(ctx, n, commit, plan.test, tests,
+                                                      mutants.mutants(files, named))
     ctx.save()
     kept = proving.listed(state.proofs[str(n)])
     if kept:
         ctx.event("proof", commit=commit, reused=earlier is not None,
-                  tests=[f"{t['node']}: {t['outcome']}" for t in kept])
+                  tests=[f"{t['node']}: {t['outcome']}" for t in kept],
+                  **({"mutants": proving.mutants_said(state.proofs[str(n)])} if mutate else {}))
 
 
 def _numbered(tests: Sequence[NewTest], said: dict[str, tuple[Outcome, str]]
@@ -101,6 +111,55 @@ def _run(ctx: TicketContext, n: int, commit: str, test: Sequence[str],
         # what is there is the overlay and what the tests did at the base: nothing of a peer
         worktrees.point(GATE, commit, None)
     return {t.node: said.get(t.node, proving.unsaid(ended)) for t in tests}
+
+
+def _mutate(ctx: TicketContext, n: int, commit: str, test: Sequence[str],
+            tests: Sequence[NewTest], found: Sequence[mutants.Mutant]) -> dict[str, object]:
+    """Each mutant laid into the gate's checkout at commit in turn and the new tests run
+    against it: `tried`, `caught`, and the `survived` ones (those the tests passed); the
+    checkout set back to commit afterwards."""
+    ws, tdir = ctx.ws, ctx.tdir
+    root = ws.worktrees.path(GATE)
+    survived: list[dict[str, object]] = []
+    tried = 0
+    try:
+        for k, mutant in enumerate(found, start=1):
+            original = _read(root, mutant.file)
+            mutated = mutants.apply(original, mutant) if original is not None else None
+            if mutated is None:
+                continue
+            _write(root, mutant.file, mutated)
+            result = run_gate(proving.selected(test, tests), root, ws.gate_env(),
+                              ws.config.gate_timeout, tdir.proof_log(n, 100 + k),
+                              record=tdir.gate_running, fence=ws.gate_fence(),
+                              nice=ws.config.peer_nice)
+            _write(root, mutant.file, original or "")
+            tried += 1
+            if result.passed:
+                survived.append(mutant.fields())
+    finally:
+        ws.worktrees.point(GATE, commit, None)
+    return {"tried": tried, "caught": tried - len(survived), "survived": survived}
+
+
+def _read(root: Path, path: str) -> str | None:
+    """A tracked file of handoff's own checkout, never through a link (the checkout is the
+    commit's, which a peer wrote): None when it is not a regular file there."""
+    try:
+        fd = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode) or \
+                not (root / path).resolve().is_relative_to(root.resolve()):
+            return None
+        return handle.read().decode("utf-8", "surrogateescape")
+
+
+def _write(root: Path, path: str, text: str) -> None:
+    fd = os.open(root / path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.encode("utf-8", "surrogateescape"))
 
 
 def _key(ctx: TicketContext, commit: str, test: Sequence[str], overlay: list[str]) -> str:

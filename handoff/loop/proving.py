@@ -252,3 +252,16 @@ def described(test: dict[str, object]) -> str:
     why = f" ({test['why']})" if test.get("why") and outcome != Outcome.FAILS else ""
     ident = f"{test['id']} " if test.get("id") else ""
     return f"{ident}`{test['node']}`: {said}{why}"
+
+
+def mutants_said(record: object) -> str:
+    """A round's mutants in one line ('' when none were asked): how many the new tests caught,
+    and where each survivor is."""
+    said = record.get("mutants") if isinstance(record, dict) else None
+    if not isinstance(said, dict):
+        return ""
+    survived = [s for s in said.get("survived", []) if isinstance(s, dict)]
+    where = "; ".join(f"{s.get('file')}:{s.get('line')} `{str(s.get('now', '')).strip()}`"
+                      for s in survived)
+    return (f"mutants of the changed lines: the new tests caught {said.get('caught', 0)} of "
+            f"{said.get('tried', 0)}" + (f"; survived: {where}" if where else ""))

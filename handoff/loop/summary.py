@@ -47,7 +47,8 @@ def compose(ws: Workspace, state: State) -> str:
         overlaps=[o.shown() for o in overlaps.for_ticket(ws.home, state)],
         usage=per_round(ws.tdir.events.read()[0], state.roles.names), source=state.source,
         failovers=failed_over(ws, state),
-        proven=[proving.described(t) for t in proving.listed(state.proofs.get(str(last)))])
+        proven=[*(proving.described(t) for t in proving.listed(state.proofs.get(str(last)))),
+                *filter(None, [proving.mutants_said(state.proofs.get(str(last)))])])
 
 
 def failed_over(ws: Workspace, state: State) -> list[str]:

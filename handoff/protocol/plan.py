@@ -9,6 +9,8 @@ A plan is Markdown, optionally with YAML frontmatter:
     may_change: [CLAUDE.md]            # control files this ticket may change (protected.py)
     ticket: PROJ-12                    # its ticket's id, for `handoff start --plans`
     after: [PROJ-11]                   # tickets it builds on: it waits until they pass
+    prove: mutants                     # also run the new tests against small mutations of
+                                       # the changed lines (handoff.loop.mutants)
     ---
 
 A `## Acceptance criteria` section's list items are the plan's criteria, AC1, AC2, … in
@@ -51,6 +53,8 @@ class Plan:
     ticket: str = ""
     #: the tickets it builds on (handoff.loop.after)
     after: tuple[str, ...] = ()
+    #: what the gate proves beyond the new tests at the base: PROVE_MUTANTS
+    prove: tuple[str, ...] = ()
 
     def criterion(self, ident: str) -> str | None:
         """The text of criterion AC<n> (as a reviewer names it, any case), None if none. AC0
@@ -111,11 +115,11 @@ def parse(text: str, source: str = "plan") -> Plan:
         raise UsageError(f"{source} is empty: it says nothing the ticket must do",
                          "write what the ticket must achieve (and, under '## Acceptance "
                          "criteria', how a reviewer tells it did) below the frontmatter")
-    unknown = set(data) - {"test", "review", "may_change", "ticket", "after"}
+    unknown = set(data) - {"test", "review", "may_change", "ticket", "after", "prove"}
     if unknown:
         raise UsageError(f"{source}: unknown frontmatter key(s) {sorted(unknown)}",
                          "a plan's frontmatter knows 'test', 'review', 'may_change', "
-                         "'ticket' and 'after'")
+                         "'ticket', 'after' and 'prove'")
     ticket = data.get("ticket", "")
     if isinstance(ticket, int) and not isinstance(ticket, bool):
         ticket = str(ticket)  # ticket: 123 reads as a number
@@ -128,6 +132,21 @@ def parse(text: str, source: str = "plan") -> Plan:
                                                    for v in may_change):
         raise UsageError(f"{source}: 'may_change' must be a list of paths or patterns",
                          "e.g. may_change: [CLAUDE.md, .github/workflows/]")
+    test = command_line(source, "test", data["test"]) if "test" in data else None
+    review_raw = data.get("review", [])
+    if not isinstance(review_raw, list):
+        review_raw = [review_raw]
+    review = tuple(command_line(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
+    return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
+                may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip(),
+                after=_after(data, source), prove=_prove(data, source))
+
+
+#: `prove: mutants`: the new tests also run against mutations of the changed lines
+PROVE_MUTANTS = "mutants"
+
+
+def _after(data: dict[str, object], source: str) -> tuple[str, ...]:
     after = data.get("after", [])
     if isinstance(after, (str, int)) and not isinstance(after, bool):
         after = [after]
@@ -136,14 +155,17 @@ def parse(text: str, source: str = "plan") -> Plan:
             for v in after):
         raise UsageError(f"{source}: 'after' must be a list of ticket ids",
                          "e.g. after: [PROJ-11]")
-    test = command_line(source, "test", data["test"]) if "test" in data else None
-    review_raw = data.get("review", [])
-    if not isinstance(review_raw, list):
-        review_raw = [review_raw]
-    review = tuple(command_line(source, f"review[{i}]", v) for i, v in enumerate(review_raw))
-    return Plan(text=text, test=test, review=review, scripts=_scripts(text, source),
-                may_change=tuple(may_change), criteria=criteria(text), ticket=ticket.strip(),
-                after=tuple(dict.fromkeys(str(v).strip() for v in after)))
+    return tuple(dict.fromkeys(str(v).strip() for v in after))
+
+
+def _prove(data: dict[str, object], source: str) -> tuple[str, ...]:
+    prove = data.get("prove", [])
+    listed = [prove] if isinstance(prove, str) else prove
+    if not isinstance(listed, list) or any(v != PROVE_MUTANTS for v in listed):
+        raise UsageError(f"{source}: 'prove' knows only {PROVE_MUTANTS!r}, not {prove!r:.60}",
+                         "e.g. prove: mutants (the new tests also run against small "
+                         "mutations of the changed lines)")
+    return tuple(dict.fromkeys(str(v) for v in listed))
 
 
 def criteria(text: str) -> tuple[str, ...]:

@@ -317,7 +317,7 @@ def _reviewer(data: Mapping[str, object], body: str, role: str, commit: str,
 
 
 #: what a planner's report frontmatter carries of the plan (handoff.protocol.plan's keys)
-PLAN_KEYS = ("test", "review", "may_change", "after")
+PLAN_KEYS = ("test", "review", "may_change", "after", "prove")
 
 
 def drafted_plan(data: Mapping[str, object], body: str) -> str:

@@ -10,7 +10,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from tests.conftest import PYTHON, unittest_argv
+from tests.conftest import PYTHON, git, unittest_argv
 from tests.harness import (
     FIX_ADD,
     events,
@@ -22,6 +22,7 @@ from tests.harness import (
     wait_phase,
     write_plan,
 )
+from tests.loop_tickets import team
 
 #: round 1: add() fixed, sub() added, and three tests: one that fails at the base (add(1, 1)
 #: is 0 there), one that passes there too (add(0, 0) is 0 either way), and one in a new file
@@ -46,9 +47,13 @@ ZERO = "tests/test_calc.py::AddTest::test_add_zero"
 SUBS = "tests/test_sub.py::SubTest::test_sub"
 
 
-def test_a_vacuous_test_is_listed_and_a_pass_that_ignores_it_is_refused(
+def test_a_testers_vacuous_test_is_listed_and_a_pass_that_ignores_it_is_refused(
         repo: Path, tmp_path: Path, handoff_home: Path) -> None:
-    text = plan_text({1: {"edits": ROUND, "reviewer": {"ignore_unproven": True}}},
+    """The implementer fixes add() and adds sub() with its test; the tester adds the two add
+    tests on its commit."""
+    team(repo, tester={"provider": "scripted"})
+    text = plan_text({1: {"edits": [FIX_ADD, SUB, SUB_TEST], "tester": {"edits": [TESTS_ADDED]},
+                          "reviewer": {"ignore_unproven": True}}},
                      test=unittest_argv("tests.test_calc.AddTest", "tests.test_sub"))
     assert handoff("start", "P-1", "--plan", str(write_plan(tmp_path, text)), "--yes",
                    cwd=repo).returncode == 0
@@ -109,3 +114,32 @@ def test_pytest_proves_each_test_and_the_report_and_the_bundle_say_which(
         "fails on base", "passes on base", "cannot run on base"]
     proof = [e for e in events(handoff_home, "P-2") if e["kind"] == "proof"]
     assert [len(e["tests"]) for e in proof] == [3] and proof[0]["reused"] is False
+
+
+def test_prove_mutants_runs_the_new_tests_against_mutations_and_names_the_survivors(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """add()'s fix and sub() are pinned by their tests; the new STEP constant is not."""
+    step = {"file": "calc.py", "replace": "def neg(", "with": "STEP = 1\n\n\ndef neg("}
+    text = plan_text({1: {"edits": [*ROUND, step]}}, prove="mutants",
+                     test=unittest_argv("tests.test_calc.AddTest", "tests.test_sub"))
+    assert handoff("start", "P-3", "--plan", str(write_plan(tmp_path, text)), "--yes",
+                   cwd=repo).returncode == 0
+    done = wait_phase(handoff_home, "P-3", "passed", "needs-human", "escalated", timeout=120)
+    assert done["phase"] == "passed", done
+
+    said = done["proofs"]["1"]["mutants"]
+    # the lines the change added: add()'s `return a + b` and STEP (git's diff keeps the base's
+    # `return a - b`, add()'s old body, as sub()'s: it is no added line)
+    assert git(repo, "diff", "-U0", "main", "handoff/P-3", "--", "calc.py").count("\n+    return") == 1
+    assert (said["tried"], said["caught"]) == (2, 1), said
+    [survivor] = said["survived"]
+    assert (survivor["file"], survivor["was"], survivor["now"]) == \
+        ("calc.py", "STEP = 1", "STEP = 2")
+    folder = ticket_path(handoff_home, "P-3")
+    brief = (folder / "inbox" / "reviewer" / "brief-1.md").read_text()
+    line = f"calc.py:{survivor['line']} `STEP = 2`"
+    assert "## Mutants of the changed lines" in brief and line in brief
+    assert f"the new tests caught 1 of 2; survived: {line}" in \
+        (folder / "final-report.md").read_text()
+    assert (repo / "calc.py").read_text().count("STEP") == 0, "the person's checkout untouched"
+    assert "STEP = 1" in git(repo, "show", "handoff/P-3:calc.py"), "the commit as it was"

@@ -177,3 +177,12 @@ def test_an_empty_plan_is_refused_saying_what_it_lacks(text: str) -> None:
     assert refused.value.message == "plan.md is empty: it says nothing the ticket must do"
     assert "Acceptance criteria" in refused.value.hint
     assert parse("---\ntest: pytest\n---\nFix add.\n").test == ("pytest",)
+
+
+def test_prove_mutants_is_the_one_proof_a_plan_may_ask_for() -> None:
+    assert parse("---\nprove: mutants\n---\n# Fix\n").prove == ("mutants",)
+    assert parse("---\nprove: [mutants, mutants]\n---\n# Fix\n").prove == ("mutants",)
+    assert parse("# Fix\n").prove == ()
+    for bad in ("prove: everything", "prove: [mutants, fuzz]", "prove: {a: 1}"):
+        with pytest.raises(UsageError, match="'prove' knows only 'mutants'"):
+            parse(f"---\n{bad}\n---\n# Fix\n")
