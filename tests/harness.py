@@ -129,6 +129,16 @@ def wait_event(home: Path, ticket: str, kind: str, timeout: float = 60,
     return explained(lambda: wait_until(found, timeout, f"event {kind} {match} of {ticket}"))
 
 
+def wait_briefed(home: Path, ticket: str, role: str, timeout: float = 60) -> dict[str, Any]:
+    """The role's peer handed its brief: launched on it, or (a warm reviewer) pasted it."""
+    def found() -> dict[str, Any] | None:
+        if not list(home.glob(f"*/{ticket}/events.jsonl")):
+            return None
+        return next((e for e in events(home, ticket) if e.get("role") == role and (
+            e["kind"] == "brief" or (e["kind"] == "launch" and e.get("brief")))), None)
+    return explained(lambda: wait_until(found, timeout, f"{role}'s brief in {ticket}"))
+
+
 def explained(wait: Callable[[], T]) -> T:
     """A wait whose timeout failure carries the diagnosis."""
     try:

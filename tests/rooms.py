@@ -26,14 +26,23 @@ class FakeCrew(Crew):
     def __init__(self, ctx: TicketContext) -> None:
         super().__init__(ctx)
         self.briefed: list[tuple[str, Path, bool]] = []
-        self.launched: list[tuple[str, Path, str]] = []
+        self.launched: list[tuple[str, Path | None, str]] = []
         self.left: list[str] = []
+        #: the rounds whose reviewers it was asked to warm, and how often to cool them
+        self.warmed_rounds: list[int] = []
+        self.cooled = 0
 
     def ensure_briefed(self, role: str, brief: Path, fresh: bool) -> None:
         self.briefed.append((role, brief, fresh))
 
-    def launch(self, role: str, brief: Path, reason: str) -> None:
+    def launch(self, role: str, brief: Path | None, reason: str) -> None:
         self.launched.append((role, brief, reason))
+
+    def warm(self, n: int) -> None:
+        self.warmed_rounds.append(n)
+
+    def cool(self) -> None:
+        self.cooled += 1
 
     def retire_finished(self) -> None:
         pass

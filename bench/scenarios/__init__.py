@@ -50,4 +50,7 @@ SCENARIOS = (
                         "of the same interpreter (a runtime-only venv unless --python)"),
     Scenario("crowd", "20 tickets at once (--tickets N): start's return, all passed, hand-over "
                       "under load; takes minutes, run only when named", default=False),
+    Scenario("review", "gate passed → the real Claude Code reviewer's prompt arrived, warmed "
+                       "during the gate or started after it (the stand-in model, from a "
+                       "checkout); takes minutes, run only when named", default=False),
 )

@@ -57,9 +57,10 @@ def _seconds(given: Given) -> float:
     return seconds(given.source, given.key, given.value)
 
 
-def _base_tests(given: Given) -> bool:
+def _flag(given: Given) -> bool:
     if not isinstance(given.value, bool):
-        raise UsageError(f"{given.source}: 'base_tests' is true or false, not {given.value!r:.40}")
+        raise UsageError(f"{given.source}: '{given.key}' is true or false, "
+                         f"not {given.value!r:.40}")
     return given.value
 
 
@@ -108,7 +109,8 @@ KEYS: dict[str, Key] = {
     "max_relaunches": Key(_whole(0)),
     "gate_timeout": Key(_seconds),
     "test": Key(lambda given: command_line(given.source, given.key, given.value)),
-    "base_tests": Key(_base_tests),
+    "base_tests": Key(_flag),
+    "warm_reviewers": Key(_flag),
     "start_timeout": Key(_seconds),
     "stall_timeout": Key(_seconds),
     "turn_grace": Key(_seconds),

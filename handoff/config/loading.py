@@ -85,6 +85,7 @@ TEMPLATE = """\
 # gate_timeout: 900      # seconds the verification command may take
 # test: python -m pytest -q   # the gate of every plan that names no test: of its own
 # base_tests: true       # count the tests the plan's command runs at the base, beside round 1
+# warm_reviewers: true   # start the reviewers' CLIs while the gate runs, brief them when it passes
 # start_timeout: 120     # seconds a new peer may take to show its input line or start work
 # stall_timeout: 1800    # seconds a peer may show no progress before a person is asked
 # turn_grace: 5          # seconds after a turn ended without a report before a nudge

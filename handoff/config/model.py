@@ -143,6 +143,9 @@ class Config:
     #: run the plan's test command once at the base commit, beside round 1, to count the tests
     #: it runs: a round whose gate runs fewer is shown to the reviewers (handoff.loop.baseline)
     base_tests: bool = True
+    #: start the reviewers' CLIs while the gate runs, and brief them the moment it passed
+    #: (those whose CLI takes a pasted brief: handoff.loop.crew)
+    warm_reviewers: bool = True
     #: seconds a freshly launched peer may take to show its input line or start working
     start_timeout: float = 120.0
     #: seconds a peer may show no progress at all (screen, hooks, reports) before a person

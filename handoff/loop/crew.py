@@ -13,15 +13,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from handoff.loop import failover, filer, rules
+from handoff.loop import failover, fences, filer, rules
 from handoff.loop.context import TicketContext
 from handoff.loop.monitor import PeerMonitor
 from handoff.machinery import limits, reaper
+from handoff.machinery.peers import WARM
 from handoff.providers.base import first_message, shown
 from handoff.record.grants import Grants
+from handoff.record.store import private_dir
 from handoff.record.ticket import brief_round
 from handoff.role import IMPLEMENTER, Kind
 
+#: seconds a warm reviewer is given to reach its input line once its brief exists (a CLI that
+#: is not there by then is started afresh on the brief instead)
+WARM_READY = 20.0
 #: seconds the peers of a finished ticket are given to leave when asked, all together: a CLI
 #: that saves its session on the way out (Claude Code) took over 3 s on a loaded machine, and
 #: nothing waits on a finished ticket but its own orchestrator's exit
@@ -51,6 +56,11 @@ class Crew:
         self.views: dict[str, PeerView] = {}
         #: when this orchestrator launched each peer: its hooks' signals count from then
         self.launched_ns: dict[str, int] = {}
+        #: reviewer → the round whose commit it was started at, warm, with no brief yet (what
+        #: another orchestrator warmed is not known here, and is started afresh)
+        self.warmed: dict[str, int] = {}
+        #: what of the ticket's folder each warm reviewer's fence was made with
+        self.warm_view: dict[str, frozenset[Path]] = {}
 
     def new_view(self, role: str, message: str, since_ns: int) -> PeerView:
         """A fresh judgement of the role's peer, from message (the last one it was sent) on."""
@@ -70,6 +80,15 @@ class Crew:
             return
         pane = peers.pane(role)
         round_ = brief_round(brief)
+        warm = self.warmed.pop(role, None)
+        if fresh and warm is not None and warm == round_ and pane is not None and \
+                not pane.dead and peers.working_on(role) == WARM:
+            unseen = self._unseen(role, brief)
+            if not unseen:
+                self._brief_warm(role, brief, round_)
+                return
+            self.launch(role, brief, f"its warm start cannot see {', '.join(unseen)}")
+            return
         if fresh or pane is None or pane.dead or round_ is None:
             self.launch(role, brief, "")
             return
@@ -88,7 +107,87 @@ class Crew:
         ctx.event("delivery-failed", role, brief=str(brief), why=delivery.why)
         self.launch(role, brief, "")
 
-    def launch(self, role: str, brief: Path, reason: str) -> None:
+    def _brief_warm(self, role: str, brief: Path, round_: int) -> None:
+        """A reviewer started warm this round, at the commit, takes its brief as its first
+        message: a fresh session all the same. One not at its input line in time, or that does
+        not take the paste, is started afresh on the brief."""
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        provider = ctx.ws.provider(role)
+        shows = peers.ready(provider, role, WARM_READY)
+        pane = peers.pane(role)
+        found = filer.identity(pane.pid) if pane is not None and not shows else None
+        if not found:
+            ctx.event("delivery-failed", role, brief=str(brief),
+                      why=f"the warm CLI is not at its input line: {shows or 'it is gone'}")
+            self.launch(role, brief, "warm start not ready")
+            return
+        Grants(ctx.tdir.path).grant(role, round_, found)
+        self.launched_ns[role] = signal_clock()
+        delivery = peers.deliver_brief(provider, role, brief)
+        if delivery:
+            ctx.event("brief", role, brief=str(brief), by="paste", warm=True)
+            self.views.pop(role, None)
+            return
+        ctx.event("delivery-failed", role, brief=str(brief), why=delivery.why)
+        self.launch(role, brief, "")
+
+    def _view(self, role: str) -> frozenset[Path]:
+        """The files of the ticket's folder the role's fence shows, as they are now."""
+        ctx = self.ctx
+        return frozenset(path for path in fences.ticket_view(ctx.tdir, role, ctx.team.kind(role))
+                         if path.exists())
+
+    def _unseen(self, role: str, brief: Path) -> list[str]:
+        """The files the brief names that came after the warm reviewer's fence was made (an
+        advisory scanner's log): it could not open them, so it is started afresh."""
+        text = brief.read_text(encoding="utf-8", errors="replace")
+        then = self.warm_view.pop(role, frozenset())
+        return sorted(path.name for path in self._view(role) - then if str(path) in text)
+
+    def warm(self, n: int) -> None:
+        """Every reviewer whose CLI takes a pasted brief is started now, with none, in its
+        checkout of round n's commit (while the gate runs): its start-up is over by the time
+        its brief exists. It sees nothing of the round but the code until then. Only into the
+        ticket's live session: where it is gone (a resume into the gate) the reviewers start
+        afresh on their briefs, as without warming."""
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        if not ctx.ws.config.warm_reviewers or \
+                not any(ctx.ws.provider(role).warms for role in ctx.team.reviewers) or \
+                not peers.tmux.has_session(peers.session):
+            return
+        for role in ctx.team.reviewers:
+            # a person's own screen markers may not show its input line: it is started on its
+            # brief, which needs no reading of its screen
+            if not ctx.ws.provider(role).warms or ctx.ws.spec(role).markers or \
+                    peers.working_on(role):
+                continue
+            ctx.point(role, n)
+            private_dir(ctx.tdir.brief(role, n).parent)  # in its fence before its brief is
+            self.launch(role, None, "warm")
+            # what its fence was made with (its contract is written by the launch itself)
+            self.warm_view[role] = self._view(role)
+            self.warmed[role] = n
+
+    def cool(self) -> None:
+        """The warm reviewers, asked to leave: the round goes back to the implementer."""
+        if not self.warmed:
+            return
+        ctx = self.ctx
+        peers = ctx.ws.peers(ctx.state)
+        roles = [role for role in self.warmed if peers.working_on(role) == WARM]
+        self.warmed.clear()
+        self.warm_view.clear()
+        left = peers.leave_all({role: ctx.ws.provider(role) for role in roles})
+        for role in roles:
+            transcript = ctx.ws.transcript_for(ctx.state, role)
+            peers.retire(role, transcript)
+            ctx.event("recycle", role, stage="stopped", by="orchestrator",
+                      why="warm for a review the gate did not reach",
+                      **({} if role in left else {"ended": True}))
+
+    def launch(self, role: str, brief: Path | None, reason: str) -> None:
         ctx = self.ctx
         # never start a peer in a folder that is no longer its worktree (deleted by hand)
         made = ctx.ws.ensure_worktree(ctx.state, role)
@@ -97,8 +196,9 @@ class Crew:
         self.launched_ns[role] = signal_clock()
         launch = ctx.ws.launch(ctx.state, role, brief)
         self.views.pop(role, None)
-        ctx.event("launch", role, brief=str(brief), provider=ctx.ws.spec(role).provider,
-                  message=first_message(brief), reason=reason,
+        ctx.event("launch", role, brief=str(brief) if brief is not None else "",
+                  provider=ctx.ws.spec(role).provider,
+                  message=first_message(brief) if brief is not None else "", reason=reason,
                   limits=limits.said(ctx.ws.config.sandbox.limits, launch.sandboxed),
                   **({"session_id": launch.session_id} if launch.signals else {}))
 

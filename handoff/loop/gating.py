@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from handoff.errors import HandoffError
-from handoff.loop import proof, rules, scanners, testcount
+from handoff.loop import handing, proof, rules, scanners, testcount
 from handoff.loop.baseline import BASE, BASE_ROUND, Baseline
 from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew
 from handoff.loop.gate import GateResult, end_left_gate, excerpt, run_gate
 from handoff.machinery.repo import short_sha
 from handoff.machinery.worktrees import GATE
+from handoff.phases import Phase
 from handoff.verdicts import GateOutcome
 
 
@@ -79,6 +80,19 @@ class GateStage:
             ctx.event("gate", result="skipped", reason="the plan names no test command")
             ctx.apply(rules.gate_skipped())
             return
+        # the reviewers' CLIs start while the gate runs, briefed the moment it passed: what
+        # their fences show of the round is written first
+        handing.hand_diffs(ctx, n, commit)
+        self.crew.warm(n)
+        try:
+            self._gate(n, commit, cwd, env)
+        finally:
+            if ctx.state.phase != Phase.REVIEWING:
+                self.crew.cool()
+
+    def _gate(self, n: int, commit: str, cwd: Path, env: dict[str, str]) -> None:
+        """The test command and the scanners at commit, their judgement and the rules' move."""
+        ctx, plan = self.ctx, self.ctx.ws.plan()
         result = self.run_test(plan.test, commit, cwd, env) if plan.test else None
         if result is not None:
             count = testcount.read(result.output)

@@ -79,17 +79,25 @@ def elsewhere(ctx: TicketContext) -> list[tuple[str, str]]:
              "their change.")]
 
 
+def hand_diffs(ctx: TicketContext, n: int, commit: str) -> tuple[str, Path | None]:
+    """Round n's diffs for its reviewers, written once: against the base, and (from the second
+    review on) since the last reviewed commit. (That commit, and the second diff's path.)"""
+    ctx.hand_diff(n)
+    earlier = sorted(int(r) for r in ctx.state.verdicts if int(r) < n)
+    last = ctx.state.commit_of(earlier[-1]) if earlier else ""
+    if not last or last == commit:
+        return last, None
+    increment = ctx.tdir.diff_since(n, earlier[-1])
+    ctx.hand(increment, lambda: ctx.ws.repo.diff(last, commit) + "\n")
+    return last, increment
+
+
 def review_of(ctx: TicketContext, n: int, commit: str, diff: Path) -> briefs.Review:
     """What every reviewer of round n is shown beside the plan: the diff since the last
     review, the ledger's open findings, the tests the change weakened, what the scanners
     that do not block found."""
     state = ctx.state
-    earlier = sorted(int(r) for r in state.verdicts if int(r) < n)
-    last = state.commit_of(earlier[-1]) if earlier else ""
-    increment = None
-    if last and last != commit:
-        increment = ctx.tdir.diff_since(n, earlier[-1])
-        ctx.hand(increment, lambda: ctx.ws.repo.diff(last, commit) + "\n")
+    last, increment = hand_diffs(ctx, n, commit)
     if str(n) not in state.weakened:
         _find_weakened(ctx, n, commit)
     shown_weak = tuple((str(w["id"]), weakened.described(w)) for w in state.weakened[str(n)])

@@ -36,7 +36,7 @@ from handoff.machinery.watch import Watcher
 from handoff.phases import AT_WORK, FINISHED, Phase
 from handoff.protocol import briefs, reports
 from handoff.protocol.ledger import Ledger
-from handoff.protocol.reports import Report
+from handoff.protocol.reports import QUESTIONED, Report
 from handoff.record import durable, slots, starts
 from handoff.record.lock import TicketLock
 from handoff.record.slots import Slot
@@ -365,7 +365,8 @@ class Orchestrator:
         waiting: dict[str, Path] = {}
         for role in (r for r in ctx.team.reviewers if r not in done):
             brief = ctx.tdir.brief(role, n)
-            if peers.working_on(role) != str(brief):
+            # a reviewer warmed for this round sits at the commit already, its CLI in it
+            if peers.working_on(role) != str(brief) and self.crew.warmed.get(role) != n:
                 ctx.point(role, n)
             ctx.hand(brief, lambda role=role: briefs.reviewer(  # type: ignore[misc]
                 self.ws.brief_context(ctx.state, role, n), review))
@@ -383,8 +384,9 @@ class Orchestrator:
         extra: dict[str, list[str]] = {}
         if report.ledger:
             extra["ledger"] = [f"{a.id} {a.status}" for a in report.ledger]
-        if report.weakened:
-            extra["weakened"] = [f"{a.id} {a.answer}" for a in report.weakened]
+        for asked in QUESTIONED:
+            if report.answered(asked):
+                extra[asked.key] = [f"{a.id} {a.answer}" for a in report.answered(asked)]
         ctx.event("verdict", role, verdict=report.verdict, commit=report.commit,
                   must_fix=[f.render() for f in report.must_fix],
                   should_fix=[f.render() for f in report.should_fix], **extra)

@@ -237,8 +237,9 @@ class Workspace:
         made = self.worktrees.ensure(role, rev, recreate=True)
         return made.fields() if made.changed else None
 
-    def launch(self, state: State, role: str, brief: Path) -> Launch:
-        """Start the role fresh on brief; the old process's screen is kept as a transcript."""
+    def launch(self, state: State, role: str, brief: Path | None) -> Launch:
+        """Start the role fresh on brief (None: warm, with no prompt, for a brief pasted
+        later); the old process's screen is kept as a transcript."""
         peers = self.peers(state)
         if peers.pane(role) is not None:
             transcript = self.transcript_for(state, role)
@@ -267,7 +268,7 @@ class Workspace:
                      made.plan if made is not None else None, hold)
         # the fresh process alone may file this round's report (handoff.loop.filer); the
         # orchestrator hears no report before this returns
-        round_ = brief_round(brief)
+        round_ = brief_round(brief) if brief is not None else None
         pane = peers.pane(role)
         if round_ is not None and pane is not None:
             Grants(self.tdir.path).grant(role, round_, filer.identity(pane.pid))
@@ -357,7 +358,7 @@ class Workspace:
             return None
         return kept
 
-    def launch_of(self, state: State, role: str, brief: Path) -> Launch:
+    def launch_of(self, state: State, role: str, brief: Path | None) -> Launch:
         provider = self.provider(role)
         contract = self.contract(state, role) if provider.takes_contract else None
         return Launch(ticket=self.tdir.ticket, role=role, worktree=self.worktrees.path(role),

@@ -24,6 +24,9 @@ from handoff.providers.markers import marker
 from handoff.providers.screen import DIALOG, READY, holds
 from handoff.record.store import atomic_write, private_dir
 
+#: what a pane started with no brief (a warm reviewer, handoff.loop.crew) works on
+WARM = "warm: waiting for its brief"
+
 ORCHESTRATOR_WINDOW = "orchestrator"
 SESSION_TAG = "@handoff-session"
 
@@ -162,7 +165,7 @@ class Peers:
         else:
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
-        self.tmux.mark_pane(pane_id, str(launch.brief))
+        self.tmux.mark_pane(pane_id, str(launch.brief) if launch.brief is not None else WARM)
         if launch.session_id:
             self.tmux.mark_pane(pane_id, launch.session_id, SESSION_TAG)
         return pane_id
@@ -188,7 +191,8 @@ class Peers:
             time.sleep(0.05)
 
     def working_on(self, role: str) -> str:
-        """The brief the role's live process was last given ('' when none is running)."""
+        """The brief the role's live process was last given ('' when none is running; WARM
+        for one started with none, waiting for its brief)."""
         pane = self.pane(role)
         return self.tmux.pane_mark(pane.id) if pane is not None and not pane.dead else ""
 
@@ -287,6 +291,21 @@ class Peers:
 
     def _wait_taken(self, provider: Provider, pane: str, message: str, wait: float) -> bool:
         return poll(lambda: provider.taken(self.tmux.tail(pane), message), wait)
+
+    def ready(self, provider: Provider, role: str, wait: float) -> str:
+        """Until the role's CLI is at its input line (a warm start is still drawing it), at
+        most wait seconds: '' when it is, else what it shows instead."""
+        seen = ["not running"]
+
+        def at_input() -> bool:
+            pane = self.pane(role)
+            if pane is None or pane.dead:
+                seen[0] = "not running"
+                return False
+            reading = provider.read(self.tmux.screen(pane.id))
+            seen[0] = reading.says()
+            return reading.state == READY and not reading.draft
+        return "" if poll(at_input, wait) else seen[0]
 
     def deliver_brief(self, provider: Provider, role: str, brief: Path) -> Delivery:
         """Deliver a brief's nudge and remember on the pane that it works on that brief."""

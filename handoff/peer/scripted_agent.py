@@ -2,7 +2,8 @@
 
     python -m handoff.peer.scripted_agent ROLE "Read and follow /abs/brief-N.md"
 
-It reads its brief (YAML frontmatter), acts, files its report with the brief's submit
+(Started with ROLE alone, it waits at once for its first message: a warm reviewer's start,
+handoff.loop.crew.) It reads its brief (YAML frontmatter), acts, files its report with the brief's submit
 command, then waits on its terminal for the next "Read and follow …" message, like a TUI. Its
 kind (implementer, tester, reviewer) is the brief's.
 
@@ -351,16 +352,19 @@ def silent(brief: Brief, nudged: bool) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not NAME.fullmatch(argv[0]):
-        print("usage: python -m handoff.peer.scripted_agent ROLE 'Read and follow BRIEF'",
+    if len(argv) not in (1, 2) or not NAME.fullmatch(argv[0]):
+        print("usage: python -m handoff.peer.scripted_agent ROLE ['Read and follow BRIEF']",
               file=sys.stderr)
         return 2
-    role, first = argv
+    role = argv[0]
     sys.stdout.write("\x1b[?2004h")  # bracketed paste on, like a real TUI
     say(f"handoff scripted agent — {role}")
     messages: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=listen, args=(messages,), daemon=True).start()
-    handle(role, first)
+    if len(argv) == 2:
+        handle(role, argv[1])
+    else:  # started warm: it waits at its input for the brief, as a CLI with no prompt does
+        say(WAITING)
     while (text := messages.get()) is not None:
         if text == EXIT:  # asked to leave, as a CLI's own exit command does
             say("scripted: leaving")

@@ -62,12 +62,13 @@ SANDBOXED = "HANDOFF_CHECK_SANDBOXED"
 
 @dataclass(frozen=True)
 class Launch:
-    """One start of a peer: who it is, where it works, and the brief it starts on."""
+    """One start of a peer: who it is, where it works, and the brief it starts on (None: a
+    warm start, with no prompt: the brief is pasted once it exists, handoff.loop.crew)."""
 
     ticket: str
     role: str
     worktree: Path
-    brief: Path
+    brief: Path | None
     ticket_dir: Path = Path()
     #: the role contract as one file (the CLI reads it through its own mechanism)
     contract: Path | None = None
@@ -80,7 +81,12 @@ class Launch:
 
     @property
     def message(self) -> str:
-        return first_message(self.brief)
+        return first_message(self.brief) if self.brief is not None else ""
+
+    @property
+    def prompt(self) -> list[str]:
+        """The first message as the CLI's last argument ([] for a warm start)."""
+        return [self.message] if self.brief is not None else []
 
 
 def shown(path: Path) -> str:
@@ -134,6 +140,9 @@ class Provider:
     modes: tuple[str, ...] = ("bypass",)
     #: the CLI reads the role contract itself (system prompt); otherwise the brief carries it
     takes_contract = False
+    #: started with no prompt, it waits at its input line and takes a pasted brief: a
+    #: reviewer of it is started while the gate runs, and briefed the moment the gate passed
+    warms = False
     #: pause between a paste and its Enter (a TUI that detects paste bursts needs one)
     enter_delay = 0.1
     #: keys that make the CLI exit cleanly, sent one call at a time

@@ -189,6 +189,7 @@ class Claude(Provider):
                  "CLAUDE_CONFIG_DIR", "ANTHROPIC_CUSTOM_HEADERS")
     backends = BACKEND_NAMES
     modes = ("bypass", "acceptEdits", "auto", "default", "plan", "dontAsk")
+    warms = True
     takes_contract = True
     enter_delay = 0.05
     exit_keys = ("/exit", "Enter")
@@ -258,7 +259,7 @@ class Claude(Provider):
             argv += ["--session-id", launch.session_id]
         if spec.model:
             argv += ["--model", spec.model]
-        return [*argv, *spec.args, launch.message]
+        return [*argv, *spec.args, *launch.prompt]
 
     def backend(self, env: Mapping[str, str]) -> tuple[Backend, str]:
         return backend_of(self.spec.backend, env)

@@ -128,7 +128,7 @@ class Codex(Provider):
             argv += ["-c", f"developer_instructions={json.dumps(text)}"]
         if spec.model:
             argv += ["-m", spec.model]
-        return [*argv, *spec.args, launch.message]
+        return [*argv, *spec.args, *launch.prompt]
 
     def state_dirs(self, env: Mapping[str, str]) -> list[Path]:
         return [codex_home(self.located(env))]

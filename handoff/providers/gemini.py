@@ -127,7 +127,7 @@ class Gemini(Provider):
                 "yolo" if self.mode == "bypass" else self.mode, "--skip-trust"]
         if spec.model:
             argv += ["-m", spec.model]
-        return [*argv, *spec.args, launch.message]
+        return [*argv, *spec.args, *launch.prompt]
 
     def env(self, launch: Launch) -> dict[str, str]:
         return {**git_identity(launch.worktree), **hooks_layer(launch, os.environ)}

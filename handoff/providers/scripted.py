@@ -32,6 +32,7 @@ class Scripted(Provider):
     rules = RULES
     exit_keys = (EXIT, "Enter")
     signals = True
+    warms = True
 
     def executable(self) -> str | None:
         return sys.executable
@@ -45,7 +46,7 @@ class Scripted(Provider):
         return __version__
 
     def argv(self, launch: Launch) -> list[str]:
-        return [sys.executable, "-m", "handoff.peer.scripted_agent", launch.role, launch.message]
+        return [sys.executable, "-m", "handoff.peer.scripted_agent", launch.role, *launch.prompt]
 
     def env(self, launch: Launch) -> dict[str, str]:
         return {SIGNALS_VARIABLE: str(launch.signals)} if launch.signals is not None else {}

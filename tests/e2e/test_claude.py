@@ -58,8 +58,13 @@ def test_claude_as_both_peers_fails_then_passes_each_round_briefed_once(
         brief = folder / "inbox" / who / f"brief-{n}.md"
         assert prompts.count(f"Read and follow {brief}") == 1, (who, n, prompts)
     log = events(handoff_home, "CC-1")
-    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"], \
-        "round 2 reached the live implementer once, by paste"
+    assert [e["by"] for e in log if e["kind"] == "brief" and e["role"] == "implementer"] == \
+        ["paste"], "round 2 reached the live implementer once, by paste"
+    # each round's reviewer was started while the gate ran, and took its brief when it passed
+    assert [(e["round"], e["reason"]) for e in log if e["kind"] == "launch"
+            and e["role"] == "reviewer"] == [(1, "warm"), (2, "warm")]
+    assert [(e["round"], e["by"], e.get("warm")) for e in log if e["kind"] == "brief"
+            and e["role"] == "reviewer"] == [(1, "paste", True), (2, "paste", True)]
     assert [e for e in log if e["kind"] in ("nudge", "escalate", "delivery-failed")] == []
     # claude's hooks reach handoff: the prompt's arrival or the turn's end is judged by one
     # (which of the screen and the hook is seen first for an arrival is the machine's load)

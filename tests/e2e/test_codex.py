@@ -50,7 +50,7 @@ def test_codex_implements_claude_reviews_fail_then_pass(
         brief = folder / "inbox" / "reviewer" / f"brief-{n}.md"
         assert anthropic.turn_prompts().count(f"Read and follow {brief}") == 1
     log = events(handoff_home, "CX-1")
-    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"]
+    assert [e["by"] for e in log if e["kind"] == "brief" and e["role"] == "implementer"] == ["paste"]
     assert [e for e in log if e["kind"] in ("nudge", "escalate", "delivery-failed")] == []
     assert git(repo, "log", "-2", "--format=%s", "handoff/CX-1").splitlines() == \
         ["CX-1: round 2", "CX-1: round 1"]

@@ -147,7 +147,7 @@ def test_opencode_as_both_peers_fails_then_passes_and_leaves_the_persons_config_
     assert "verdict: fail" in review and "test_mul" in review
 
     log = events(handoff_home, "OC-1")
-    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"], \
+    assert [e["by"] for e in log if e["kind"] == "brief" and e["role"] == "implementer"] == ["paste"], \
         "round 2 reached the live implementer once, by paste"
     assert [e for e in log if e["kind"] in ("nudge", "escalate", "delivery-failed")] == []
     for who in ("implementer", "reviewer"):

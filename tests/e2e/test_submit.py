@@ -26,6 +26,7 @@ from tests.harness import (
     stop_runner,
     ticket_path,
     type_into,
+    wait_briefed,
     wait_event,
     write_plan,
 )
@@ -190,7 +191,7 @@ def test_a_fail_a_reviewer_filed_stands_whatever_it_files_after_in_the_same_turn
     runner = spawn("start", "S-5", "--plan", str(write_plan(tmp_path, plan)), "--yes",
                    "--foreground", cwd=repo, log=tmp_path / "S-5.log")
     try:
-        wait_event(handoff_home, "S-5", "launch", role="reviewer", timeout=60)
+        wait_briefed(handoff_home, "S-5", "reviewer")
     finally:
         stop_runner(runner)  # this test's own orchestrator takes over the ticket
     folder = ticket_path(handoff_home, "S-5")

@@ -127,11 +127,13 @@ def test_a_tester_adds_its_commit_to_the_branch_before_the_gate_and_the_review(
     assert final["tested"] == {"1": {"tester": tip}} and final["commits"]["1"] == tip
     assert git(repo, "show", "handoff/TT-1:tests/test_more.py").startswith("import unittest")
     log = events(handoff_home, "TT-1")
-    order = [(e["kind"], e.get("role")) for e in log if e["kind"] in ("launch", "gate", "branch")
-             and e.get("result") not in ("running", "base")]
+    # each peer's brief (a launch on it, or the paste a warm reviewer takes), the branch, the gate
+    order = [(e["kind"], e.get("role")) for e in log
+             if e["kind"] in ("launch", "brief", "gate", "branch")
+             and e.get("result") not in ("running", "base") and e.get("reason") != "warm"]
     # handoff moves the branch to each accepted commit: the implementer's, then the tester's
     assert order == [("launch", "implementer"), ("branch", "implementer"), ("launch", "tester"),
-                     ("branch", "tester"), ("gate", ""), ("launch", "reviewer")]
+                     ("branch", "tester"), ("gate", ""), ("brief", "reviewer")]
     assert [e["commit"] for e in kinds(log, "gate") if e["result"] == "pass"] == [tip]
     folder = ticket_path(handoff_home, "TT-1")
     brief = (folder / "inbox" / "tester" / "brief-1.md").read_text()
@@ -345,7 +347,7 @@ def test_a_reviewer_that_stalls_waits_for_a_person_while_the_other_one_reports(
     log = events(handoff_home, "TH-1")
     launches = [(e["role"], e["reason"]) for e in log if e["kind"] == "launch"
                 and e["role"] in ("reviewer", "security")]
-    assert launches == [("reviewer", ""), ("security", ""), ("security", "answered")], \
+    assert launches == [("reviewer", "warm"), ("security", "warm"), ("security", "answered")], \
         "only the held reviewer was told (and, hung, started afresh); the other never again"
     told = [e["role"] for e in log if e["kind"] == "answer-passed-on"]
     assert told == ["security"]

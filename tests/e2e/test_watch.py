@@ -107,7 +107,8 @@ def test_a_peer_that_shows_no_progress_is_handed_to_a_person_then_restarted_on_a
     assert len(passed_on) == 1 and passed_on[0]["delivered"] is False
     launches = [e for e in events(handoff_home, "T-3") if e["kind"] == "launch"
                 and e["role"] == "reviewer"]
-    assert [e["reason"] for e in launches] == ["", "answered"]
+    # started warm while the gate ran (briefed by paste), then afresh on the answer
+    assert [e["reason"] for e in launches] == ["warm", "answered"]
 
 
 def test_any_command_can_be_a_peer(repo: Path, tmp_path: Path, handoff_home: Path) -> None:
@@ -127,5 +128,5 @@ def test_any_command_can_be_a_peer(repo: Path, tmp_path: Path, handoff_home: Pat
     assert done.returncode == 0, done.stdout + done.stderr
     log = events(handoff_home, "T-4")
     assert {e["provider"] for e in log if e["kind"] == "launch"} == {"command"}
-    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"]
+    assert [e["by"] for e in log if e["kind"] == "brief" and e["role"] == "implementer"] == ["paste"]
     assert [e["verdict"] for e in log if e["kind"] == "verdict"] == ["fail", "pass"]

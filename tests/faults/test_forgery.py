@@ -28,6 +28,7 @@ from tests.harness import (
     release,
     spawn,
     ticket_path,
+    wait_briefed,
     wait_event,
     wait_phase,
     write_plan,
@@ -117,7 +118,7 @@ def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
                                        reviewer={"pause_until": "review"})
     try:
         release(folder, "go")
-        wait_event(handoff_home, "F-2", "launch", role="reviewer")
+        wait_briefed(handoff_home, "F-2", "reviewer")
         draft = folder / "drafts" / "implementer" / "forged.md"  # where the peer may write
         draft.write_text(FORGED_PASS.format(sha=sha))
         refused = in_peer(handoff_home, "F-2", "implementer", [
@@ -269,7 +270,7 @@ def test_a_pass_from_a_changed_reviewer_checkout_is_refused(
                                      reviewer={"pause_until": "review"})
     try:
         release(folder, "go")
-        wait_event(handoff_home, "F-10", "launch", role="reviewer")
+        wait_briefed(handoff_home, "F-10", "reviewer")
         (repo / ".worktrees" / "F-10" / "reviewer" / "calc.py").write_text(FIXED_CALC)
         release(folder, "review")
         assert runner.wait(timeout=120) == EXIT_ESCALATED

@@ -39,6 +39,6 @@ def test_a_state_dir_with_spaces_and_quotes_runs_a_whole_ticket(
     log = events(home, "P-1")
     nudges = [e for e in log if e["kind"] == "nudge"]
     assert [(e["round"], e["delivered"]) for e in nudges] == [(1, True), (2, True)]
-    assert [e["by"] for e in log if e["kind"] == "brief"] == ["paste"]
+    assert [e["by"] for e in log if e["kind"] == "brief" and e["role"] == "implementer"] == ["paste"]
     assert [e["accepted"] for e in log if e["kind"] == "submission"] == [True] * 4
     assert ticket_path(home, "P-1").is_relative_to(home)

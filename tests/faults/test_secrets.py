@@ -24,6 +24,7 @@ from tests.harness import (
     release,
     state,
     ticket_path,
+    wait_briefed,
     wait_event,
     write_plan,
 )
@@ -75,7 +76,7 @@ def test_no_key_is_on_any_command_line_or_in_the_debug_log(
                                           test=ADD_ONLY, review=[ADD_ONLY]))
     started = handoff("start", "SEC-1", "--plan", str(plan), "--yes", cwd=repo)
     assert started.returncode == 0, started.stderr
-    wait_event(handoff_home, "SEC-1", "launch", role="reviewer", timeout=60)
+    wait_briefed(handoff_home, "SEC-1", "reviewer")
     assert "HANDOFF_SEAL" not in as_peer(handoff_home, "SEC-1", "reviewer"), \
         "no peer holds a secret to file with"
     key = (ticket_path(handoff_home, "SEC-1") / "grants" / "key")

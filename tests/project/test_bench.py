@@ -88,14 +88,15 @@ def test_the_text_table_aligns_the_same_cells() -> None:
     assert [line[column:].split()[0] for line in lines[2:6]] == ["missed", "missed", "met", "info"]
 
 
-def test_scenarios_are_chosen_by_name_and_crowd_only_when_named() -> None:
+def test_scenarios_are_chosen_by_name_and_crowd_and_review_only_when_named() -> None:
     default = chosen([])
     assert not isinstance(default, str)
     assert [s.name for s in default] == ["ops", "ticket", "floor", "startup"]
-    named = chosen(["crowd", "startup"])
-    assert not isinstance(named, str) and [s.name for s in named] == ["startup", "crowd"]
+    named = chosen(["review", "crowd", "startup"])
+    assert not isinstance(named, str) and [s.name for s in named] == ["startup", "crowd",
+                                                                      "review"]
     assert chosen(["nope"]) == "unknown scenario nope; choose from ops, ticket, floor, " \
-        "startup, crowd"
+        "startup, crowd, review"
 
 
 def test_startup_runs_and_prints_every_figure_with_a_target_and_a_verdict() -> None:

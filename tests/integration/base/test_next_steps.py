@@ -46,6 +46,7 @@ from tests.harness import (
     release,
     state,
     ticket_path,
+    wait_briefed,
     wait_event,
     wait_phase,
     write_plan,
@@ -312,7 +313,7 @@ def test_a_ticket_through_its_team_to_the_end(
         walk.at_work("B-1", Phase.GATING, plan)
         gate_go.write_text("go\n", encoding="utf-8")
         wait_phase(handoff_home, "B-1", "reviewing")
-        wait_event(handoff_home, "B-1", "launch", role="reviewer")
+        wait_briefed(handoff_home, "B-1", "reviewer")
         walk.at_work("B-1", Phase.REVIEWING, plan, "reviewer")
         release(folder, "r-go")
         wait_phase(handoff_home, "B-1", "passed", "escalated")

@@ -25,6 +25,7 @@ from tests.harness import (
     spawn,
     state,
     ticket_path,
+    wait_briefed,
     wait_event,
     wait_phase,
     write_plan,
@@ -95,7 +96,7 @@ def test_submit_lists_every_problem_and_files_nothing(repo: Path, tmp_path: Path
     runner = spawn("start", "T-4", "--plan", str(plan), "--yes", "--foreground", cwd=repo,
                    log=tmp_path / "run.log")
     try:
-        wait_event(handoff_home, "T-4", "launch", role="reviewer")
+        wait_briefed(handoff_home, "T-4", "reviewer")
         folder = ticket_path(handoff_home, "T-4")
         bad = folder / "drafts" / "reviewer" / "bad.md"  # where the peer may write
         bad.write_text("---\nverdict: maybe\ncommit: xyz\nmust_fix: [{file: a.py}]\n---\n")

@@ -4,20 +4,44 @@ peer (its plan makes it file nothing, so nothing but the crew acts on the ticket
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from handoff.loop import handing
 from handoff.loop.context import TicketContext
 from handoff.loop.crew import Crew
+from handoff.machinery.peers import WARM
 from handoff.protocol import briefs
 from handoff.providers.base import first_message
 from handoff.providers.scripted import TOOK, WAITING
 from handoff.role import IMPLEMENTER
-from tests.conftest import wait_until
-from tests.harness import plan_text
-from tests.loop_tickets import ADD_FIXED, at_round, events, implementer_commit, new_context
+from tests.conftest import PYTHON, wait_until
+from tests.harness import (
+    ALL_TESTS,
+    FIX_ADD,
+    FIX_MUL,
+    FIX_NEG,
+    handoff,
+    pane_screen,
+    plan_text,
+    state,
+    ticket_path,
+    wait_event,
+    wait_phase,
+    write_plan,
+)
+from tests.harness import events as ticket_events
+from tests.loop_tickets import (
+    ADD_FIXED,
+    at_round,
+    events,
+    implementer_commit,
+    new_context,
+    repo_config,
+)
 
 #: every round: the peers take their brief and file nothing
 SILENT = plan_text({n: {"silent": "always", "reviewer": {"silent": "always"}} for n in (1, 2)})
@@ -202,3 +226,88 @@ def test_the_reviewers_of_an_earlier_stage_are_retired_and_the_implementer_kept(
         ("reviewer", "stopped", "orchestrator")
     assert f"{TOOK} {first_message(review)}" in \
         (ctx.tdir.path / "transcripts" / "reviewer-1.log").read_text()
+
+
+#: the plan's test command, held in the gate's checkout until the test says go: it connects to
+#: the test's port and waits for a byte (the sandbox shares the network), then runs the add
+#: tests (the implementer runs it in its own checkout, unheld)
+HELD_GATE = ("import os, socket, subprocess, sys\n"
+             "if os.path.basename(os.getcwd()) == 'gate':\n"
+             "    with socket.create_connection(('127.0.0.1', int(sys.argv[1])), 120) as s:\n"
+             "        s.settimeout(120)\n"
+             "        s.recv(1)\n"
+             "sys.exit(subprocess.call([sys.executable, '-m', 'unittest', '-q', "
+             "'tests.test_calc.AddTest']))\n")
+
+
+def warm_screen(folder: Path, current: dict[str, object]) -> str:
+    """The reviewer's screen once its warm CLI waits at its input."""
+    def at_input() -> str | None:
+        shown = pane_screen(folder, "reviewer", current)
+        return shown if WAITING in shown else None
+    found: str = wait_until(at_input, what="the warm reviewer at its input")
+    return found
+
+
+def test_a_warmed_reviewer_gets_nothing_before_its_brief_and_is_a_new_session_every_round(
+        repo: Path, tmp_path: Path, handoff_home: Path) -> None:
+    """While each round's gate is held, the reviewer's CLI is already up in its checkout of
+    the commit, its screen and its session without a word of the round; the gate passes, the
+    brief is pasted into it; round 2 is another process and another session."""
+    repo_config(repo, base_tests=False)  # one gate run per round, none at the base
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(90)
+        port = server.getsockname()[1]
+        plan = plan_text({1: {"edits": [FIX_ADD]}, 2: {"edits": [FIX_MUL, FIX_NEG]}},
+                         test=[PYTHON, "-c", HELD_GATE, str(port)], review=[ALL_TESTS])
+        assert handoff("start", "W-1", "--plan", str(write_plan(tmp_path, plan)), "--yes",
+                       cwd=repo).returncode == 0
+        seen: dict[int, tuple[dict[str, Any], str]] = {}
+        for n in (1, 2):
+            held, _ = server.accept()  # the gate runs, and waits for us
+            with held:
+                warm = wait_event(handoff_home, "W-1", "launch", role="reviewer", round=n,
+                                  reason="warm")
+                current = state(handoff_home, "W-1")
+                folder = ticket_path(handoff_home, "W-1")
+                shown = warm_screen(folder, current)
+                assert "Read and follow" not in shown and "brief" not in shown
+                assert not (folder / "inbox" / "reviewer" / f"brief-{n}.md").exists()
+                assert warm["message"] == "" and warm["brief"] == ""
+                session = folder / "transcripts"
+                assert not any("Read and follow" in p.read_text(errors="replace")
+                               for p in session.glob(f"reviewer-{n}*")), "nothing kept of it yet"
+                seen[n] = (warm, shown)
+                held.sendall(b"go")
+    done = wait_phase(handoff_home, "W-1", "passed", "needs-human", "escalated", timeout=120)
+    assert done["phase"] == "passed" and done["verdicts"] == {"1": "fail", "2": "pass"}
+
+    log = ticket_events(handoff_home, "W-1")
+    for n in (1, 2):
+        mine = [e for e in log if e.get("role") == "reviewer" and e.get("round") == n
+                and e["kind"] in ("launch", "brief")]
+        assert [(e["kind"], e.get("reason", e.get("by"))) for e in mine] == [
+            ("launch", "warm"), ("brief", "paste")], mine
+        order = [e["kind"] for e in log if e.get("round") == n and (
+            (e["kind"] == "gate" and e.get("result") == "pass") or
+            (e["kind"] == "brief" and e.get("role") == "reviewer"))]
+        assert order == ["gate", "brief"], "briefed only once the gate passed"
+    sessions = [seen[n][0]["session_id"] for n in (1, 2)]
+    assert sessions[0] and sessions[1] and sessions[0] != sessions[1], "a new session a round"
+
+
+def test_warm_reviewers_the_gate_did_not_pass_are_asked_to_leave(
+        crewed: tuple[TicketContext, Crew]) -> None:
+    ctx, crew = crewed
+    at_round(ctx, implementer_commit(ctx, "calc.py", ADD_FIXED))
+    crew.warm(1)
+    peers = ctx.ws.peers(ctx.state)
+    assert crew.warmed == {"reviewer": 1} and peers.working_on("reviewer") == WARM
+    wait_until(lambda: WAITING in screen(ctx, "reviewer"), what="the warm reviewer's input")
+    assert ctx.ws.worktrees.head("reviewer") == ctx.state.commit_of(1), "at the commit"
+
+    crew.cool()
+
+    assert crew.warmed == {} and peers.working_on("reviewer") == ""
+    [left] = [e for e in events(ctx, "recycle") if e["role"] == "reviewer"]
+    assert "the gate did not reach" in left["why"] and "ended" not in left

@@ -21,3 +21,15 @@ def test_module_exits_2_on_bad_arguments_and_0_at_the_end_of_input(tmp_path: Pat
     assert good.returncode == 0
     assert "scripted: ignoring 'hello there'" in good.stdout
     assert "scripted: ignoring 'not a brief either'" in good.stdout
+
+
+def test_started_with_no_message_it_waits_for_one_on_its_input(tmp_path: Path) -> None:
+    """A warm start (handoff.loop.crew): ready at once, the first message from its input."""
+    done = subprocess.run([PY, "-m", "handoff.peer.scripted_agent", "reviewer"],
+                          input="hello there\n", capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("scripted:")]
+    assert lines[0] == "scripted: waiting for the next message"
+    assert "scripted: ignoring 'hello there'" in lines[1:]

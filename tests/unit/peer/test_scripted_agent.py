@@ -10,7 +10,7 @@ from handoff.peer.scripted_agent import main
 
 @pytest.mark.parametrize("argv", [
     [],
-    ["implementer"],
+    ["the boss"],
     ["the boss", "Read and follow /tmp/brief-1.md"],
     ["reviewer", "Read and follow /tmp/brief-1.md", "extra"],
 ])
