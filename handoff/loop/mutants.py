@@ -23,21 +23,21 @@ LIMIT = 12
 #: characters of a line kept in the record
 SHOWN = 120
 
-#: (what, its pattern, what it becomes): one operator or constant flipped per mutant
-OPERATORS: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    ("==", re.compile(r"=="), lambda m: "!="),
-    ("!=", re.compile(r"!="), lambda m: "=="),
-    ("<=", re.compile(r"<="), lambda m: "<"),
-    (">=", re.compile(r">="), lambda m: ">"),
-    ("<", re.compile(r"(?<![<=!-])<(?![<=])"), lambda m: ">="),
-    (">", re.compile(r"(?<![>=-])>(?![>=])"), lambda m: "<="),
-    ("+", re.compile(r"(?<![+*/=<>!e])\+(?![+=])"), lambda m: "-"),
-    ("-", re.compile(r"(?<=[\w)\]] )-(?= [\w(])"), lambda m: "+"),
-    ("True", re.compile(r"\bTrue\b"), lambda m: "False"),
-    ("False", re.compile(r"\bFalse\b"), lambda m: "True"),
-    ("and", re.compile(r"\band\b"), lambda m: "or"),
-    ("or", re.compile(r"\bor\b"), lambda m: "and"),
-    ("number", re.compile(r"(?<![\w.])\d+(?![\w.])"), lambda m: str(int(m.group()) + 1)),
+#: (its pattern, what it becomes): one operator or constant flipped per mutant
+OPERATORS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"=="), lambda m: "!="),
+    (re.compile(r"!="), lambda m: "=="),
+    (re.compile(r"<="), lambda m: "<"),
+    (re.compile(r">="), lambda m: ">"),
+    (re.compile(r"(?<![<=!-])<(?![<=])"), lambda m: ">="),
+    (re.compile(r"(?<![>=-])>(?![>=])"), lambda m: "<="),
+    (re.compile(r"(?<![+*/=<>!e])\+(?![+=])"), lambda m: "-"),
+    (re.compile(r"(?<=[\w)\]] )-(?= [\w(])"), lambda m: "+"),
+    (re.compile(r"\bTrue\b"), lambda m: "False"),
+    (re.compile(r"\bFalse\b"), lambda m: "True"),
+    (re.compile(r"\band\b"), lambda m: "or"),
+    (re.compile(r"\bor\b"), lambda m: "and"),
+    (re.compile(r"(?<![\w.])\d+(?![\w.])"), lambda m: str(int(m.group()) + 1)),
 )
 COMMENT = re.compile(r"(?:#|//).*$")
 STRING = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
@@ -80,7 +80,7 @@ def _of_line(file: str, number: int, text: str) -> list[Mutant]:
     if not code.strip():
         return []
     found = []
-    for _, pattern, becomes in OPERATORS:
+    for pattern, becomes in OPERATORS:
         for match in pattern.finditer(code):
             now = text[:match.start()] + becomes(match) + text[match.end():]
             found.append(Mutant(file, number, text, now))

@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from handoff.loop import weakened
 from handoff.protocol.diffs import DELETED, FileDiff
 
-#: bytes of a test file read at the commit; a bigger one is read by the patterns alone
-READ_LIMIT = 1024 * 1024
-
 
 @dataclass(frozen=True)
 class NewTest:

@@ -24,6 +24,7 @@ from handoff.loop.context import TicketContext
 from handoff.loop.gate import run_gate
 from handoff.loop.newtests import NewTest
 from handoff.loop.proving import Outcome
+from handoff.loop.testconfig import NEW
 from handoff.machinery.repo import run
 from handoff.machinery.worktrees import GATE
 from handoff.protocol import diffs
@@ -44,7 +45,10 @@ def prove(ctx: TicketContext, n: int, commit: str) -> None:
         return
     named = weakened.named_paths([plan.test, *plan.review])
     files = diffs.parse(ws.repo.line_diff(state.base_commit, commit))
-    tests = newtests.changed_tests(files, lambda path: _text_at(ctx, commit, path), named)
+    # a test file's text at commit as git stores it (no filter runs), as the weakened-tests
+    # check reads its files; None when it is not there or is too big to read
+    at = weakened.reader(ws.repo, state.base_commit, commit)
+    tests = newtests.changed_tests(files, lambda path: at(NEW, path), named)
     overlay = sorted({f.new_path for f in files if f.status != DELETED and not f.binary
                       and weakened.is_test_path(f.new_path, named)})
     mutate = PROVE_MUTANTS in plan.prove
@@ -168,14 +172,3 @@ def _key(ctx: TicketContext, commit: str, test: Sequence[str], overlay: list[str
                   check=False)[1] if overlay else ""
     text = "\0".join([ctx.state.base_commit, *test, listing])
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
-
-
-def _text_at(ctx: TicketContext, commit: str, path: str) -> str | None:
-    """A test file's text at commit as git stores it (no filter runs); None when it is not
-    there or is over newtests.READ_LIMIT."""
-    spec = f"{commit}:{path}"
-    status, size = run(ctx.ws.repo.top, "cat-file", "-s", spec, check=False)
-    if status != 0 or not size.strip().isdigit() or int(size) > newtests.READ_LIMIT:
-        return None
-    status, text = run(ctx.ws.repo.top, "cat-file", "blob", spec, check=False)
-    return text if status == 0 else None

@@ -364,10 +364,10 @@ def weakened(repo: Repo, base: str, commit: str,
     configuration files count too. Raises what git raises."""
     files = diffs.parse(repo.line_diff(base, commit))
     watch = testconfig.watched(commands)
-    return weakenings(files, named_paths(commands), watch, _reader(repo, base, commit))
+    return weakenings(files, named_paths(commands), watch, reader(repo, base, commit))
 
 
-def _reader(repo: Repo, base: str, commit: str) -> testconfig.Reader:
+def reader(repo: Repo, base: str, commit: str) -> testconfig.Reader:
     """A file's text at the merge base of base and commit (OLD) or at commit (NEW), as git
     stores it (no filter, no textconv); None when it is not there or is bigger than
     CONFIG_LIMIT."""
