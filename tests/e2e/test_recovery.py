@@ -25,6 +25,7 @@ from tests.harness import (
     state,
     ticket_path,
     tmux_alive,
+    wait_briefed,
     wait_event,
     wait_phase,
     windows,
@@ -53,7 +54,8 @@ def test_orchestrator_killed_mid_round_resumes_without_redoing(
     path = write_plan(tmp_path, plan)
     first = spawn("start", "T-9", "--plan", str(path), "--yes", "--foreground", cwd=repo,
                   log=tmp_path / "first.log")
-    wait_event(handoff_home, "T-9", "launch", role=role, round=1)
+    # handed its brief (a launch on it, or a warm reviewer's paste) and said so in the record
+    wait_briefed(handoff_home, "T-9", role)
     folder = ticket_path(handoff_home, "T-9")
     wait_until(lambda: "paused until" in _screen(folder, role), what=f"{role} paused")
     first.kill()  # SIGKILL: no cleanup of any kind
