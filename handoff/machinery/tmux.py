@@ -43,7 +43,7 @@ import libtmux.neo
 import libtmux.server
 from libtmux.exc import LibTmuxException
 
-from handoff.errors import ExternalFailure, MissingTool
+from handoff.errors import ExternalFailure, MissingTool, UsageError
 from handoff.machinery import proc
 from handoff.machinery.launcher import yield_cpu
 
@@ -51,9 +51,30 @@ from handoff.machinery.launcher import yield_cpu
 SETSID_WAIT = 1.0
 
 DEFAULT_SOCKET = "handoff"
+#: seconds one tmux call may take before tmux is said not to answer
 TMUX_TIMEOUT = 15.0
-#: how long a watcher goes on looking while tmux does not answer, before it gives up
-PATIENCE = 2 * TMUX_TIMEOUT
+#: sets it instead (seconds, 1 to 600): a swamped machine's tmux may need longer, and a test of
+#: a stopped server need not wait the whole default
+TIMEOUT_VARIABLE = "HANDOFF_TMUX_TIMEOUT"
+#: how long a watcher goes on looking while tmux does not answer, before it gives up: this many
+#: calls' timeouts
+PATIENT_CALLS = 2
+
+
+def call_timeout() -> float:
+    """Seconds one tmux call may take: $HANDOFF_TMUX_TIMEOUT, else TMUX_TIMEOUT. Read at each
+    call, not at import: a command relayed by the warm process has its own environment."""
+    given = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not given:
+        return TMUX_TIMEOUT
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = float("nan")
+    if not 1 <= seconds <= 600:  # nan fails both
+        raise UsageError(f"{TIMEOUT_VARIABLE} is {given[:40]!r}: it must be a number of seconds "
+                         "from 1 to 600", f"unset it for the default {TMUX_TIMEOUT:g} s")
+    return seconds
 
 #: what every process on our server starts from: the server itself, the orchestrator in its
 #: window and each peer before its provider's own variables are added; never a token. TMUX_TMPDIR
@@ -62,6 +83,7 @@ PATIENCE = 2 * TMUX_TIMEOUT
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
             "XDG_RUNTIME_DIR", "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET", "TMUX_TMPDIR",
             # the network as this machine reaches it: every coding CLI needs it the same way
+            TIMEOUT_VARIABLE,
             "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
             "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 
@@ -132,7 +154,7 @@ def no_shell(argv: Sequence[str]) -> list[str]:
 
 class BoundedCmd(libtmux.common.tmux_cmd):
     """libtmux's `tmux_cmd` (same attributes: cmd, returncode, stdout and stderr as lists of
-    lines), run through `proc.run`: TMUX_TIMEOUT, the client's process group ended on it, stdin
+    lines), run through `proc.run`: `call_timeout()`, the client's process group ended on it, stdin
     /dev/null unless input_text is given, and only `client_env()`."""
 
     def __init__(self, *args: Any, tmux_bin: str | None = None, input_text: str | None = None) -> None:
@@ -140,14 +162,15 @@ class BoundedCmd(libtmux.common.tmux_cmd):
         if resolved is None:
             raise MissingTool("tmux is not installed", "install tmux (e.g. apt-get install -y tmux)")
         self.cmd = [resolved, *(str(arg) for arg in args)]
+        timeout = call_timeout()
         try:
-            done = proc.run(self.cmd, timeout=TMUX_TIMEOUT, check=False, env=client_env(),
+            done = proc.run(self.cmd, timeout=timeout, check=False, env=client_env(),
                             input_text=input_text)
         except ExternalFailure:  # its timeout: the client was killed, the server may live on
             socket = next((arg[2:] for arg in self.cmd if arg.startswith("-L")), "?")
             verb = next((arg for arg in self.cmd[1:] if not arg.startswith("-")), "?")
             raise TmuxFailure(
-                f"tmux {verb} on socket {socket} did not answer within {TMUX_TIMEOUT:g}s",
+                f"tmux {verb} on socket {socket} did not answer within {timeout:g}s",
                 f"the tmux server may be stopped or overloaded: look at it with 'tmux -L "
                 f"{socket} list-sessions'") from None
         self.returncode = done.returncode
@@ -466,8 +489,9 @@ class Patience:
     (From the first failure, not the last answer: a waiting orchestrator asks tmux only now
     and then, and a long quiet wait is no silence.)"""
 
-    def __init__(self, ticket: str = "TICKET", limit: float = PATIENCE) -> None:
-        self.ticket, self.limit = ticket, limit
+    def __init__(self, ticket: str = "TICKET", limit: float | None = None) -> None:
+        self.ticket = ticket
+        self.limit = PATIENT_CALLS * call_timeout() if limit is None else limit
         self.failing_since: float | None = None
 
     @property

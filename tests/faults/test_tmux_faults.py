@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from handoff.loop.monitor import HOOKED_LOOK
-from handoff.machinery.tmux import PATIENCE, TMUX_TIMEOUT
+from handoff.machinery.tmux import PATIENT_CALLS, TIMEOUT_VARIABLE
+from handoff.providers.signals import PROMPT, signal_argv
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (
@@ -43,6 +43,10 @@ from tests.harness import (
     wait_phase,
     write_plan,
 )
+
+#: seconds one tmux call may take in these tests ($HANDOFF_TMUX_TIMEOUT; 15 by default): the
+#: bounds are what is tested, not their length
+CALL_TIMEOUT = 5.0
 
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-fault-secret-4f1c", "GITHUB_TOKEN": "ghp_fault_secret_9b2e"}
 
@@ -122,6 +126,13 @@ class Ticket:
 
     def go(self) -> None:
         release(self.folder, "go")
+
+    def hook(self) -> None:
+        """What the peer's CLI hook does when a turn starts: the shipped script drops a signal
+        file, which wakes the orchestrator to look at the peer."""
+        folder = self.folder / "signals" / self.role
+        subprocess.run(signal_argv(folder, PROMPT), check=True, timeout=15,
+                       stdin=subprocess.DEVNULL, capture_output=True)
 
     def finished(self, code: int = 0) -> dict[str, Any]:
         final = wait_phase(self.home, self.ticket, "passed", "escalated", timeout=180)
@@ -270,11 +281,12 @@ def tmux_fails_then_resume_finishes(run: Ticket, fault: Stop | Refuse, said: str
         session, peer = run.session, pane_pid(run.socket, run.session, "implementer")
         fault.fail()
         began = time.monotonic()
-        # a working peer is looked at every HOOKED_LOOK at most: the next look finds tmux out
-        failing = wait_event(home, ticket, "tmux", state="failing",
-                             timeout=HOOKED_LOOK + TMUX_TIMEOUT + 30)
+        # a hook fires while tmux is out: the look it wakes finds tmux out (without one, a
+        # hooked peer is looked at every monitor.HOOKED_LOOK, 30 s)
+        run.hook()
+        failing = wait_event(home, ticket, "tmux", state="failing", timeout=CALL_TIMEOUT + 30)
         assert said in failing["message"]
-        code = run.runner.wait(timeout=TMUX_TIMEOUT + PATIENCE + 60)
+        code = run.runner.wait(timeout=(1 + PATIENT_CALLS + 1) * CALL_TIMEOUT + 60)
         held = time.monotonic() - began
         output = run.log.read_text()
         assert code == 1, output
@@ -316,10 +328,16 @@ def tmux_fails_then_resume_finishes(run: Ticket, fault: Stop | Refuse, said: str
        "an `error` event; after SIGCONT, `handoff resume` finishes the ticket",
        "the live peer and its session; the round's commit and reports after resume")
 def test_tmux_server_stopped_the_orchestrator_gives_up_and_resume_finishes(
-        repo: Path, tmp_path: Path, handoff_home: Path, socket: str) -> None:
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, short_calls: None) -> None:
     run = Ticket("T-Z", repo, tmp_path, handoff_home, socket)
     held = tmux_fails_then_resume_finishes(run, Stop(socket), "did not answer within")
     print(f"the orchestrator gave up {held:.1f}s after SIGSTOP")
+
+
+@pytest.fixture
+def short_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every handoff the test runs gives a tmux call CALL_TIMEOUT seconds."""
+    monkeypatch.setenv(TIMEOUT_VARIABLE, f"{CALL_TIMEOUT:g}")
 
 
 @pytest.fixture
@@ -340,7 +358,8 @@ def own_tmpdir(monkeypatch: pytest.MonkeyPatch, socket: str) -> Iterator[Path]:
        "`handoff resume` finishes the ticket",
        "the live peer and its session; the round's commit and reports after resume")
 def test_tmux_refusing_clients_is_no_death_and_resume_finishes(
-        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, own_tmpdir: Path) -> None:
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, own_tmpdir: Path,
+        short_calls: None) -> None:
     run = Ticket("T-R", repo, tmp_path, handoff_home, socket)
     tmux_fails_then_resume_finishes(run, Refuse(own_tmpdir), "unsafe permissions")
 
@@ -431,7 +450,7 @@ def test_a_background_ticket_keeps_to_the_socket_under_tmux_tmpdir(
 
 
 #: one tmux call's bound, its client's process-group ending, and room for handoff's own work
-CALL_BOUND = TMUX_TIMEOUT + 2 * 2.0 + 30
+CALL_BOUND = CALL_TIMEOUT + 2 * 2.0 + 30
 
 
 @fault("", "the tmux server on the socket stopped with SIGSTOP (another ticket's session on "
@@ -440,7 +459,7 @@ CALL_BOUND = TMUX_TIMEOUT + 2 * 2.0 + 30
        "answer, never a hang or a traceback",
        "the other session and its server, which go on after SIGCONT")
 def test_start_on_a_stopped_server_ends_within_its_bound(
-        repo: Path, tmp_path: Path, handoff_home: Path, socket: str) -> None:
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, short_calls: None) -> None:
     assert tmux(socket, "new-session", "-d", "-s", "other", "sleep 600").returncode == 0
     plan = write_plan(tmp_path, plan_text({1: {"edits": [FIX_ADD]}}, test=ADD_ONLY,
                                           review=[ADD_ONLY]))
@@ -467,7 +486,8 @@ def test_start_on_a_stopped_server_ends_within_its_bound(
        "never a hang or a traceback; after SIGCONT the same command succeeds",
        "the live peer and its session until the command runs again")
 def test_stop_and_close_on_a_stopped_server_end_within_their_bound(
-        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, verb: str) -> None:
+        repo: Path, tmp_path: Path, handoff_home: Path, socket: str, verb: str,
+        short_calls: None) -> None:
     run = Ticket(f"T-{verb[0].upper()}", repo, tmp_path, handoff_home, socket)
     stop = Stop(socket)
     try:

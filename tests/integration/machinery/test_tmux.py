@@ -17,6 +17,7 @@ from handoff.machinery import tmux as tmux_module
 from handoff.machinery.tmux import (
     BASE_ENV,
     HEIGHT,
+    TIMEOUT_VARIABLE,
     Pane,
     ServerGone,
     Tmux,
@@ -527,7 +528,7 @@ def test_a_stopped_server_is_a_failure_never_a_gone_session(
         tmux: Tmux, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tmux.new_session("s", "main", [PY, "-c", BLOCK], tmp_path)
     pid = server_pid(tmux)
-    monkeypatch.setattr(tmux_module, "TMUX_TIMEOUT", 1.0)
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "1")  # as a person would shorten it
     os.kill(pid, signal.SIGSTOP)
     try:
         for look in (lambda: tmux.panes("s"), lambda: tmux.has_session("s"),

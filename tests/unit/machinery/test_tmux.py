@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from handoff.errors import UsageError
 from handoff.machinery.tmux import (
+    BASE_ENV,
+    TIMEOUT_VARIABLE,
+    TMUX_TIMEOUT,
     Patience,
     Tmux,
     TmuxFailure,
+    call_timeout,
     failure_kind,
 )
 
@@ -82,3 +87,26 @@ def test_patience_tells_once_per_silence_then_gives_up() -> None:
     with pytest.raises(TmuxFailure, match="has not answered for") as caught:
         Patience("T-1", limit=0).failed(failure)
     assert "look at it" in caught.value.hint and "'handoff resume T-1'" in caught.value.hint
+
+
+def test_a_call_s_timeout_and_the_patience_come_from_the_environment_when_it_sets_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
+    assert call_timeout() == TMUX_TIMEOUT == 15.0
+    assert Patience("T-1").limit == 30.0
+    monkeypatch.setenv(TIMEOUT_VARIABLE, " 4.5 ")
+    assert call_timeout() == 4.5
+    assert Patience("T-1").limit == 9.0
+    assert Patience("T-1", limit=600).limit == 600
+    # the orchestrator in its window and every command it runs get it: it is in the allowlist
+    assert TIMEOUT_VARIABLE in BASE_ENV
+
+
+@pytest.mark.parametrize("given", ["0", "0.5", "601", "nan", "inf", "-3", "fifteen"])
+def test_a_call_s_timeout_out_of_its_range_is_refused_with_the_way_back(
+        monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    monkeypatch.setenv(TIMEOUT_VARIABLE, given)
+    with pytest.raises(UsageError, match="HANDOFF_TMUX_TIMEOUT is .* from 1 to 600") as caught:
+        call_timeout()
+    assert "unset it for the default 15 s" in caught.value.hint
+
