@@ -19,12 +19,12 @@ from handoff.config import Config
 from handoff.errors import NotFound, UsageError
 from handoff.loop import fences, filer
 from handoff.loop.monitor import Timing
-from handoff.machinery import limits, reaper, sandbox
+from handoff.machinery import limits, proc, reaper, sandbox
+from handoff.machinery import tmux as tmux_mod
 from handoff.machinery.checkout_setup import SetupFence
 from handoff.machinery.groups import end_lock_holder
 from handoff.machinery.peers import Peers, allowlisted_env, self_argv
 from handoff.machinery.ports import PortBook
-from handoff.machinery.proc import TIMEOUT_VARIABLE
 from handoff.machinery.repo import Repo
 from handoff.machinery.sandbox import Support
 from handoff.machinery.ticket_branch import branch_name
@@ -204,8 +204,8 @@ class Workspace:
         allow = [n for role in self.config.roles
                  for n in self.provider(role).passthrough(dict(os.environ))]
         extra = {"HANDOFF_HOME": str(self.home)}
-        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", TIMEOUT_VARIABLE, trace.ENV,
-                 "HANDOFF_WARM")
+        names = (*allow, *self.config.env_allow, "VIRTUAL_ENV", proc.TIMEOUT_VARIABLE,
+                 tmux_mod.TIMEOUT_VARIABLE, trace.ENV, "HANDOFF_WARM")
         return allowlisted_env(extra, names)
 
     def contract(self, state: State, role: str) -> Path:

@@ -41,16 +41,23 @@ TIMEOUT_VARIABLE = "HANDOFF_GIT_TIMEOUT"
 
 
 def git_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    return seconds_from(TIMEOUT_VARIABLE, GIT_TIMEOUT)
+
+
+def seconds_from(variable: str, default: float, most: float = 86400.0) -> float:
+    """A bound a person may set in the environment (read at each call, not at import: a
+    command the warm process relays has its own environment): default when unset."""
+    raw = os.environ.get(variable, "").strip()
     if not raw:
-        return GIT_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{TIMEOUT_VARIABLE}={raw!r} is not a number of seconds",
-                         f"set it to a positive number (e.g. {TIMEOUT_VARIABLE}=120) or unset it")
+    if not (math.isfinite(value) and 0 < value <= most):
+        raise UsageError(f"{variable}={raw[:40]!r} is not a number of seconds up to {most:g}",
+                         f"set it to a positive number (e.g. {variable}={2 * default:g}) or "
+                         f"unset it for the default {default:g}")
     return value
 
 

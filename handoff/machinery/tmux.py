@@ -43,7 +43,7 @@ import libtmux.neo
 import libtmux.server
 from libtmux.exc import LibTmuxException
 
-from handoff.errors import ExternalFailure, MissingTool, UsageError
+from handoff.errors import ExternalFailure, MissingTool
 from handoff.machinery import proc
 from handoff.machinery.launcher import yield_cpu
 
@@ -53,7 +53,7 @@ SETSID_WAIT = 1.0
 DEFAULT_SOCKET = "handoff"
 #: seconds one tmux call may take before tmux is said not to answer
 TMUX_TIMEOUT = 15.0
-#: sets it instead (seconds, 1 to 600): a swamped machine's tmux may need longer, and a test of
+#: sets it instead (seconds, up to 600): a swamped machine's tmux may need longer, and a test of
 #: a stopped server need not wait the whole default
 TIMEOUT_VARIABLE = "HANDOFF_TMUX_TIMEOUT"
 #: how long a watcher goes on looking while tmux does not answer, before it gives up: this many
@@ -62,19 +62,9 @@ PATIENT_CALLS = 2
 
 
 def call_timeout() -> float:
-    """Seconds one tmux call may take: $HANDOFF_TMUX_TIMEOUT, else TMUX_TIMEOUT. Read at each
-    call, not at import: a command relayed by the warm process has its own environment."""
-    given = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not given:
-        return TMUX_TIMEOUT
-    try:
-        seconds = float(given)
-    except ValueError:
-        seconds = float("nan")
-    if not 1 <= seconds <= 600:  # nan fails both
-        raise UsageError(f"{TIMEOUT_VARIABLE} is {given[:40]!r}: it must be a number of seconds "
-                         "from 1 to 600", f"unset it for the default {TMUX_TIMEOUT:g} s")
-    return seconds
+    """Seconds one tmux call may take: $HANDOFF_TMUX_TIMEOUT, else TMUX_TIMEOUT."""
+    return proc.seconds_from(TIMEOUT_VARIABLE, TMUX_TIMEOUT, most=600.0)
+
 
 #: what every process on our server starts from: the server itself, the orchestrator in its
 #: window and each peer before its provider's own variables are added; never a token. TMUX_TMPDIR
@@ -83,7 +73,6 @@ def call_timeout() -> float:
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
             "XDG_RUNTIME_DIR", "SHELL", "HANDOFF_HOME", "HANDOFF_TMUX_SOCKET", "TMUX_TMPDIR",
             # the network as this machine reaches it: every coding CLI needs it the same way
-            TIMEOUT_VARIABLE,
             "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
             "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS")
 
@@ -504,8 +493,8 @@ class Patience:
         first = self.failing_since is None
         since = self.failing_since = now if self.failing_since is None else self.failing_since
         if now - since >= self.limit:
-            hint = "; ".join(filter(None, (exc.hint, f"once it answers again, 'handoff resume "
-                                                     f"{self.ticket}' carries on where this stopped")))
+            hint = (f"{exc.hint or 'look at the tmux server'}; once it answers again, "
+                    f"'handoff resume {self.ticket}' carries on where this stopped")
             raise TmuxFailure(f"tmux has not answered for {now - since:.0f}s: {exc.message}", hint)
         return first
 

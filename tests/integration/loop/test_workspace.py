@@ -69,6 +69,12 @@ def test_a_peer_gets_its_own_variables_and_the_allowed_ones_the_gate_no_provider
     orchestrator = ws.orchestrator_env()
     assert orchestrator["ANTHROPIC_API_KEY"] == "sk-ant", "it hands its peers their key"
     assert "NOT_ALLOWED_ANYWHERE" not in orchestrator
+    # the bounds a person set for git and tmux calls hold in its window too
+    for bound in ("HANDOFF_GIT_TIMEOUT", "HANDOFF_TMUX_TIMEOUT"):
+        monkeypatch.delenv(bound, raising=False)
+        assert bound not in ws.orchestrator_env()
+        monkeypatch.setenv(bound, "45")
+        assert ws.orchestrator_env()[bound] == "45"
 
 
 def test_each_worktree_gets_its_own_ports_while_its_ticket_lives(
