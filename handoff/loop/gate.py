@@ -122,11 +122,12 @@ def niced(command: list[str], nice: int) -> list[str]:
 def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float,
              log: Path, record: Path | None = None,
              fence: Callable[[Sequence[str]], list[str]] | None = None,
-             nice: int = 0) -> GateResult:
+             nice: int = 0, meanwhile: Callable[[], None] | None = None) -> GateResult:
     """Run argv in its own process group and wait for it, at most timeout seconds; record:
     where to note the running gate (see end_left_gate); fence: what runs it in the sandbox
     (the log and the result name argv itself), and within its limits when it is a
-    limits.Fenced."""
+    limits.Fenced; meanwhile: work of the caller's done once the command started (or could
+    not), before its end is awaited (an error from it ends the command first)."""
     started = time.monotonic()
     token = uuid.uuid4().hex
     # its cgroups, joined by the launcher before the command starts (no preexec_fn: the
@@ -147,6 +148,8 @@ def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
             record.unlink(missing_ok=True)
         if bounded is not None:
             bounded.end()
+        if meanwhile is not None:
+            meanwhile()
         result = GateResult(tuple(argv), 127, 0.0, False, f"cannot run {argv[0]}: {exc}\n")
     else:
         reached = ""
@@ -154,6 +157,8 @@ def run_gate(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float
             yield_cpu(nice, child.pid)  # its session and group are its own (a peer's work)
             if record is not None:
                 atomic_write_json(record, _record(argv, token, child.pid, groups))
+            if meanwhile is not None:
+                meanwhile()
             kept, exit_code = _collect(child, started + timeout)
         finally:  # however we leave (a timeout, SIGTERM from `handoff stop`): the group ends
             _end_own(child)

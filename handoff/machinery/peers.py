@@ -217,12 +217,13 @@ class Peers:
         # team leaves in the time one peer does (a pause per key per peer, and one after the
         # last key, was 0.8 s of a two-peer ticket's 3.3 s: bench floor)
         presses = max((len(keys) for _, keys in asked.values()), default=0)
+        pause = max((providers[role].exit_pause for role in asked), default=0.0)
         for i in range(presses):
             for pane_id, keys in asked.values():
                 if i < len(keys):
                     self.tmux.send_key(pane_id, keys[i])
-            if i < presses - 1:
-                time.sleep(LEAVE_PAUSE)
+            if i < presses - 1 and pause:
+                time.sleep(pause)
 
         def gone(role: str) -> bool:
             pane = self.pane(role)
@@ -363,10 +364,6 @@ class Peers:
         limits.sweep(self.tmux.config.parent, ticket=str(self.ticket_dir))
         return stopped
 
-
-#: seconds between the keys that ask a CLI to leave (`/exit`, then Enter): a TUI that sees
-#: both at once takes them for a paste
-LEAVE_PAUSE = 0.2
 
 
 def poll(check: Callable[[], bool], wait: float) -> bool:

@@ -147,6 +147,9 @@ class Provider:
     enter_delay = 0.1
     #: keys that make the CLI exit cleanly, sent one call at a time
     exit_keys: tuple[str, ...] = ()
+    #: seconds between those keys (`/exit`, then Enter): a TUI that sees both at once takes
+    #: them for a paste
+    exit_pause = 0.2
     #: the CLI's hooks write signal files (prompt arrived, turn ended) for the orchestrator
     signals = False
     #: the program name of the CLI's own process, where a launcher of its runs it as its one

@@ -31,6 +31,7 @@ class Scripted(Provider):
     enter_delay = 0.0
     rules = RULES
     exit_keys = (EXIT, "Enter")
+    exit_pause = 0.0  # it reads lines: no menu to wait for
     signals = True
     warms = True
 

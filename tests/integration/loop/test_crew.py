@@ -292,6 +292,13 @@ def test_a_warmed_reviewer_gets_nothing_before_its_brief_and_is_a_new_session_ev
             (e["kind"] == "gate" and e.get("result") == "pass") or
             (e["kind"] == "brief" and e.get("role") == "reviewer"))]
         assert order == ["gate", "brief"], "briefed only once the gate passed"
+    # round 2's turn-over (round 1's reviewer leaves, the next one starts) happens while the
+    # gate's command runs, not before it starts
+    def at(kind: str, **fields: object) -> int:
+        return next(i for i, e in enumerate(log) if e["kind"] == kind and e.get("round") == 2
+                    and all(e.get(k) == v for k, v in fields.items()))
+    assert at("gate", result="running") < at("recycle", role="reviewer", stage="stopped") < \
+        at("launch", role="reviewer", reason="warm") < at("gate", result="pass")
     sessions = [seen[n][0]["session_id"] for n in (1, 2)]
     assert sessions[0] and sessions[1] and sessions[0] != sessions[1], "a new session a round"
 

@@ -374,3 +374,46 @@ def test_a_file_that_is_no_program_is_a_127_result(tmp_path: Path) -> None:
     assert result.exit_code == 127 and not result.passed
     assert "cannot run" in result.output
     assert not TicketDir(tmp_path).gate_running.exists(), "no gate runs: none is recorded"
+
+
+def test_the_callers_work_meanwhile_runs_once_the_command_started(tmp_path: Path) -> None:
+    """meanwhile runs while the command runs: the command waits for a file meanwhile writes,
+    so the gate passes only if meanwhile ran before its end was awaited."""
+    flag, record = tmp_path / "flag", tmp_path / "gate-running.json"
+    seen: list[object] = []
+
+    def meanwhile() -> None:
+        seen.append(json.loads(record.read_text())["pid"])  # the command is recorded, started
+        flag.write_text("go")
+
+    waits = ("import os, sys, time\n"
+             "deadline = time.monotonic() + 30\n"
+             "while not os.path.exists(sys.argv[1]):\n"
+             "    if time.monotonic() > deadline: sys.exit(4)\n"
+             "    time.sleep(0.01)\n")
+    result = run_gate(py(waits, str(flag)), tmp_path, base_env(), 60, tmp_path / "gate.log",
+                      record=record, meanwhile=meanwhile)
+    assert result.passed, result.output
+    assert len(seen) == 1 and isinstance(seen[0], int)
+
+
+def test_an_error_of_the_work_meanwhile_ends_the_command_and_its_record(
+        tmp_path: Path) -> None:
+    record, pids = tmp_path / "gate-running.json", []
+
+    def meanwhile() -> None:
+        pids.append(int(json.loads(record.read_text())["pid"]))
+        raise RuntimeError("tmux went away")
+
+    with pytest.raises(RuntimeError, match="tmux went away"):
+        run_gate(py("import time; time.sleep(60)"), tmp_path, base_env(), 60,
+                 tmp_path / "gate.log", record=record, meanwhile=meanwhile)
+    assert not alive(pids[0]), "the command ended with the error"
+    assert not record.exists()
+
+
+def test_the_work_meanwhile_runs_too_when_the_command_cannot_start(tmp_path: Path) -> None:
+    ran: list[bool] = []
+    result = run_gate([str(tmp_path / "no-such-program")], tmp_path, base_env(), 30,
+                      tmp_path / "gate.log", meanwhile=lambda: ran.append(True))
+    assert result.exit_code == 127 and ran == [True]
