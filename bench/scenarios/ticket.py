@@ -6,7 +6,8 @@ checkout of handoff too: `PYTHONPATH=/path/to/other/checkout .venv/bin/python -m
 (or --python with another installation's interpreter).
 
 Each repetition starts a scripted ticket whose implementer commits and then pauses (so the
-orchestrator waits on it), measures the orchestrator over a window of --idle seconds, recycles
+orchestrator waits on it), measures the orchestrator over a window of --idle seconds once the
+turn's first 30 s (monitor.HOOKED_LOOK, when its screen is looked at often) are over, recycles
 the implementer and closes the ticket. In the window:
 
 * CPU, as % of one core: its own, from the process's CPU clock (clock_gettime on the clock id
@@ -40,6 +41,7 @@ from bench.figures import Figure, Target
 from bench.sandbox import BenchError, Sandbox, timed, wait_until
 from bench.scenarios import Options
 from bench.stats import in_turn
+from handoff.loop.monitor import HOOKED_LOOK
 
 DEFAULT_REPS = 5
 SAMPLE = 0.002
@@ -158,6 +160,7 @@ class TicketRun:
         box, ticket = self.box, f"B-{n}"
         plan = box.root / f"plan-{n}.md"
         plan.write_text(PLAN.format(go=box.root / "never"), encoding="utf-8")
+        started = time.monotonic()
         self.rows["start"].append(timed(lambda: box.handoff("start", ticket, "--plan", str(plan),
                                                             "--yes", cwd=self.repo)))
         session = str(self.status(ticket)["session"])
@@ -166,6 +169,9 @@ class TicketRun:
         pid = self.status(ticket)["orchestrator"]
         if not isinstance(pid, int):
             raise BenchError(f"{ticket}: no orchestrator runs ({pid!r})")
+        # a turn's first HOOKED_LOOK seconds are looked at every WORKING_LOOK (a blocker shows
+        # at the turn's first request); the window is of the long wait after them
+        time.sleep(max(0.0, started + HOOKED_LOOK + 1.0 - time.monotonic()))
         cpu, spawns, reaped = Window(pid).measure(self.idle)
         self.rows["rss"].append(rss_mib(pid))
         self.rows["cpu"].append(cpu)

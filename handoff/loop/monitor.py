@@ -31,7 +31,10 @@ STARTING_LOOK = 0.5
 #: only on its screen
 WORKING_LOOK = 5.0
 #: ... once it works and its hooks say when a turn starts and ends (a Notification hook says
-#: when it waits for permission): the screen is left only to tell a stall from slow work
+#: when it waits for permission): the screen is left only to tell a stall from slow work. Not
+#: in a turn's first HOOKED_LOOK seconds, though: an unreachable API or a spent quota shows at
+#: its first request, on screen alone, and was read 30 s late (a quota's fallback took over
+#: half a minute after the prompt); it is looked at every WORKING_LOOK then
 HOOKED_LOOK = 30.0
 #: seconds a turn a prompt hook started may show a bare input line before that is taken for
 #: its end without the Stop hook: Gemini CLI and opencode keep their input line on screen while
@@ -101,6 +104,8 @@ class PeerMonitor:
     #: turn ended, ends it; a bare input line only once it lasted HOOKED_READY
     started_by_hook: bool = False
     ready_since: float | None = None
+    #: when the turn's prompt hook came
+    prompted_at: float | None = None
     nudged: int = 0
     last_progress: float = 0.0
     noted: str = ""
@@ -137,7 +142,7 @@ class PeerMonitor:
         self.last_progress = now
         if signal.event == PROMPT:
             self.arrived, self.ended_at, self.ended_by_hook = True, None, False
-            self.started_by_hook, self.ready_since = True, None
+            self.started_by_hook, self.ready_since, self.prompted_at = True, None, now
             return self._note("working",
                               f"hook {signal.hook('UserPromptSubmit')}: the prompt arrived")
         if signal.event == STOP and self.arrived:
@@ -262,7 +267,9 @@ class PeerMonitor:
         after the interval its kind of evidence needs."""
         if not self.arrived:
             return STARTING_LOOK
-        interval = WORKING_LOOK if self.blocked_since or not hooks else HOOKED_LOOK
+        turn_begins = self.prompted_at is not None and now - self.prompted_at < HOOKED_LOOK
+        interval = WORKING_LOOK if self.blocked_since or not hooks or turn_begins \
+            else HOOKED_LOOK
         due = [self.last_progress + self.timing.stall]
         if not self.unrecognised_said:
             due.append(self.recognised_at + self.timing.unrecognised)

@@ -21,8 +21,9 @@ from handoff.loop.desk import ReportDesk
 from handoff.loop.monitor import Action, Decision
 from handoff.loop.submission import set_aside
 from handoff.loop.summary import clip_words
+from handoff.machinery.patience import Patience
 from handoff.machinery.peers import Peers
-from handoff.machinery.tmux import Pane, Patience, ServerGone, TmuxFailure
+from handoff.machinery.tmux import Pane, ServerGone, TmuxFailure
 from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.processes import alive
 from handoff.protocol.reports import Report

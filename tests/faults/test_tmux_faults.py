@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from handoff.machinery.tmux import PATIENT_CALLS, TIMEOUT_VARIABLE
+from handoff.machinery.patience import PATIENT_CALLS
+from handoff.machinery.tmux import TIMEOUT_VARIABLE
 from handoff.providers.signals import PROMPT, signal_argv
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
@@ -281,8 +282,8 @@ def tmux_fails_then_resume_finishes(run: Ticket, fault: Stop | Refuse, said: str
         session, peer = run.session, pane_pid(run.socket, run.session, "implementer")
         fault.fail()
         began = time.monotonic()
-        # a hook fires while tmux is out: the look it wakes finds tmux out (without one, a
-        # hooked peer is looked at every monitor.HOOKED_LOOK, 30 s)
+        # a hook fires while tmux is out: the look it wakes finds tmux out (without one, the
+        # next look at a hooked peer at work may be monitor.HOOKED_LOOK, 30 s, away)
         run.hook()
         failing = wait_event(home, ticket, "tmux", state="failing", timeout=CALL_TIMEOUT + 30)
         assert said in failing["message"]

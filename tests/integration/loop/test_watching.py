@@ -15,8 +15,8 @@ from handoff.loop.crew import PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
 from handoff.loop.monitor import Action, Decision
 from handoff.loop.watching import RECYCLE_GRACE, TICK, Awaited, Watch, nudge_message
+from handoff.machinery.patience import Patience
 from handoff.machinery.peers import Peers
-from handoff.machinery.tmux import Patience
 from handoff.machinery.watch import Watcher
 from handoff.providers.base import first_message
 from handoff.providers.scripted import TOOK, WAITING

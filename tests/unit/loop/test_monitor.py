@@ -250,8 +250,13 @@ def test_a_starting_peer_is_looked_at_often_a_working_one_rarely() -> None:
     m = monitor()
     assert m.next_look(1001.0, hooks=True) == STARTING_LOOK, "not arrived yet"
     m.observe(1001.0, None, [signal("prompt")])
-    assert m.next_look(1001.0, hooks=True) == HOOKED_LOOK
-    assert m.next_look(1001.0, hooks=False) == WORKING_LOOK
+    # a turn's first request is where an unreachable API or a spent quota shows, on screen
+    assert m.next_look(1001.0, hooks=True) == WORKING_LOOK
+    assert m.next_look(1001.0 + HOOKED_LOOK - 1, hooks=True) == WORKING_LOOK
+    assert m.next_look(1001.0 + HOOKED_LOOK, hooks=True) == HOOKED_LOOK
+    assert m.next_look(1001.0 + HOOKED_LOOK, hooks=False) == WORKING_LOOK
+    m.observe(1001.0 + 2 * HOOKED_LOOK, None, [signal("prompt")])
+    assert m.next_look(1001.0 + 2 * HOOKED_LOOK, hooks=True) == WORKING_LOOK, "a new turn"
     assert STARTING_LOOK < WORKING_LOOK < HOOKED_LOOK <= TIMING.stall
 
 

@@ -18,7 +18,7 @@ from handoff.loop.crew import PeerView, signal_clock
 from handoff.loop.desk import ReportDesk
 from handoff.loop.monitor import Action, Decision
 from handoff.loop.watching import RECYCLE_GRACE, TICK, Awaited, Watch, nudge_message
-from handoff.machinery.tmux import Patience
+from handoff.machinery.patience import Patience
 from handoff.machinery.watch import Watcher
 from handoff.phases import Phase
 from handoff.providers.base import first_message

@@ -16,9 +16,7 @@ from handoff.machinery.tmux import (
     BASE_ENV,
     TIMEOUT_VARIABLE,
     TMUX_TIMEOUT,
-    Patience,
     Tmux,
-    TmuxFailure,
     call_timeout,
     failure_kind,
 )
@@ -75,29 +73,12 @@ def test_failure_kind_reads_what_tmux_said(said: str, kind: str) -> None:
     assert failure_kind(said) == kind
 
 
-def test_patience_tells_once_per_silence_then_gives_up() -> None:
-    failure = TmuxFailure("tmux list-panes on socket s did not answer within 15s", "look at it")
-    patient = Patience("T-1", limit=600)
-    assert patient.answered() is None
-    assert patient.failed(failure) is True
-    assert patient.failed(failure) is False
-    assert patient.answered() is not None
-    assert patient.failed(failure) is True, "a new silence is told again"
-
-    with pytest.raises(TmuxFailure, match="has not answered for") as caught:
-        Patience("T-1", limit=0).failed(failure)
-    assert "look at it" in caught.value.hint and "'handoff resume T-1'" in caught.value.hint
-
-
-def test_a_call_s_timeout_and_the_patience_come_from_the_environment_when_it_sets_them(
+def test_a_call_s_timeout_comes_from_the_environment_when_it_sets_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
     assert call_timeout() == TMUX_TIMEOUT == 15.0
-    assert Patience("T-1").limit == 30.0
     monkeypatch.setenv(TIMEOUT_VARIABLE, " 4.5 ")
     assert call_timeout() == 4.5
-    assert Patience("T-1").limit == 9.0
-    assert Patience("T-1", limit=600).limit == 600
     # a tmux client needs it no more than the server does: the bound is handoff's own
     assert TIMEOUT_VARIABLE not in BASE_ENV
 
