@@ -3,8 +3,9 @@ from the tickets' own event logs; how often post_create runs.
 
 Each pair runs, in alternating order:
 
-* handoff: `handoff start T --plan demo-plan --yes --foreground` on a fresh copy of the demo's
-  repo (two rounds: the review fails round 1, round 2 passes), then `handoff close T`;
+* handoff: `handoff start T --plan demo-plan --yes` on a fresh copy of the demo's repo (two
+  rounds: the review fails round 1, round 2 passes) until its orchestrator exited, then
+  `handoff close T`; and the same with `start --foreground` (a row of its own);
 * the raw floor: the git, tmux and test work that ticket needs, typed by hand: two worktrees
   (each set up by the same post_create command), a tmux session with three windows, two
   edit-commit rounds, each round's gate and review test run at the commit in the reviewer's
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from bench import handover
 from bench.figures import Figure, Target
-from bench.sandbox import Sandbox
+from bench.sandbox import Sandbox, wait_until
 from bench.scenarios import Options
 from handoff.operations import demo
 
@@ -60,16 +61,37 @@ class Floor:
             if self.setup_log.exists() else []
         return sum(Path(line).is_relative_to(repo) for line in lines)
 
-    def handoff_ticket(self, n: int) -> tuple[float, Path, int]:
-        """(ms, its events.jsonl, post_create runs) of one ticket."""
-        repo, ticket = self.repo(n), f"F-{n}"
+    def handoff_ticket(self, n: int, foreground: bool = False) -> tuple[float, Path, int]:
+        """(ms, its events.jsonl, post_create runs) of one ticket: `start` as a person types it
+        (relayed to the warm process, the orchestrator in its tmux window) until its
+        orchestrator has exited, then `close`; foreground: `start --foreground`, whose
+        orchestrator is the command's own process (not relayed: it imports handoff)."""
+        repo, ticket = self.repo(n), f"{'G' if foreground else 'F'}-{n}"
         started = time.perf_counter()
-        self.box.handoff("start", ticket, "--plan", str(self.plan), "--yes", "--foreground",
-                         cwd=repo)
+        self.box.handoff("start", ticket, "--plan", str(self.plan), "--yes",
+                         *(["--foreground"] if foreground else []), cwd=repo)
+        if not foreground:
+            self.ended(ticket)
         self.box.handoff("close", ticket, cwd=repo)
         took = (time.perf_counter() - started) * 1000
         events = next(self.box.home.glob(f"*/{ticket}/events.jsonl"))
         return took, events, self.setups_in(repo)
+
+    def ended(self, ticket: str) -> None:
+        """Until the ticket's orchestrator has exited (its peers asked to leave): polled every
+        2 ms, the cost of a look at a file and /proc."""
+        def orchestrator() -> int | None:
+            found = list(self.box.home.glob(f"*/{ticket}/events.jsonl"))
+            for line in found[0].read_text(encoding="utf-8").splitlines() if found else []:
+                event = json.loads(line)
+                if event["kind"] == "orchestrator":
+                    return int(event["pid"])
+            return None
+        wait_until(lambda: orchestrator() is not None, f"{ticket}'s orchestrator", 60, 0.002)
+        pid = orchestrator()
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or
+                   Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z",
+                   f"{ticket}'s orchestrator to exit", 120, 0.002)
 
     def counted_ticket(self, n: int) -> Counter[str]:
         """The subprocesses handoff's own processes run for one ticket (`start --foreground`,
@@ -129,6 +151,7 @@ class Floor:
 def run(options: Options) -> list[Figure]:
     reps = options.reps_or(DEFAULT_REPS)
     ours: list[float] = []
+    foreground: list[float] = []
     floor: list[float] = []
     taken: list[float] = []
     onward: list[float] = []
@@ -145,6 +168,7 @@ def run(options: Options) -> list[Figure]:
                     floor.append(took)
                     raw_setups.append(count)
                     continue
+                foreground.append(bench.handoff_ticket(n + 500, foreground=True)[0])
                 took, events, count = bench.handoff_ticket(n)
                 ours.append(took)
                 setups.append(count)
@@ -157,7 +181,11 @@ def run(options: Options) -> list[Figure]:
         Figure("whole scripted ticket, 2 rounds", "ms", ours, floor,
                "the same git, tmux, setup and test work typed by hand",
                targets=(Target("ratio", at_most=TARGET),),
-               note="handoff: start --foreground, then close"),
+               note="handoff: start, until its orchestrator exited, then close"),
+        Figure("whole scripted ticket, 2 rounds, start --foreground", "ms", foreground, floor,
+               "the same git, tmux, setup and test work typed by hand",
+               note="the orchestrator in the command's own process, which imports handoff "
+                    "(a --foreground start is not relayed to the warm process)"),
         *handover.figures("alone", taken, onward, 1.0),
         Figure("post_create runs per 2-round ticket", "runs", setups, raw_setups,
                "one run per worktree made", targets=(Target("each", at_most=2, at_least=2),),
