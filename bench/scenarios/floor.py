@@ -31,9 +31,10 @@ from bench.scenarios import Options
 from handoff.operations import demo
 
 DEFAULT_REPS = 5
-#: the whole ticket at most 1.5 times its raw floor (the same git, tmux, set-up and tests
-#: typed by hand): the loop's bookkeeping stays small beside the work
-TARGET = 1.5
+#: the whole ticket at most 3 times its raw floor (the same git, tmux, set-up and tests typed by
+#: hand), issue "Speed II": the raw floor has no agents, no sandbox and no gate checkout, so
+#: what handoff adds is held to twice the work itself
+TARGET = 3.0
 
 
 class Floor:
@@ -188,8 +189,9 @@ def run(options: Options) -> list[Figure]:
                     "(a --foreground start is not relayed to the warm process)"),
         *handover.figures("alone", taken, onward, 1.0),
         Figure("post_create runs per 2-round ticket", "runs", setups, raw_setups,
-               "one run per worktree made", targets=(Target("each", at_most=2, at_least=2),),
-               note="one per worktree: implementer and reviewer"),
+               "one run per worktree made", targets=(Target("each", at_most=3, at_least=3),),
+               note="one per worktree handoff makes: implementer, reviewer and the gate's "
+                    "(the raw floor runs its tests in the reviewer's)"),
         Figure("subprocesses handoff runs per 2-round ticket", "processes",
                [float(sum(runs.values()))],
                note=f"start, its orchestrator and close, from their --verbose logs: {counted}"),
