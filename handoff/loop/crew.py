@@ -15,10 +15,11 @@ from pathlib import Path
 
 from handoff.loop import failover, fences, filer, rules
 from handoff.loop.context import TicketContext
-from handoff.loop.monitor import PeerMonitor
+from handoff.loop.monitor import Action, PeerMonitor
 from handoff.machinery import limits, reaper
-from handoff.machinery.peers import WARM
-from handoff.providers.base import first_message, shown
+from handoff.machinery.peers import WARM, Peers
+from handoff.providers.base import Provider, first_message, shown
+from handoff.providers.screen import DIALOG
 from handoff.record.grants import Grants
 from handoff.record.store import private_dir
 from handoff.record.ticket import brief_round
@@ -114,7 +115,7 @@ class Crew:
         ctx = self.ctx
         peers = ctx.ws.peers(ctx.state)
         provider = ctx.ws.provider(role)
-        shows = peers.ready(provider, role, WARM_READY)
+        shows = self._at_input(role, provider, peers)
         pane = peers.pane(role)
         found = filer.identity(pane.pid) if pane is not None and not shows else None
         if not found:
@@ -131,6 +132,26 @@ class Crew:
             return
         ctx.event("delivery-failed", role, brief=str(brief), why=delivery.why)
         self.launch(role, brief, "")
+
+    def _at_input(self, role: str, provider: Provider, peers: Peers) -> str:
+        """Until the warm CLI is at its input line, its start-up dialogs answered as they are
+        for a CLI started on its brief (the same PeerMonitor judges them: the role's `answer`
+        list, each dialog at most twice; a trust screen waited out the whole WARM_READY
+        before); '' when it is there, else what it shows instead."""
+        ctx = self.ctx
+        judge = PeerMonitor(time.monotonic(), ctx.ws.timing(), frozenset(ctx.ws.spec(role).answer))
+        deadline = time.monotonic() + WARM_READY
+        while True:
+            seen = peers.ready(provider, role, max(0.0, deadline - time.monotonic()))
+            if seen is None:
+                return ""
+            answer = next((d for d in judge.observe(time.monotonic(), seen)
+                           if d.action == Action.ANSWER), None) if seen.state == DIALOG else None
+            if answer is None or time.monotonic() >= deadline:
+                return seen.says()
+            gone = peers.answer(provider, role, answer.keys, answer.dialog)
+            ctx.event("dialog", role, state=answer.state, evidence=answer.evidence,
+                      keys=list(answer.keys), answered=answer.fix, gone=gone, warm=True)
 
     def _view(self, role: str) -> frozenset[Path]:
         """The files of the ticket's folder the role's fence shows, as they are now."""

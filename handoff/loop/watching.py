@@ -312,9 +312,7 @@ class Watch:
         if decision.action == Action.NOTE:
             ctx.event("peer", role, state=decision.state, evidence=decision.evidence)
         elif decision.action == Action.ANSWER:
-            peers.steady(role)
-            peers.keys(role, decision.keys)
-            gone = peers.dialog_gone(provider, role, decision.dialog)
+            gone = peers.answer(provider, role, decision.keys, decision.dialog)
             ctx.event("dialog", role, state=decision.state, evidence=decision.evidence,
                       keys=list(decision.keys), answered=decision.fix, gone=gone)
         elif decision.action == Action.UNRECOGNISED:

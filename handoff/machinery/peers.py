@@ -21,7 +21,7 @@ from handoff.machinery import launcher, limits, reaper
 from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.markers import marker
-from handoff.providers.screen import DIALOG, READY, holds
+from handoff.providers.screen import DIALOG, READY, Reading, holds
 from handoff.record.store import atomic_write, private_dir
 
 #: what a pane started with no brief (a warm reviewer, handoff.loop.crew) works on
@@ -293,20 +293,22 @@ class Peers:
     def _wait_taken(self, provider: Provider, pane: str, message: str, wait: float) -> bool:
         return poll(lambda: provider.taken(self.tmux.tail(pane), message), wait)
 
-    def ready(self, provider: Provider, role: str, wait: float) -> str:
+    def ready(self, provider: Provider, role: str, wait: float) -> Reading | None:
         """Until the role's CLI is at its input line (a warm start is still drawing it), at
-        most wait seconds: '' when it is, else what it shows instead."""
-        seen = ["not running"]
+        most wait seconds, or until it shows a dialog (which it will not leave by itself):
+        None when it is at its input line, else what it shows instead (`Reading("not
+        running")` when it runs no longer)."""
+        seen = [Reading("not running")]
 
-        def at_input() -> bool:
+        def settled() -> bool:
             pane = self.pane(role)
             if pane is None or pane.dead:
-                seen[0] = "not running"
+                seen[0] = Reading("not running")
                 return False
-            reading = provider.read(self.tmux.screen(pane.id))
-            seen[0] = reading.says()
-            return reading.state == READY and not reading.draft
-        return "" if poll(at_input, wait) else seen[0]
+            seen[0] = provider.read(self.tmux.screen(pane.id))
+            return seen[0].state == DIALOG or (seen[0].state == READY and not seen[0].draft)
+        poll(settled, wait)
+        return None if seen[0].state == READY and not seen[0].draft else seen[0]
 
     def deliver_brief(self, provider: Provider, role: str, brief: Path) -> Delivery:
         """Deliver a brief's nudge and remember on the pane that it works on that brief."""
@@ -338,6 +340,13 @@ class Peers:
                 return True
             last = now
         return False
+
+    def answer(self, provider: Provider, role: str, keys: Sequence[str], dialog: str) -> bool:
+        """Answer the dialog on the role's screen with keys, once it holds still; whether it
+        went away."""
+        self.steady(role)
+        self.keys(role, keys)
+        return self.dialog_gone(provider, role, dialog)
 
     def dialog_gone(self, provider: Provider, role: str, name: str, wait: float = 5.0) -> bool:
         """Wait (bounded) until the role's screen no longer shows dialog name: a TUI redraws a

@@ -84,6 +84,12 @@ def test_claude_trust_screen_answered_when_the_config_allows(
         # the person's ~/.claude.json stays as it was
         assert {(e["role"], tuple(e["keys"])) for e in answered} == {
             ("implementer", ("Down", "Enter")), ("reviewer", ("Down", "Enter"))}
+        # the reviewer, started while the gate ran, had its trust screen answered then, and
+        # took its brief as a paste (a warm CLI on a dialog waited 20 s, then started afresh)
+        log = events(handoff_home, "TR-1")
+        assert [e.get("warm") for e in answered if e["role"] == "reviewer"] == [True]
+        assert [(e["kind"], e.get("warm")) for e in log if e["role"] == "reviewer" and
+                e["kind"] in ("brief", "delivery-failed")] == [("brief", True)]
         assert (Path(isolated["HOME"]) / ".claude.json").read_bytes() == before
         saved = json.loads((ticket_path(handoff_home, "TR-1") / "cli" / "implementer" /
                             "claude" / ".claude.json").read_text())
