@@ -208,11 +208,41 @@ def _live() -> list[psutil.Process]:
 
 def carrying(name: str, match: Callable[[str], bool]) -> list[int]:
     """The live processes (this one left out) whose environment variable name matches."""
+    if os.path.isdir("/proc/self"):
+        return _carrying_in_proc(name, match)
+    return _carrying_through_psutil(name, match)
+
+
+def _carrying_through_psutil(name: str, match: Callable[[str], bool]) -> list[int]:
+    """`carrying` where there is no /proc (macOS)."""
     found = []
     for process in _live():
         value = environ(process.pid)
         if name in value and match(value[name]):
             found.append(int(process.pid))
+    return found
+
+
+def _carrying_in_proc(name: str, match: Callable[[str], bool]) -> list[int]:
+    """`carrying` from /proc itself: each environment read as bytes and parsed only when it
+    holds the name (every launch and every close asks; through psutil, an object and a parsed
+    environment for every process, it was 10 ms with 74 processes on the machine). A zombie's
+    environment reads empty, another user's cannot be read: neither is found."""
+    me, key = os.getpid(), f"{name}=".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as stream:
+                data = stream.read()
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        for pair in data.split(b"\0") if key in data else ():
+            if pair.startswith(key) and \
+                    match(pair[len(key):].decode("utf-8", "surrogateescape")):
+                found.append(int(entry))
+                break
     return found
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.machinery import launcher, limits, reaper
-from handoff.machinery.tmux import BASE_ENV, TERM, Pane, ServerGone, Tmux
+from handoff.machinery.tmux import BASE_ENV, MARK, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.markers import marker
 from handoff.providers.screen import DIALOG, READY, Reading, holds
@@ -165,9 +165,9 @@ class Peers:
         else:
             self.tmux.respawn(pane.id, argv, launch.worktree)
             pane_id = pane.id
-        self.tmux.mark_pane(pane_id, str(launch.brief) if launch.brief is not None else WARM)
-        if launch.session_id:
-            self.tmux.mark_pane(pane_id, launch.session_id, SESSION_TAG)
+        self.tmux.mark_pane_with(pane_id, {
+            MARK: str(launch.brief) if launch.brief is not None else WARM,
+            **({SESSION_TAG: launch.session_id} if launch.session_id else {})})
         return pane_id
 
     def session_of(self, role: str) -> str:

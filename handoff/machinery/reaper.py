@@ -35,6 +35,8 @@ def marked(value: str) -> list[int]:
 def reap(value: str, grace: float = 3.0) -> list[int]:
     """End every process marked with value (see marked); returns the pids that were found."""
     pids = marked(value)
+    if not pids:
+        return []
     for pid in pids:
         _send(pid, signal.SIGTERM)
     if not _gone(value, grace):

@@ -31,7 +31,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -79,6 +79,8 @@ GONE = ("can't find session", "can't find window", "can't find pane")
 NO_SERVER = ("no server running on", "server exited unexpectedly", "lost server")
 NO_SOCKET = ("(No such file or directory)", "(Connection refused)")
 WIDTH, HEIGHT = 200, 50
+#: the pane option that says what a pane was started for (handoff.machinery.peers)
+MARK = "@handoff"
 #: what new-session and new-window print of the pane they made: its id, its program's pid
 NEW_PANE = "#{pane_id} #{pane_pid}"
 TERM = "screen-256color"
@@ -135,7 +137,12 @@ def no_shell(argv: Sequence[str]) -> list[str]:
     of its command (`a\\;` is its way to say a literal `a;`)."""
     if len(argv) == 1:
         argv = [shutil.which("env") or "/usr/bin/env", argv[0]]
-    return [arg[:-1] + "\\;" if arg.endswith(";") else arg for arg in argv]
+    return [literal(arg) for arg in argv]
+
+
+def literal(arg: str) -> str:
+    """arg as tmux takes it for itself: one ending in `;` would end tmux's command."""
+    return arg[:-1] + "\\;" if arg.endswith(";") else arg
 
 
 class BoundedCmd(libtmux.common.tmux_cmd):
@@ -394,12 +401,20 @@ class Tmux:
                                  int(ppid) if ppid.isdigit() else 0)
         return panes
 
-    def mark_pane(self, pane: str, value: str, name: str = "@handoff") -> None:
+    def mark_pane(self, pane: str, value: str, name: str = MARK) -> None:
         """Remember on the pane itself what it was started for (survives our own crash)."""
-        with self.checked("set-option"):
-            self.pane(pane).set_option(name, value)
+        self.mark_pane_with(pane, {name: value})
 
-    def pane_mark(self, pane: str, name: str = "@handoff") -> str:
+    def mark_pane_with(self, pane: str, marks: Mapping[str, str]) -> None:
+        """Several marks on the pane in one tmux call (a launch sets two)."""
+        args: list[str] = []
+        for name, value in marks.items():
+            args += [*([";"] if args else []), "set-option", "-t", pane, "-p", name,
+                     literal(value)]
+        if args:
+            self.run(*args)
+
+    def pane_mark(self, pane: str, name: str = MARK) -> str:
         with contextlib.suppress(LibTmuxException):
             value = self.pane(pane).show_option(name)
             return "" if value is None else str(value).strip()

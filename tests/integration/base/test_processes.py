@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -96,14 +97,28 @@ def test_environ_and_command_of_a_live_process(children: list[subprocess.Popen[b
     assert processes.environ(child.pid) == {} and processes.command(child.pid) == []
 
 
+def runs(pid: int) -> bool:
+    return processes.command(pid) == SLEEPER
+
+
 def test_carrying_finds_only_the_processes_whose_variable_matches(
         children: list[subprocess.Popen[bytes]], tmp_path: Path) -> None:
     mark = f"{tmp_path}#"
     ours = start(children, env={"HANDOFF_TEST_MARK": f"{mark}reviewer"})
     other = start(children, env={"HANDOFF_TEST_MARK": f"{tmp_path}-2#reviewer"})
-    found = processes.carrying("HANDOFF_TEST_MARK", lambda value: value.startswith(mark))
+    ended = start(children, env={"HANDOFF_TEST_MARK": f"{mark}implementer"})
+    for child in (ours, other, ended):  # each read once it runs the program (see above)
+        wait_until(partial(runs, child.pid), 10, "the program to run")
+    ended.kill()  # a zombie until reaped: it carries nothing any more
+    wait_until(lambda: processes.command(ended.pid) == [], 10, "the killed child to end")
+
+    def mine(value: str) -> bool:
+        return value.startswith(mark)
+    found = processes.carrying("HANDOFF_TEST_MARK", mine)
     assert found == [ours.pid]
     assert other.pid not in found and os.getpid() not in found
+    # /proc read directly (Linux) and psutil (elsewhere) find the same
+    assert processes._carrying_through_psutil("HANDOFF_TEST_MARK", mine) == found
 
 
 def test_a_group_is_alive_until_its_last_process_ends(

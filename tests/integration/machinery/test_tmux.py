@@ -340,6 +340,11 @@ def test_tag_round_trip_per_pane(tmux: Tmux, tmp_path: Path) -> None:
     assert tmux.pane_mark(other) == ""
     tmux.mark_pane(tagged, "/state/T-1/inbox/implementer/brief-2.md")
     assert tmux.pane_mark(tagged) == "/state/T-1/inbox/implementer/brief-2.md"
+    # several marks in one call, a value ending in ';' kept as it is (not tmux's separator)
+    tmux.mark_pane_with(other, {"@handoff": "warm;", "@handoff-session": "5f0c-aa"})
+    assert (tmux.pane_mark(other), tmux.pane_mark(other, "@handoff-session")) == \
+        ("warm;", "5f0c-aa")
+    assert tmux.pane_mark(tagged) == "/state/T-1/inbox/implementer/brief-2.md"
 
 
 def test_kill_pane_removes_its_window(tmux: Tmux, tmp_path: Path) -> None:
