@@ -80,6 +80,7 @@ class Codex(Provider):
                  "CODEX_HOME")
     modes = ("bypass", "full-auto", "default")
     takes_contract = True
+    warms = True
     enter_delay = 0.1
     exit_keys = ("/quit", "Enter")
     rules = RULES

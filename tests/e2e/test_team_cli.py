@@ -52,6 +52,13 @@ def test_claude_implements_and_reviews_codex_reviews_security_side_by_side(
                 and e["role"] in ("reviewer", "security") and e["accepted"]]
     assert len(launched) == 2 and max(launched) < min(reported), "both at work at once"
     assert {e["provider"] for i, e in enumerate(log) if i in launched} == {"claude", "codex"}
+    # both CLIs were started while each round's gate ran, and took their briefs as a paste
+    for n in (1, 2):
+        assert sorted((e["role"], e["kind"], e.get("reason", e.get("by")))
+                      for e in log if e["round"] == n and e.get("role") in ("reviewer", "security")
+                      and e["kind"] in ("launch", "brief", "delivery-failed")) == [
+            ("reviewer", "brief", "paste"), ("reviewer", "launch", "warm"),
+            ("security", "brief", "paste"), ("security", "launch", "warm")]
 
     folder = ticket_path(handoff_home, "CT-1")
     brief = (folder / "inbox" / "implementer" / "brief-2.md").read_text()
