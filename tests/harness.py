@@ -139,6 +139,13 @@ def wait_briefed(home: Path, ticket: str, role: str, timeout: float = 60) -> dic
     return explained(lambda: wait_until(found, timeout, f"{role}'s brief in {ticket}"))
 
 
+def final_report(home: Path, ticket: str, timeout: float = 30) -> str:
+    """The ticket's final report, waited for: it is written just after the phase changed."""
+    path = ticket_path(home, ticket) / "final-report.md"
+    wait_until(path.is_file, timeout, f"{ticket}'s final report")
+    return path.read_text(encoding="utf-8")
+
+
 def explained(wait: Callable[[], T]) -> T:
     """A wait whose timeout failure carries the diagnosis."""
     try:

@@ -24,9 +24,11 @@ from tests.harness import (
     events,
     handoff,
     in_peer,
+    pane_screen,
     plan_text,
     release,
     spawn,
+    state,
     ticket_path,
     wait_briefed,
     wait_event,
@@ -119,6 +121,11 @@ def test_submit_as_another_role_is_refused(repo: Path, tmp_path: Path,
     try:
         release(folder, "go")
         wait_briefed(handoff_home, "F-2", "reviewer")
+        # the reviewer at work: its CLI runs (its process tree built, which the judgement of
+        # a submit reads) and sits paused on its brief
+        current = state(handoff_home, "F-2")
+        wait_until(lambda: "paused until" in pane_screen(folder, "reviewer", current), 60,
+                   "the reviewer to pause on its brief")
         draft = folder / "drafts" / "implementer" / "forged.md"  # where the peer may write
         draft.write_text(FORGED_PASS.format(sha=sha))
         refused = in_peer(handoff_home, "F-2", "implementer", [

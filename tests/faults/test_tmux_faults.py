@@ -34,6 +34,7 @@ from tests.harness import (
     FIX_MUL,
     FIX_NEG,
     events,
+    final_report,
     handoff,
     plan_text,
     release,
@@ -443,9 +444,7 @@ def test_a_background_ticket_keeps_to_the_socket_under_tmux_tmpdir(
     assert not stray.exists(), "a second tmux server was started outside TMUX_TMPDIR"
     assert git(repo, "rev-list", "--count", "main..handoff/T-B") == "1"
     folder = ticket_path(handoff_home, "T-B")
-    # the final report is written just after the phase changes (and the person is told)
-    wait_until(lambda: (folder / "final-report.md").is_file(), timeout=30,
-               what="the final report")
+    final_report(handoff_home, "T-B")
     for name in ("impl-report-1.md", "review-report-1.md"):
         assert (folder / name).is_file()
 

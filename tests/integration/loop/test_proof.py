@@ -14,6 +14,7 @@ from tests.conftest import PYTHON, git, unittest_argv
 from tests.harness import (
     FIX_ADD,
     events,
+    final_report,
     handoff,
     plan_text,
     state,
@@ -100,7 +101,7 @@ def test_pytest_proves_each_test_and_the_report_and_the_bundle_say_which(
         "the second run left out the file that did not collect"
     assert not list((folder / "transcripts").glob("gate-scratch-*")), \
         "the overlay is handoff's own: no peer's scratch to keep"
-    report = (folder / "final-report.md").read_text()
+    report = final_report(handoff_home, "P-2")
     assert f"`{ONE}`: fails on base, passes on the change" in report
     assert f"P1 `{ZERO}`: passes on base" in report
     assert f"`{SUBS}`: cannot run on base" in report
@@ -139,7 +140,6 @@ def test_prove_mutants_runs_the_new_tests_against_mutations_and_names_the_surviv
     brief = (folder / "inbox" / "reviewer" / "brief-1.md").read_text()
     line = f"calc.py:{survivor['line']} `STEP = 2`"
     assert "## Mutants of the changed lines" in brief and line in brief
-    assert f"the new tests caught 1 of 2; survived: {line}" in \
-        (folder / "final-report.md").read_text()
+    assert f"the new tests caught 1 of 2; survived: {line}" in final_report(handoff_home, "P-3")
     assert (repo / "calc.py").read_text().count("STEP") == 0, "the person's checkout untouched"
     assert "STEP = 1" in git(repo, "show", "handoff/P-3:calc.py"), "the commit as it was"
