@@ -6,9 +6,11 @@ Nothing reaches the user's ~/.local/state, ~/.gitconfig, ~/.claude.json or defau
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -101,9 +103,27 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / socket
     if socket_file.exists():  # a server ran on it (no tmux started for a test that used none)
         subprocess.run([tmux, "-L", socket, "kill-server"], capture_output=True, timeout=15)
+    end_servers_of(socket)
     socket_file.unlink(missing_ok=True)
     shutil.rmtree(scratch, ignore_errors=True)
     forget_port_claims(tmp_path)
+
+
+def end_servers_of(socket: str) -> None:
+    """Kill any tmux server still running for the test's socket (its name is the test's own),
+    found by its command line: one whose socket file went, or that did not answer kill-server,
+    would outlive the test with its panes (seen after test_relay: a server and its
+    `handoff log --follow`)."""
+    for entry in Path("/proc").iterdir() if Path("/proc/self").exists() else ():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, gone, or not ours
+            continue
+        named = socket.encode()
+        if argv and argv[0].endswith(b"tmux") and (b"-L" + named in argv or any(
+                pair == (b"-L", named) for pair in itertools.pairwise(argv))):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def forget_port_claims(tmp_path: Path) -> None:
