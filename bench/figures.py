@@ -144,7 +144,8 @@ def _explanations(figures: Sequence[Figure]) -> list[str]:
     return out
 
 
-def _md(text: str) -> str:
+def md_escape(text: str) -> str:
+    """A cell's text as markdown shows it in a table."""
     return text.replace("|", "\\|")
 
 
@@ -155,8 +156,8 @@ def render_markdown(figures: Sequence[Figure], machine: Sequence[str], title: st
     out += ["", "| " + " | ".join(("#", *COLUMNS)) + " |",
             "|" + "|".join(["---"] * (len(COLUMNS) + 1)) + "|"]
     for n, figure in enumerate(figures, 1):
-        out.append("| " + " | ".join(_md(c) for c in (str(n), *cells(figure))) + " |")
+        out.append("| " + " | ".join(md_escape(c) for c in (str(n), *cells(figure))) + " |")
     explained = _explanations(figures)
     if explained:
-        out += ["", *(f"- {_md(line.strip())}" for line in explained)]
+        out += ["", *(f"- {md_escape(line.strip())}" for line in explained)]
     return "\n".join(out)

@@ -15,11 +15,13 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import FrameType
 
-from bench import machine
+from bench import before, machine
 from bench.figures import Figure, render_markdown, render_text
+from bench.runtime_venv import runtime_python
 from bench.sandbox import BenchError
 from bench.scenarios import SCENARIOS, Options, Scenario
 
@@ -46,6 +48,11 @@ def parser() -> argparse.ArgumentParser:
     made.add_argument("--python", default=None, metavar="PATH",
                       help="the interpreter running handoff's command line (default: a cached "
                            "runtime-only venv for startup, this interpreter for the others)")
+    made.add_argument("--before", default=None, metavar="COMMIT",
+                      help="run each scenario against handoff at COMMIT too (installed from "
+                           "this checkout's history into a cached venv), then against this "
+                           "checkout installed the same way, and show each figure before and "
+                           "after (ops measures this checkout in-process: after only)")
     made.add_argument("--idle", type=float, default=Options.idle, metavar="SECONDS",
                       help="each waiting-orchestrator window in ticket (default %(default)g)")
     made.add_argument("--tickets", type=int, default=Options.tickets, metavar="N",
@@ -82,6 +89,15 @@ def run_scenario(scenario: Scenario, options: Options) -> list[Figure]:
     return figures
 
 
+def _sides(commit: str, python: str | None) -> tuple[before.Side, before.Side]:
+    """handoff at commit, and this checkout: both installed as a person installs them (unless
+    --python names the after side's interpreter)."""
+    print(f"bench: installing handoff at {commit} (once per commit) …", file=sys.stderr,
+          flush=True)
+    earlier = before.before_side(commit)
+    return earlier, before.Side(python or str(runtime_python()), machine.commit())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     scenarios = chosen(args.scenarios)
@@ -99,15 +115,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
     started = time.perf_counter()
     figures: list[Figure] = []
+    earlier: list[Figure] = []
+    sides: tuple[before.Side, before.Side] | None = None
     try:
+        if args.before:
+            sides = _sides(args.before, python)
+            options = replace(options, python=sides[1].python)
         for scenario in scenarios:
+            if sides is not None and scenario.takes_python:
+                print(f"bench: {scenario.name} before ({sides[0].commit}) …", file=sys.stderr,
+                      flush=True)
+                earlier += run_scenario(scenario, replace(options, python=sides[0].python))
             print(f"bench: {scenario.name} …", file=sys.stderr, flush=True)
             figures += run_scenario(scenario, options)
+    except BenchError as exc:  # the earlier commit could not be installed
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     took = time.perf_counter() - started
     names = " ".join(s.name for s in scenarios)
+    if sides is not None:
+        print(before.render_compared(earlier, figures, sides, args.markdown) + "\n")
+        figures = [*figures, *(f for f in earlier if f.error)]
     if args.markdown:
         title = (f"`python -m bench {names}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
                  f"{took:.0f} s")

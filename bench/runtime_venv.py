@@ -50,12 +50,12 @@ def source_files() -> list[Path]:
     return sorted(found)
 
 
-def _pip(python: Path, *args: str) -> None:
+def _pip(python: Path, *args: str, source: Path = CHECKOUT) -> None:
     with tempfile.TemporaryDirectory(prefix="hb-source-") as scratch:
         copy = Path(scratch) / "handoff"
         copy.mkdir()
         for name in SOURCE:
-            path = CHECKOUT / name
+            path = source / name
             if path.is_dir():
                 shutil.copytree(path, copy / name, ignore=NOT_SOURCE)
             elif path.is_file():
@@ -88,11 +88,7 @@ def runtime_python(log: bool = True) -> Path:
         # one venv at a time: those of earlier pyproject.toml files are of no more use
         for old in folder.parent.glob("venv-*"):
             shutil.rmtree(old, ignore_errors=True)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        made = subprocess.run([sys.executable, "-m", "venv", str(folder)], capture_output=True,
-                              text=True, timeout=300, check=False)
-        if made.returncode != 0:
-            raise BenchError(f"python -m venv {folder} failed: {made.stderr.strip()[-400:]}")
+        make_venv(folder)
         _pip(python)
     else:
         if log:
@@ -100,3 +96,32 @@ def runtime_python(log: bool = True) -> Path:
         _pip(python, "--no-deps", "--force-reinstall")
     mark.write_text(source, encoding="utf-8")
     return python
+
+
+def make_venv(folder: Path) -> None:
+    """An empty venv at folder, made with the interpreter running the bench."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([sys.executable, "-m", "venv", str(folder)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    if made.returncode != 0:
+        raise BenchError(f"python -m venv {folder} failed: {made.stderr.strip()[-400:]}")
+
+
+def installed(folder: Path, source: Path, mark: str) -> Path:
+    """The interpreter of a venv at folder holding source (a checkout's files) installed with
+    its runtime dependencies, made once: mark names what it holds (a commit)."""
+    python = folder / "bin" / "python"
+    if holds(folder, mark):
+        return python
+    shutil.rmtree(folder, ignore_errors=True)
+    make_venv(folder)
+    _pip(python, source=source)
+    (folder / MARK).write_text(mark, encoding="utf-8")
+    return python
+
+
+def holds(folder: Path, mark: str) -> bool:
+    """The venv at folder is made and holds what mark names."""
+    said = folder / MARK
+    return (folder / "bin" / "python").exists() and said.exists() and \
+        said.read_text(encoding="utf-8") == mark

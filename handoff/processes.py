@@ -247,7 +247,13 @@ def _carrying_in_proc(name: str, match: Callable[[str], bool]) -> list[int]:
 
 
 def in_group(pgid: int) -> list[int]:
-    """The live processes of a process group."""
+    """The live processes of a process group (this one and zombies left out)."""
+    if os.path.isdir("/proc/self"):
+        return _in_group_in_proc(pgid)
+    return _in_group_through_psutil(pgid)
+
+
+def _in_group_through_psutil(pgid: int) -> list[int]:
     found = []
     for process in _live():
         pid = int(process.pid)
@@ -256,6 +262,25 @@ def in_group(pgid: int) -> list[int]:
                 found.append(pid)
         except OSError:  # gone meanwhile
             continue
+    return found
+
+
+def _in_group_in_proc(pgid: int) -> list[int]:
+    """`in_group` from each process's /proc/<pid>/stat: its state and group are fields 3 and
+    5, after the command name in parentheses (which may hold any character, so read from its
+    last ')'). Every gate's end asks; through psutil, an object and a status for every
+    process, it was about 40 ms a gate (bench floor)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stream:
+                fields = stream.read().rpartition(b")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        if len(fields) > 2 and fields[0] not in (b"Z", b"X") and fields[2] == str(pgid).encode():
+            found.append(int(entry))
     return found
 
 

@@ -33,6 +33,9 @@ class Scenario:
     summary: str
     #: run when no scenario is named
     default: bool = True
+    #: runs handoff through options.python (so `--before` can measure an earlier commit);
+    #: False: it measures this checkout in-process
+    takes_python: bool = True
 
     @property
     def module(self) -> str:
@@ -41,7 +44,8 @@ class Scenario:
 
 SCENARIOS = (
     Scenario("ops", "handoff's own operations (worktrees, tmux, launch, paste, deliver, watch, "
-                    "files, status per ticket, the demo) against the raw git/tmux/file work"),
+                    "files, status per ticket, the demo) against the raw git/tmux/file work",
+             takes_python=False),
     Scenario("ticket", "a ticket's life through the CLI: start, the waiting orchestrator's CPU "
                        "and subprocesses, recycle, close, against raw git/tmux"),
     Scenario("floor", "the whole scripted demo ticket against a raw-floor script; hand-over "

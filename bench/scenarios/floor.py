@@ -90,9 +90,13 @@ class Floor:
             return None
         wait_until(lambda: orchestrator() is not None, f"{ticket}'s orchestrator", 60, 0.002)
         pid = orchestrator()
-        wait_until(lambda: not Path(f"/proc/{pid}").exists() or
-                   Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z",
-                   f"{ticket}'s orchestrator to exit", 120, 0.002)
+
+        def gone() -> bool:
+            try:  # gone, or a zombie its parent has not reaped yet
+                return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+            except OSError:  # gone between two looks too
+                return True
+        wait_until(gone, f"{ticket}'s orchestrator to exit", 120, 0.002)
 
     def counted_ticket(self, n: int) -> Counter[str]:
         """The subprocesses handoff's own processes run for one ticket (`start --foreground`,

@@ -48,9 +48,10 @@ from handoff.machinery.watch import POLL_INTERVAL, Watcher
 from handoff.machinery.worktrees import TicketWorktrees
 from handoff.phases import Phase
 from handoff.providers import Launch, Provider
-from handoff.providers.scripted import TOOK, Scripted
+from handoff.providers.scripted import Scripted
 from handoff.record.events import EventKind, EventLog
 from handoff.record.ticket import State, TicketDir, ticket_dir
+from handoff.signs import TOOK
 
 DEFAULT_REPS = 9
 SLEEP_ARGV = ("sleep", "600")

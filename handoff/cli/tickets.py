@@ -212,19 +212,27 @@ def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
     rest started all the same; exit 1 when any failed."""
     from handoff import config
     from handoff.record import slots
+    from handoff.record import starts as in_flight
     from handoff.record.store import state_home
 
     home = state_home()
     limit = config.load(home, how.repo or Path.cwd()).parallel
     before = slots.standing(home, limit)
     failed = 0
-    for one in starts:
-        try:
-            failed += (_start_placed(placement, one, how, "") if placement != "local" else
-                       _start_one(one, how, False, "", brief=True, batch=batch)) != 0
-        except HandoffError as exc:
-            output.failed(one.ticket, exc)
-            failed += 1
+    launched: list[Path] = []
+    # in flight until every orchestrator it started holds its place in the queue (a relayed
+    # start is in flight till it exits anyway): the slots go in the order of the plans
+    with in_flight.InFlight(home):
+        for one in starts:
+            try:
+                failed += (_start_placed(placement, one, how, "") if placement != "local" else
+                           _start_one(one, how, False, "", brief=True, batch=batch,
+                                      windows=launched)) != 0
+            except HandoffError as exc:
+                output.failed(one.ticket, exc)
+                failed += 1
+        if not how.now:
+            slots.wait_placed(home, launched, in_flight.BOUND * 0.75)
     started = len(starts) - failed
     typer.echo(f"{started} of {len(starts)} started; where each stands: handoff status, or "
                "handoff watch")
@@ -240,7 +248,7 @@ def _start_batch(starts: Sequence[PlanToStart], how: Starting, placement: str,
 
 
 def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, brief: bool,
-               batch: Batch = ()) -> int:
+               batch: Batch = (), windows: list[Path] | None = None) -> int:
     from handoff.operations import create, resume
     from handoff.record import starts
     from handoff.record.store import state_home
@@ -274,6 +282,8 @@ def _start_one(one: PlanToStart, how: Starting, foreground: bool, summary: str, 
         if brief:
             typer.echo(f"{ticket}: the orchestrator runs in tmux session "
                        f"{resume.run_in_window(ws)}")
+            if windows is not None:  # its orchestrator's window: the batch waits for it
+                windows.append(ws.tdir.path)
             return 0
         launched = running.launch(ws, foreground)
     if one.ticket_text and not how.yes and running.at_terminal():

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from handoff.providers.screen import BLOCKED, BUSY, DIALOG, READY, STARTING, Reading
-from handoff.providers.signals import NOTIFICATION, PERMISSION, PROMPT, STOP, Signal
+from handoff.providers.signals import Signal
+from handoff.signs import NOTIFICATION, PERMISSION, PROMPT, STOP
 
 WAITING_FOR_PERMISSION = "waiting for permission"
 PERMISSION_FIX = ("run the role in bypass mode (roles.<role>.permission_mode: bypass), or "

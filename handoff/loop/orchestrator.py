@@ -263,12 +263,16 @@ class Orchestrator:
         ctx = self.ctx
         if not ctx.plan_unchanged():
             return
-        ctx.setup()
+        ctx.setup([IMPLEMENTER])
         n = ctx.state.round
         self.gate.start_baseline()
         brief = ctx.tdir.brief(IMPLEMENTER, n)
         ctx.hand(brief, lambda: handing.implementer_brief(ctx, n))
         self._brief({IMPLEMENTER: brief}, fresh=False)
+        # while it works: the crew's checkouts made (round 1), the last round's reviewers
+        # asked to leave; each was on the ticket's path before (bench floor)
+        ctx.setup_crew()
+        self.crew.retire_finished()
         got = self.watch.wait_for_reports({IMPLEMENTER: brief})
         if got:
             self.accept_work(IMPLEMENTER, n, got[IMPLEMENTER])

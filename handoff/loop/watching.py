@@ -29,9 +29,10 @@ from handoff.processes import alive
 from handoff.protocol.reports import Report
 from handoff.providers.base import first_message, shown
 from handoff.providers.screen import READY, STARTING
-from handoff.providers.signals import STOP, read_signals
+from handoff.providers.signals import read_signals
 from handoff.record.ticket import TicketDir
 from handoff.role import DEFAULT
+from handoff.signs import STOP
 
 TICK = 0.5
 #: seconds a `handoff recycle` may take to start a peer afresh before its marker is stale

@@ -333,7 +333,7 @@ class Workspace:
         (the brief its pane was tagged with), not the round in which it is retired."""
         peers = self.peers(state)
         pane = peers.pane(role)
-        worked_on = peers.tmux.pane_mark(pane.id) if pane is not None else ""
+        worked_on = pane.mark if pane is not None else ""
         return self.tdir.transcript(role, brief_round(worked_on) or state.round)
 
     def keep_session(self, state: State, role: str, transcript: Path) -> Path | None:

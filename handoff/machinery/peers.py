@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.machinery import launcher, limits, reaper
-from handoff.machinery.tmux import BASE_ENV, MARK, TERM, Pane, ServerGone, Tmux
+from handoff.machinery.tmux import BASE_ENV, MARK, SESSION_MARK, TERM, Pane, ServerGone, Tmux
 from handoff.providers import Launch, Provider, first_message
 from handoff.providers.markers import marker
 from handoff.providers.screen import DIALOG, READY, Reading, holds
@@ -28,7 +28,7 @@ from handoff.record.store import atomic_write, private_dir
 WARM = "warm: waiting for its brief"
 
 ORCHESTRATOR_WINDOW = "orchestrator"
-SESSION_TAG = "@handoff-session"
+SESSION_TAG = SESSION_MARK
 
 
 def session_name(ticket: str, repo_key: str) -> str:
@@ -173,7 +173,7 @@ class Peers:
     def session_of(self, role: str) -> str:
         """The session id the role's CLI was started with ('' when none was given)."""
         pane = self.pane(role)
-        return self.tmux.pane_mark(pane.id, SESSION_TAG) if pane is not None else ""
+        return pane.session_mark if pane is not None else ""
 
     def exit_status(self, role: str, wait: float = 2.0) -> int | None:
         """A dead pane's exit status, or None when tmux never learns it.
@@ -194,7 +194,7 @@ class Peers:
         """The brief the role's live process was last given ('' when none is running; WARM
         for one started with none, waiting for its brief)."""
         pane = self.pane(role)
-        return self.tmux.pane_mark(pane.id) if pane is not None and not pane.dead else ""
+        return pane.mark if pane is not None and not pane.dead else ""
 
     def leave(self, provider: Provider, role: str, wait: float = 3.0) -> bool:
         """Ask an idle CLI to exit by itself (its session saved, its resume line and usage on
@@ -375,15 +375,23 @@ class Peers:
 
 
 
+#: the first pause between two looks of poll(), and the longest
+POLL_FIRST, POLL_MOST = 0.01, 0.05
+
+
 def poll(check: Callable[[], bool], wait: float) -> bool:
     """check() until it holds or wait seconds pass, looking sooner at first (a TUI answers a
-    key or a paste within tens of milliseconds, or takes its time)."""
-    deadline, pause = time.monotonic() + wait, 0.02
+    key or a paste within tens of milliseconds, or takes its time). The looks are at most
+    POLL_MOST apart: what is awaited here is on the ticket's path (a warm reviewer reaching
+    its input line as the gate passes, a peer leaving), and a look is two tmux calls of about
+    2 ms; doubling up to 0.25 s let a warm scripted reviewer's readiness be seen up to 160 ms
+    late (bench floor)."""
+    deadline, pause = time.monotonic() + wait, POLL_FIRST
     while not check():
         if time.monotonic() > deadline:
             return False
         time.sleep(pause)
-        pause = min(pause * 2, 0.25)
+        pause = min(pause * 1.5, POLL_MOST)
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +65,13 @@ class Checkout:
     changes: int
 
 
+#: a full object name (sha1 or sha256): what names one commit for ever
+FULL_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: the ancestries found, by repository: (common dir, older, newer)
+_ANCESTRY: set[tuple[str, str, str]] = set()
+ANCESTRY_KEPT = 4096
+
+
 @dataclass(frozen=True)
 class Repo:
     """A repository as handoff sees it: its top-level folder and its shared git dir."""
@@ -122,7 +130,18 @@ class Repo:
         return git_ok(self.top, "cat-file", "-e", f"{sha}^{{commit}}")
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        return git_ok(self.top, "merge-base", "--is-ancestor", older, newer)
+        """older is newer or one of its ancestors. A yes about two full object names is kept:
+        commits never change, and an accepted report's is asked twice (its validators, then
+        the branch's move), on the hand-over's path."""
+        known = (str(self.common_dir), older, newer)
+        if known in _ANCESTRY:
+            return True
+        found = git_ok(self.top, "merge-base", "--is-ancestor", older, newer)
+        if found and FULL_NAME.fullmatch(older) and FULL_NAME.fullmatch(newer):
+            if len(_ANCESTRY) >= ANCESTRY_KEPT:
+                _ANCESTRY.clear()
+            _ANCESTRY.add(known)
+        return found
 
     def branch_head(self, branch: str) -> str:
         status, out = run(self.top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",

@@ -81,6 +81,8 @@ NO_SOCKET = ("(No such file or directory)", "(Connection refused)")
 WIDTH, HEIGHT = 200, 50
 #: the pane option that says what a pane was started for (handoff.machinery.peers)
 MARK = "@handoff"
+#: the pane option naming the session id its CLI was started with
+SESSION_MARK = "@handoff-session"
 #: what new-session and new-window print of the pane they made: its id, its program's pid
 NEW_PANE = "#{pane_id} #{pane_pid}"
 TERM = "screen-256color"
@@ -228,6 +230,10 @@ class Pane:
     dead: bool
     status: int | None
     pid: int
+    #: what it was started for (MARK) and its CLI's session id (SESSION_MARK), read with the
+    #: listing itself: a show-options per look was 20 tmux calls of a ticket (bench floor)
+    mark: str = ""
+    session_mark: str = ""
 
 
 class Tmux:
@@ -383,22 +389,23 @@ class Tmux:
         this runs every half second."""
         args = ("list-panes", "-s", "-t", f"={session}:", "-F",
                 "#{session_name}\t#{pane_id}\t#{window_name}\t#{pane_dead}\t"
-                "#{pane_dead_status}\t#{pane_pid}")
+                f"#{{pane_dead_status}}\t#{{pane_pid}}\t#{{{SESSION_MARK}}}\t#{{{MARK}}}")
         result = self.call(*args)
         if result.returncode != 0:
             if failure_kind(result.said) == "gone":
                 return {}
             raise self.failure(args, result.said)
         panes = {}
-        for line in result.stdout:
-            parts = line.split("\t")
+        for record in _records(result.stdout, f"{session}\t%"):
+            parts = record.split("\t", 7)
             # `=name` alone falls back to a prefix match; `=name:` does not, but be sure
-            if len(parts) != 6 or parts[0] != session:
+            if len(parts) != 8 or parts[0] != session:
                 continue
-            _, pid, window, dead, status, ppid = parts
+            _, pid, window, dead, status, ppid, session_mark, mark = parts
             panes[window] = Pane(pid, window, dead == "1",
                                  int(status) if status.lstrip("-").isdigit() else None,
-                                 int(ppid) if ppid.isdigit() else 0)
+                                 int(ppid) if ppid.isdigit() else 0, mark.strip(),
+                                 session_mark.strip())
         return panes
 
     def mark_pane(self, pane: str, value: str, name: str = MARK) -> None:
@@ -413,12 +420,6 @@ class Tmux:
                      literal(value)]
         if args:
             self.run(*args)
-
-    def pane_mark(self, pane: str, name: str = MARK) -> str:
-        with contextlib.suppress(LibTmuxException):
-            value = self.pane(pane).show_option(name)
-            return "" if value is None else str(value).strip()
-        return ""
 
     def kill_pane(self, pane: str) -> None:
         with contextlib.suppress(LibTmuxException):  # already gone: what was wanted
@@ -481,3 +482,15 @@ class Tmux:
         socket = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / self.socket
         self.call("kill-server")
         socket.unlink(missing_ok=True)
+
+
+def _records(lines: Sequence[str], start: str) -> list[str]:
+    """A listing's lines as records: a line that does not begin one (start) goes on the one
+    before, whose last field (a pane's brief mark, a path) held a newline."""
+    records: list[str] = []
+    for line in lines:
+        if line.startswith(start) or not records:
+            records.append(line)
+        else:
+            records[-1] += "\n" + line
+    return records

@@ -55,9 +55,8 @@ from handoff.peer.scripted_review import Failure, failure, review_report
 from handoff.protocol.frontmatter import split
 from handoff.protocol.plan import parse as parse_plan
 from handoff.protocol.reports import template
-from handoff.providers.scripted import EXIT, QUOTA, SIGNALS_VARIABLE, TOOK, WAITING
-from handoff.providers.signals import PROMPT, STOP
 from handoff.role import NAME
+from handoff.signs import EXIT, PROMPT, QUOTA, SIGNALS_VARIABLE, STOP, TOOK, WAITING
 from handoff.verdicts import Status
 
 MESSAGE = "Read and follow "

@@ -23,6 +23,7 @@ built-in scripted agent performs; real CLIs read them as plain text.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -99,8 +100,13 @@ def command_line(source: str, key: str, value: object) -> Argv:
     return tuple(parts)
 
 
+@functools.lru_cache(maxsize=8)
 def parse(text: str, source: str = "plan") -> Plan:
-    """Parse a plan; a plan without frontmatter is plain prose with no verification command."""
+    """Parse a plan; a plan without frontmatter is plain prose with no verification command.
+
+    The same text gives the same Plan, kept: a ticket's loop asks for its plan about 20 times
+    (each brief, gate and judgement), and parsing its YAML was 7 ms each, 170 ms of a scripted
+    ticket (bench floor). A Plan is frozen; no caller changes its scripts."""
     if len(text.encode("utf-8", "replace")) > PLAN_LIMIT:  # it is pasted into every brief
         raise UsageError(f"{source} is larger than {PLAN_LIMIT // 1024} KiB",
                          "shorten the plan: it goes into every brief")

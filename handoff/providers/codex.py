@@ -23,8 +23,9 @@ from handoff.providers import sessions as session_files
 from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
-from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
+from handoff.providers.signals import signal_command
 from handoff.record.usage import Usage, count_of
+from handoff.signs import PERMISSION, PROMPT, STOP
 
 TRUST = Dialog(
     "trust", ("Trust this folder", "Trust and continue"), ("Enter",),

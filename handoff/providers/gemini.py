@@ -34,8 +34,9 @@ from typing import Any, TypedDict
 from handoff.providers.base import Check, Launch, Level, Provider
 from handoff.providers.clistate import LOGIN, TREE, Seed
 from handoff.providers.screen import Blocker, Dialog, ScreenRules
-from handoff.providers.signals import PERMISSION, PROMPT, STOP, signal_command
+from handoff.providers.signals import signal_command
 from handoff.record.store import atomic_write, state_home
+from handoff.signs import PERMISSION, PROMPT, STOP
 
 AUTH_FIX = ("choose the authentication once: write ~/.gemini/settings.json "
             "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}} and export "

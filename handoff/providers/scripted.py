@@ -6,24 +6,12 @@ import sys
 
 from handoff.providers.base import Launch, Provider
 from handoff.providers.screen import Blocker, ScreenRules
-
-TOOK = "scripted: took"
-WAITING = "scripted: waiting for the next message"
-#: what makes it leave, like Claude Code's /exit
-EXIT = "/exit"
-
-#: what it shows when its script spends its quota (`quota: first`), as a CLI's usage-limit
-#: message: the role's fallback takes over (handoff.loop.failover)
-QUOTA = "scripted: usage limit reached"
+from handoff.signs import EXIT, QUOTA, SIGNALS_VARIABLE, TOOK, WAITING
 
 RULES = ScreenRules(composer="\0", busy=(r"^scripted: took",), turn_ended=(f"^{WAITING}",),
                     blockers=(Blocker("quota", f"^{QUOTA}",
                                       "its quota is spent: wait for it, or give the role a "
                                       "fallback"),))
-
-
-#: the folder the scripted agent drops its signal files into, as a CLI's hooks would
-SIGNALS_VARIABLE = "HANDOFF_SIGNALS"
 
 
 class Scripted(Provider):

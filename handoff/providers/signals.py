@@ -16,9 +16,6 @@ from pathlib import Path
 from handoff.inputs import KIB
 from handoff.record import peerfiles
 
-#: a prompt arrived, a turn ended, the CLI says something (Claude Code's Notification), the CLI
-#: asks a permission (Codex's PermissionRequest)
-PROMPT, STOP, NOTIFICATION, PERMISSION = "prompt", "stop", "notification", "permission"
 #: one hook's input: a few hundred bytes of JSON, a Notification's message, a tool's name
 SIGNAL_LIMIT = 64 * KIB
 #: signal files read per call (a hook writes one per turn's start and end) and folder entries

@@ -20,11 +20,12 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from handoff.errors import Busy
-from handoff.phases import AT_WORK
+from handoff.phases import AT_WORK, Phase
 from handoff.record.lock import briefly, is_locked, try_lock
 
 RUN, WAIT = ".run", ".wait"
@@ -34,6 +35,8 @@ RUN, WAIT = ".run", ".wait"
 PEER = ".peer"
 #: how long a taker waits for another's take to finish (each holds it for a few file reads)
 TAKE_BOUND = 10.0
+#: how often a batch's start looks whether its tickets' orchestrators hold their places
+PLACED_LOOK = 0.01
 
 
 def folder(home: Path) -> Path:
@@ -245,6 +248,36 @@ class Slot:
             self._run = None
         else:
             self._wait = None
+
+
+def placed(home: Path, ticket: Path) -> bool:
+    """Its orchestrator holds a place in the queue, or a slot."""
+    base, name = folder(home), key(ticket)
+    return any(_holder(base / f"{name}{suffix}") is not None for suffix in (WAIT, RUN))
+
+
+def stands_in_line(ticket: Path) -> bool:
+    """Its orchestrator takes a place in the queue first (Slot.stand_in_line): it is at work
+    or queued by its record (not one waiting for a person, or for the tickets it builds on)."""
+    try:
+        phase = json.loads((ticket / "state.json").read_text(encoding="utf-8")).get("phase")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return phase in (*AT_WORK, Phase.QUEUED)
+
+
+def wait_placed(home: Path, tickets: list[Path], bound: float) -> list[Path]:
+    """Until the orchestrator of each ticket that stands in line holds its place, at most
+    bound seconds: a batch (`start --plans`) lets its tickets' orchestrators go once its
+    start ends, and one that had not begun by then held no place, so a later plan's could
+    take the slot first. The tickets not placed in time (an orchestrator that died first)."""
+    waiting = [t for t in tickets if stands_in_line(t)]
+    deadline = time.monotonic() + bound
+    while True:
+        waiting = [t for t in waiting if not placed(home, t)]
+        if not waiting or time.monotonic() >= deadline:
+            return waiting
+        time.sleep(PLACED_LOOK)
 
 
 #: what one ticket at work takes, for the default: two CLIs (Claude Code is about 300 MB of

@@ -11,6 +11,7 @@ here runs unchecked."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -153,8 +154,13 @@ def test_the_gate_s_fork_bomb_is_held_and_fails_the_gate(repo: Path, tmp_path: P
     assert "the process limit (64) was reached: " in final["reason"], final["reason"]
     log = (ticket_path(handoff_home, "BNDG-fork-bomb") / "gate-1.log").read_text()
     shown = log.split("attack fork-bomb: ")[1]
-    assert shown.startswith("stopped (") and 0 < int(shown.split("(")[1].split()[0]) <= 64, log
-    assert "the process limit (64) was reached" in log.splitlines()[-1], log
+    # the attacker's own look (every 20 ms) may miss a bomb held so tightly that it rose and
+    # fell between two looks (seen once with both cores busy): that the bomb ran into the
+    # limit is the refused forks the gate's own last line counts
+    assert shown.startswith("stopped (") and int(shown.split("(")[1].split()[0]) <= 64, log
+    refused = re.search(r"the process limit \(64\) was reached: (\d+) forks? refused$",
+                        log.splitlines()[-1])
+    assert refused is not None and int(refused.group(1)) > 0, log
     assert started_with(handoff_home, "sleep 4") == []
     assert not [n for n, _ in limits.recorded(handoff_home) if ".gate." in n], "its cgroups went"
     assert handoff("close", "BNDG-fork-bomb", cwd=repo).returncode == 0

@@ -267,7 +267,9 @@ def test_tickets_started_together_in_one_repo_all_survive(
                 wait_launched_or_failed(handoff_home, ticket)
                 assert errors(handoff_home, ticket) == [], ticket
                 assert state(handoff_home, ticket)["phase"] == "implementing"
-            assert worktree_count(repo) == 1 + 2 * TICKETS
+            # the reviewer's checkout is made while the implementer works
+            wait_until(lambda: worktree_count(repo) == 1 + 2 * TICKETS or None, 60,
+                       "every ticket's two worktrees")
             closes = [spawn("close", t, cwd=repo, log=tmp_path / f"close-{t}.log")
                       for t in tickets]
             for ticket, closing in zip(tickets, closes, strict=True):

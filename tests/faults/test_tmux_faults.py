@@ -24,7 +24,8 @@ import pytest
 
 from handoff.machinery.patience import PATIENT_CALLS
 from handoff.machinery.tmux import TIMEOUT_VARIABLE
-from handoff.providers.signals import PROMPT, signal_argv
+from handoff.providers.signals import signal_argv
+from handoff.signs import PROMPT
 from tests.conftest import git, wait_until
 from tests.faults.catalog import fault
 from tests.harness import (

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from bench.before import Side, compared_rows, extract, render_compared, resolve
 from bench.figures import Figure, Target, render_markdown, render_text
 from bench.runner import chosen
+from bench.sandbox import BenchError
 from bench.stats import number, percentile, ratio, spread
 from tests.paths import ROOT
 
@@ -136,3 +139,35 @@ def test_help_lists_every_scenario() -> None:
     listed = done.stdout.split("scenarios (default: all but crowd):", 1)[1].split()
     for name in ("ops", "ticket", "floor", "startup", "crowd"):
         assert name in listed, f"{name} missing from --help"
+
+
+def test_before_and_after_are_shown_side_by_side_figure_by_figure() -> None:
+    earlier = [Figure("whole ticket", "ms", [4000.0, 4200.0], [1000.0, 1000.0]),
+               Figure("gone since", "ms", [5.0])]
+    later = [Figure("whole ticket", "ms", [3000.0, 3000.0], [1000.0, 1000.0],
+                    targets=(Target("ratio", at_most=3.5),)),
+             Figure("new | here", "runs", [2.0])]
+    sides = (Side("/b/python", "aaaaaaaaaa"), Side("/a/python", "bbbbbbbbbb"))
+    assert compared_rows(earlier, later) == [
+        ("whole ticket", "ms", "4000 / 4100 / 4200", "4.10×", "3000 / 3000 / 3000", "3×",
+         "-27 %", "met"),
+        ("new | here", "runs", "—", "—", "2 / 2 / 2", "—", "—", "info"),
+        ("gone since", "ms", "5 / 5 / 5", "—", "—", "—", "—", "—"),
+    ]
+    text = render_compared(earlier, later, sides, markdown=True).splitlines()
+    assert text[0] == "before: aaaaaaaaaa (/b/python); after: bbbbbbbbbb (/a/python)"
+    assert text[5] == "| new \\| here | runs | — | — | 2 / 2 / 2 | — | — | info |"
+    plain = render_compared(earlier, later, sides, markdown=False).splitlines()
+    assert plain[2].split()[:3] == ["figure", "unit", "before"]
+    assert plain[4].startswith("whole ticket") and plain[4].rstrip().endswith("met")
+
+
+def test_an_earlier_commit_s_files_come_out_of_the_history_alone(tmp_path: Path) -> None:
+    commit = resolve("HEAD")
+    assert len(commit) == 40
+    extract(commit, tmp_path)
+    assert (tmp_path / "pyproject.toml").is_file()
+    assert (tmp_path / "handoff" / "__init__.py").is_file()
+    assert not (tmp_path / "tests").exists(), "only what pip needs"
+    with pytest.raises(BenchError, match="no commit 'not-a-commit'"):
+        resolve("not-a-commit")

@@ -17,7 +17,7 @@ LAYERS = ("cli", "peer", "trackers", "operations", "loop", "machinery", "config"
 #: the modules at the top of the package, each in the layer it serves
 TOP = {"errors": "base", "inputs": "base", "role": "base", "phases": "base",
        "next_steps": "base", "verdicts": "base", "processes": "base", "platforms": "base", "build": "base",
-       "trace": "base",
+       "trace": "base", "signs": "base",
        "__init__": "base", "__main__": "cli"}
 
 

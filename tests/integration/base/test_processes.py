@@ -133,6 +133,22 @@ def test_a_group_is_alive_until_its_last_process_ends(
     assert processes.in_group(leader.pid) == []
 
 
+def test_a_group_read_from_proc_holds_what_psutil_finds_whatever_its_command_is_named(
+        children: list[subprocess.Popen[bytes]], tmp_path: Path) -> None:
+    # a command name may hold ') ' and what looks like the fields after it: they are read from
+    # its last ')'
+    odd = tmp_path / "a) Z 1 (b"
+    odd.symlink_to(PYTHON)
+    leader = start(children, argv=[str(odd), "-c", "import subprocess, time; "
+                                   f"subprocess.Popen({SLEEPER!r}); "
+                                   "subprocess.Popen(['true']); time.sleep(120)"])
+    wait_until(lambda: len(processes.in_group(leader.pid)) == 2 or None, 20,
+               "the leader and its sleeping child (the other one a zombie)")
+    found = processes.in_group(leader.pid)
+    assert leader.pid in found and os.getpid() not in found
+    assert sorted(processes._in_group_through_psutil(leader.pid)) == sorted(found)
+
+
 def test_working_in_sees_a_cwd_and_an_open_file_and_spares_the_marked(
         children: list[subprocess.Popen[bytes]], tmp_path: Path) -> None:
     folder = tmp_path / "worktree"

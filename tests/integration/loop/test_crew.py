@@ -16,8 +16,8 @@ from handoff.loop.crew import Crew
 from handoff.machinery.peers import WARM
 from handoff.protocol import briefs
 from handoff.providers.base import first_message
-from handoff.providers.scripted import TOOK, WAITING
 from handoff.role import IMPLEMENTER
+from handoff.signs import TOOK, WAITING
 from tests.conftest import PYTHON, wait_until
 from tests.harness import (
     ALL_TESTS,
@@ -292,13 +292,14 @@ def test_a_warmed_reviewer_gets_nothing_before_its_brief_and_is_a_new_session_ev
             (e["kind"] == "gate" and e.get("result") == "pass") or
             (e["kind"] == "brief" and e.get("role") == "reviewer"))]
         assert order == ["gate", "brief"], "briefed only once the gate passed"
-    # round 2's turn-over (round 1's reviewer leaves, the next one starts) happens while the
-    # gate's command runs, not before it starts
+    # round 2's turn-over is off the ticket's path: round 1's reviewer leaves while the
+    # implementer works on its brief, and the next one starts while the gate's command runs
     def at(kind: str, **fields: object) -> int:
         return next(i for i, e in enumerate(log) if e["kind"] == kind and e.get("round") == 2
                     and all(e.get(k) == v for k, v in fields.items()))
-    assert at("gate", result="running") < at("recycle", role="reviewer", stage="stopped") < \
-        at("launch", role="reviewer", reason="warm") < at("gate", result="pass")
+    assert at("brief", role="implementer") < at("recycle", role="reviewer", stage="stopped") < \
+        at("gate", result="running") < at("launch", role="reviewer", reason="warm") < \
+        at("gate", result="pass")
     sessions = [seen[n][0]["session_id"] for n in (1, 2)]
     assert sessions[0] and sessions[1] and sessions[0] != sessions[1], "a new session a round"
 

@@ -19,8 +19,8 @@ from handoff.machinery.patience import Patience
 from handoff.machinery.peers import Peers
 from handoff.machinery.watch import Watcher
 from handoff.providers.base import first_message
-from handoff.providers.scripted import TOOK, WAITING
 from handoff.role import IMPLEMENTER
+from handoff.signs import TOOK, WAITING
 from tests.conftest import PYTHON, wait_until
 from tests.loop_tickets import events, new_context
 from tests.rooms import FakeCrew

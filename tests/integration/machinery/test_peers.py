@@ -13,8 +13,9 @@ from handoff.machinery.peers import ORCHESTRATOR_WINDOW, Peers, allowlisted_env,
 from handoff.machinery.tmux import TERM, ServerGone, Tmux
 from handoff.protocol.frontmatter import join
 from handoff.providers.base import Launch, Provider, first_message
-from handoff.providers.scripted import TOOK, Scripted
+from handoff.providers.scripted import Scripted
 from handoff.record.store import validate_ticket_id
+from handoff.signs import TOOK
 from tests.conftest import git, read_json, wait_until
 from tests.unit.machinery import test_peers as unit_tests
 
@@ -110,8 +111,8 @@ def test_launch_opens_a_window_per_role_and_tags_it(peers: Peers, tmp_path: Path
     panes = peers.tmux.panes(peers.session)
     assert set(panes) == {ORCHESTRATOR_WINDOW, "implementer", "reviewer"}
     assert panes["implementer"].id == pane_i and panes["reviewer"].id == pane_r
-    assert peers.tmux.pane_mark(pane_i) == str(brief_i)
-    assert peers.tmux.pane_mark(pane_r) == str(brief_r)
+    assert panes["implementer"].mark == str(brief_i)
+    assert panes["reviewer"].mark == str(brief_r)
 
 
 # --- working_on --------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ def test_working_on_follows_launches_and_is_empty_once_the_process_died(peers: P
     wait_until(lambda: peers.working_on("implementer") == "", what="working_on to drop the brief")
     dead = peers.pane("implementer")
     assert dead is not None and dead.dead
-    assert peers.tmux.pane_mark(pane) == str(second)  # the tag stays; only a live process counts
+    assert dead.mark == str(second)  # the tag stays; only a live process counts
 
 
 # --- retire ------------------------------------------------------------------------------------

@@ -100,6 +100,22 @@ def test_is_ancestor(repo: Path) -> None:
     assert not found.is_ancestor(side, first)
 
 
+def test_an_ancestry_found_between_full_names_is_kept_and_nothing_else_is(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    first = commit_file(repo, "a.txt", "a\n", "a")
+    found = Repo.at(repo)
+    assert found.is_ancestor(base, first) and not found.is_ancestor(first, base)
+    objects = repo / ".git" / "objects"
+    objects.rename(repo / ".git" / "objects-away")  # git can answer nothing now
+    try:
+        assert found.is_ancestor(base, first), "commits never change: the yes was kept"
+        assert not found.is_ancestor(first, base), "a no is asked again, never kept as a yes"
+        assert not found.is_ancestor(base[:12], first), "an abbreviated name is asked again"
+    finally:
+        (repo / ".git" / "objects-away").rename(objects)
+    assert found.is_ancestor(base[:12], first)
+
+
 def test_branch_head(repo: Path) -> None:
     found = Repo.at(repo)
     assert found.branch_head("main") == git(repo, "rev-parse", "HEAD")

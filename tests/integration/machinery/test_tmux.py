@@ -334,17 +334,36 @@ def test_tag_round_trip_per_pane(tmux: Tmux, tmp_path: Path) -> None:
     tagged = tmux.new_session("s", "a", [PY, "-c", BLOCK], tmp_path)
     other = tmux.new_window("s", "b", [PY, "-c", BLOCK], tmp_path)
 
-    assert tmux.pane_mark(tagged) == ""
+    def marks(window: str) -> tuple[str, str]:
+        pane = tmux.panes("s")[window]
+        return pane.mark, pane.session_mark
+
+    assert marks("a") == ("", "")
     tmux.mark_pane(tagged, "/state/T-1/inbox/implementer/brief 1.md")
-    assert tmux.pane_mark(tagged) == "/state/T-1/inbox/implementer/brief 1.md"
-    assert tmux.pane_mark(other) == ""
+    assert marks("a") == ("/state/T-1/inbox/implementer/brief 1.md", "")
+    assert marks("b") == ("", "")
     tmux.mark_pane(tagged, "/state/T-1/inbox/implementer/brief-2.md")
-    assert tmux.pane_mark(tagged) == "/state/T-1/inbox/implementer/brief-2.md"
+    assert marks("a") == ("/state/T-1/inbox/implementer/brief-2.md", "")
     # several marks in one call, a value ending in ';' kept as it is (not tmux's separator)
     tmux.mark_pane_with(other, {"@handoff": "warm;", "@handoff-session": "5f0c-aa"})
-    assert (tmux.pane_mark(other), tmux.pane_mark(other, "@handoff-session")) == \
-        ("warm;", "5f0c-aa")
-    assert tmux.pane_mark(tagged) == "/state/T-1/inbox/implementer/brief-2.md"
+    assert marks("b") == ("warm;", "5f0c-aa")
+    assert marks("a") == ("/state/T-1/inbox/implementer/brief-2.md", "")
+
+
+def test_a_mark_holding_a_tab_or_a_newline_is_read_whole_and_its_pane_is_still_listed(
+        tmux: Tmux, tmp_path: Path) -> None:
+    # the mark is read with the listing: a brief's path is under HANDOFF_HOME, which a person
+    # may name with any character but NUL and '/'
+    tmux.new_session("s", "a", [PY, "-c", BLOCK], tmp_path)
+    odd = tmux.new_window("s", "b", [PY, "-c", BLOCK], tmp_path)
+    tmux.new_window("s", "c", [PY, "-c", BLOCK], tmp_path)
+    path = "/home/p\tq/\nstate\nT-1/inbox/brief-1.md"
+    tmux.mark_pane_with(odd, {"@handoff": path, "@handoff-session": "s-1"})
+
+    panes = tmux.panes("s")
+    assert sorted(panes) == ["a", "b", "c"]
+    assert (panes["b"].mark, panes["b"].session_mark) == (path, "s-1")
+    assert panes["c"].mark == "" and not panes["c"].dead
 
 
 def test_kill_pane_removes_its_window(tmux: Tmux, tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.paths import ROOT
+
 PY = sys.executable
 
 
@@ -33,3 +35,13 @@ def test_started_with_no_message_it_waits_for_one_on_its_input(tmp_path: Path) -
     lines = [line for line in done.stdout.splitlines() if line.startswith("scripted:")]
     assert lines[0] == "scripted: waiting for the next message"
     assert "scripted: ignoring 'hello there'" in lines[1:]
+
+
+def test_the_scripted_agent_starts_without_any_provider_or_typer() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, handoff.peer.scripted_agent; "
+         "print('\\n'.join(sorted(sys.modules)))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert "handoff.signs" in loaded
+    assert not [m for m in loaded if m.startswith(("handoff.providers", "typer", "libtmux",
+                                                   "git", "handoff.loop"))], loaded

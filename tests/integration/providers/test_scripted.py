@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from handoff.providers import RoleSpec, get
-from handoff.providers.scripted import EXIT
+from handoff.signs import EXIT
 from tests.unit.providers.test_scripted import start
 
 

@@ -53,3 +53,43 @@ def test_a_killed_holder_gives_its_slot_back_and_a_killed_waiter_its_place(
         for proc in (working, waiting):
             proc.kill()
             proc.wait(timeout=10)
+
+
+IN_LINE_LATER = """
+import sys
+from pathlib import Path
+from handoff.record.slots import Slot
+slot = Slot(Path(sys.argv[1]), Path(sys.argv[2]), "1", 1)
+sys.stdin.readline()  # an orchestrator that begins late: after the batch's start looked
+slot.stand_in_line()
+print("in line", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_batch_waits_for_each_orchestrator_to_hold_its_place_and_only_for_those_that_will(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    late, asking, dead = (home / "repo-1" / name for name in ("B-1", "B-2", "B-3"))
+    for ticket, phase in ((late, "implementing"), (asking, "awaiting-approval"),
+                          (dead, "queued")):
+        ticket.mkdir(parents=True)
+        (ticket / "state.json").write_text(f'{{"phase": "{phase}"}}', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", IN_LINE_LATER, str(home), str(late)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert not slots.placed(home, late)
+        # nobody stands for B-3 (its orchestrator died first): the wait ends at its bound and
+        # names it; B-2 waits for a person, not in the queue, and is not waited for
+        assert slots.wait_placed(home, [late, asking, dead], 0.3) == [late, dead]
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        # the wait holds on until the late one stands in line, well within its bound
+        assert slots.wait_placed(home, [late, asking], 60) == []
+        assert proc.stdout.readline().strip() == "in line"
+        assert slots.placed(home, late) and not slots.placed(home, dead)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

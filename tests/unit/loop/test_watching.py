@@ -22,8 +22,8 @@ from handoff.machinery.patience import Patience
 from handoff.machinery.watch import Watcher
 from handoff.phases import Phase
 from handoff.providers.base import first_message
-from handoff.providers.scripted import TOOK, WAITING
 from handoff.record.store import atomic_write
+from handoff.signs import TOOK, WAITING
 from tests.paper import PaperPeers, PaperWorkspace, paper_ticket
 from tests.rooms import FakeCrew
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from handoff.providers import REGISTRY, Launch, RoleSpec, get
-from handoff.providers.scripted import SIGNALS_VARIABLE, TOOK, WAITING
+from handoff.signs import SIGNALS_VARIABLE, TOOK, WAITING
 
 
 def start(tmp_path: Path, signals: bool = True) -> Launch:
