@@ -15,7 +15,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.figures import Figure, md_escape, three
@@ -70,6 +70,20 @@ def before_side(commit: str) -> Side:
             extract(full, Path(scratch))
         python = installed(folder, Path(scratch), full)
     return Side(str(python), full[:10])
+
+
+def merged(runs: Sequence[Sequence[Figure]]) -> list[Figure]:
+    """The figures of several runs of one scenario as one list: each figure's values (and its
+    baseline's) from every run, in the first run's order; an error of any run kept."""
+    out: dict[str, Figure] = {}
+    for figures in runs:
+        for figure in figures:
+            known = out.get(figure.name)
+            out[figure.name] = figure if known is None else replace(
+                known, handoff=[*known.handoff, *figure.handoff],
+                baseline=[*known.baseline, *figure.baseline],
+                error=known.error or figure.error)
+    return list(out.values())
 
 
 def _row(figure: Figure | None) -> tuple[str, str]:

@@ -50,9 +50,10 @@ def parser() -> argparse.ArgumentParser:
                            "runtime-only venv for startup, this interpreter for the others)")
     made.add_argument("--before", default=None, metavar="COMMIT",
                       help="run each scenario against handoff at COMMIT too (installed from "
-                           "this checkout's history into a cached venv), then against this "
-                           "checkout installed the same way, and show each figure before and "
-                           "after (ops measures this checkout in-process: after only)")
+                           "this checkout's history into a cached venv) and against this "
+                           "checkout installed the same way, twice each (before, after, after, "
+                           "before), and show each figure before and after (ops measures this "
+                           "checkout in-process: after only)")
     made.add_argument("--idle", type=float, default=Options.idle, metavar="SECONDS",
                       help="each waiting-orchestrator window in ticket (default %(default)g)")
     made.add_argument("--tickets", type=int, default=Options.tickets, metavar="N",
@@ -122,12 +123,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             sides = _sides(args.before, python)
             options = replace(options, python=sides[1].python)
         for scenario in scenarios:
-            if sides is not None and scenario.takes_python:
-                print(f"bench: {scenario.name} before ({sides[0].commit}) …", file=sys.stderr,
-                      flush=True)
-                earlier += run_scenario(scenario, replace(options, python=sides[0].python))
-            print(f"bench: {scenario.name} …", file=sys.stderr, flush=True)
-            figures += run_scenario(scenario, options)
+            if sides is None or not scenario.takes_python:
+                print(f"bench: {scenario.name} …", file=sys.stderr, flush=True)
+                figures += run_scenario(scenario, options)
+                continue
+            # before, after, after, before: a machine whose speed drifts during the run
+            # weighs on both sides alike
+            runs: dict[int, list[list[Figure]]] = {0: [], 1: []}
+            for side in (0, 1, 1, 0):
+                print(f"bench: {scenario.name} {('before', 'after')[side]} "
+                      f"({sides[side].commit}) …", file=sys.stderr, flush=True)
+                runs[side].append(run_scenario(scenario, replace(
+                    options, python=sides[side].python)))
+            earlier += before.merged(runs[0])
+            figures += before.merged(runs[1])
     except BenchError as exc:  # the earlier commit could not be installed
         print(f"bench: {exc}", file=sys.stderr)
         return 1

@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import sys
-from pathlib import Path
 
 from handoff.errors import EXIT_INTERRUPTED, HandoffError, UsageError, describe
 from handoff.inputs import REPORT_LIMIT, read_text
@@ -30,7 +29,7 @@ _NO_LISTENER = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK)
 _FLAGS = {"--dir": "dir", "--role": "role", "--round": "round"}
 
 
-def context(directory: str | None, role: str | None) -> tuple[Path, str]:
+def context(directory: str | None, role: str | None) -> tuple[str, str]:
     """The ticket directory and role from the flags, else from the peer's environment."""
     folder = directory or os.environ.get("HANDOFF_TICKET_DIR")
     who = role or os.environ.get("HANDOFF_ROLE")
@@ -38,10 +37,11 @@ def context(directory: str | None, role: str | None) -> tuple[Path, str]:
         raise UsageError("submit needs the ticket directory and role",
                          "run the exact submit command from your brief (it passes --dir and "
                          "--role), or set HANDOFF_TICKET_DIR and HANDOFF_ROLE")
-    return Path(folder), check_name(who)
+    return folder, check_name(who)
 
 
-def submit(report: Path, directory: str | None, role: str | None, round_: int | None) -> int:
+def submit(report: str | os.PathLike[str], directory: str | None, role: str | None,
+           round_: int | None) -> int:
     """File report; print the verdict; the exit status (0 accepted, 1 not)."""
     folder, who = context(directory, role)
     try:
@@ -52,27 +52,28 @@ def submit(report: Path, directory: str | None, role: str | None, round_: int | 
     if problems:
         return _print_verdict(None, problems)
     request: dict[str, object] = {"role": who, "round": round_, "report": text,
-                                  "file": str(report)}
+                                  "file": os.fspath(report)}
     verdict = hand_over(folder, request)
     if verdict is None:
         # only the running orchestrator files a report: it alone can tell which process
         # hands it over, and it alone holds the key its receipt is signed with
         return _print_verdict(None, [
             f"no orchestrator is running for this ticket, so the report cannot be filed now; "
-            f"{report} stays as it is: run the same command again once the ticket runs "
-            f"('handoff resume {folder.name}' by a person)"])
+            f"{os.fspath(report)} stays as it is: run the same command again once the ticket "
+            f"runs ('handoff resume {os.path.basename(folder)}' by a person)"])
     return _print_verdict(*verdict)
 
 
-def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
+def _not_awaited(folder: str, role: str, round_: int | None) -> list[str]:
     """What the ticket's state already says against the report, read without the orchestrator
     (which answers only while it waits for a report: a report out of turn would wait on it)."""
     try:
-        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        with open(os.path.join(folder, "state.json"), encoding="utf-8") as record:
+            state = json.load(record)
         phase, current = str(state["phase"]), int(state["round"])
         team = Team.from_records(state.get("team") or [])
     except FileNotFoundError:
-        if (folder / intake.SOCKET).parent.is_dir():
+        if os.path.isdir(os.path.dirname(os.path.join(folder, intake.SOCKET))):
             return []  # a tester's or reviewer's view of the folder: no state to read
         return [f"{folder} is not a handoff ticket directory (no state.json)"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, UsageError):
@@ -84,10 +85,11 @@ def _not_awaited(folder: Path, role: str, round_: int | None) -> list[str]:
     return [refused] if refused else []
 
 
-def hand_over(folder: Path, request: dict[str, object]) -> tuple[str | None, list[str]] | None:
+def hand_over(folder: str | os.PathLike[str],
+              request: dict[str, object]) -> tuple[str | None, list[str]] | None:
     """The orchestrator's verdict on request (where it filed the report, or the problems);
     None when no orchestrator listens."""
-    with Address(str(folder), intake.SOCKET) as address, \
+    with Address(os.fspath(folder), intake.SOCKET) as address, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(VERDICT_WAIT)
         try:
@@ -95,7 +97,8 @@ def hand_over(folder: Path, request: dict[str, object]) -> tuple[str | None, lis
         except OSError as exc:
             if exc.errno in _NO_LISTENER:
                 return None
-            raise HandoffError(f"cannot reach the ticket's orchestrator at {folder / intake.SOCKET}: "
+            raise HandoffError("cannot reach the ticket's orchestrator at "
+                               f"{os.path.join(folder, intake.SOCKET)}: "
                                f"{exc.strerror or exc}", "submit again; `handoff status` shows "
                                "whether the ticket runs") from None
         try:
@@ -142,7 +145,7 @@ def _print_verdict(filed: str | None, problems: list[str]) -> int:
     return 0
 
 
-def parse(argv: list[str]) -> tuple[Path, dict[str, str]] | None:
+def parse(argv: list[str]) -> tuple[str, dict[str, str]] | None:
     """`submit REPORT [--dir D] [--role R] [--round N]` (flag=value too); None for anything
     else (help, a typo, a missing value), which the full command line reports."""
     report: str | None = None
@@ -161,7 +164,7 @@ def parse(argv: list[str]) -> tuple[Path, dict[str, str]] | None:
             report = arg
     if report is None or not flags.get("round", "0").isdigit():
         return None
-    return Path(report), flags
+    return report, flags
 
 
 def main(argv: list[str]) -> int | None:

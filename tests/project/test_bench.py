@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.before import Side, compared_rows, extract, render_compared, resolve
+from bench.before import Side, compared_rows, extract, merged, render_compared, resolve
 from bench.figures import Figure, Target, render_markdown, render_text
 from bench.runner import chosen
 from bench.sandbox import BenchError
@@ -171,3 +171,13 @@ def test_an_earlier_commit_s_files_come_out_of_the_history_alone(tmp_path: Path)
     assert not (tmp_path / "tests").exists(), "only what pip needs"
     with pytest.raises(BenchError, match="no commit 'not-a-commit'"):
         resolve("not-a-commit")
+
+
+def test_the_runs_of_one_side_are_one_figure_each_and_an_error_is_kept() -> None:
+    first = [Figure("ticket", "ms", [1.0, 2.0], [0.5]), Figure("runs", "runs", [3.0])]
+    second = [Figure("ticket", "ms", [4.0], [0.7, 0.9]),
+              Figure("runs", "runs", [], error="it could not run")]
+    ticket, runs = merged([first, second])
+    assert (ticket.name, ticket.handoff, ticket.baseline) == ("ticket", [1.0, 2.0, 4.0],
+                                                              [0.5, 0.7, 0.9])
+    assert runs.handoff == [3.0] and runs.error == "it could not run"
