@@ -60,13 +60,15 @@ def among(ticket: str, touched: Collection[str],
     """The open tickets among others ((ticket, phase, touched) each, of the same repository)
     that change some of the files touched."""
     mine = set(touched)
-    found = []
+    found: list[Overlap] = []
+    if not mine:  # `status` asks this of every ticket against every other one
+        return found
     for other, phase, theirs in others:
         if other == ticket or phase not in OPEN:
             continue
-        shared = sorted(mine & set(theirs))
+        shared = mine.intersection(theirs)
         if shared:
-            found.append(Overlap(other, phase, tuple(shared)))
+            found.append(Overlap(other, phase, tuple(sorted(shared))))
     return found
 
 

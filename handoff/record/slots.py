@@ -84,15 +84,19 @@ def key(ticket: Path) -> str:
     return hashlib.sha256(str(ticket).encode()).hexdigest()[:20]
 
 
+def _phase(ticket: Path) -> object:
+    """The phase its record says (None when it cannot be read)."""
+    try:
+        return json.loads((ticket / "state.json").read_text(encoding="utf-8")).get("phase")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _left_at_work(ticket: Path) -> bool:
     """Its record says it was at work when its orchestrator went (killed mid-round), not done
     or waiting for a person: only then do its peers' holds count (a process a finished peer
     left behind, holding the lock it inherited, never keeps a slot)."""
-    try:
-        phase = json.loads((ticket / "state.json").read_text(encoding="utf-8")).get("phase")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return phase in AT_WORK
+    return _phase(ticket) in AT_WORK
 
 
 def peer_hold(home: Path, ticket: Path, order: str, limit: int, role: str) -> dict[str, str]:
@@ -259,11 +263,7 @@ def placed(home: Path, ticket: Path) -> bool:
 def stands_in_line(ticket: Path) -> bool:
     """Its orchestrator takes a place in the queue first (Slot.stand_in_line): it is at work
     or queued by its record (not one waiting for a person, or for the tickets it builds on)."""
-    try:
-        phase = json.loads((ticket / "state.json").read_text(encoding="utf-8")).get("phase")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return phase in (*AT_WORK, Phase.QUEUED)
+    return _phase(ticket) in (*AT_WORK, Phase.QUEUED)
 
 
 def wait_placed(home: Path, tickets: list[Path], bound: float) -> list[Path]:
