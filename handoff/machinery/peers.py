@@ -28,7 +28,6 @@ from handoff.record.store import atomic_write, private_dir
 WARM = "warm: waiting for its brief"
 
 ORCHESTRATOR_WINDOW = "orchestrator"
-SESSION_TAG = SESSION_MARK
 
 
 def session_name(ticket: str, repo_key: str) -> str:
@@ -167,7 +166,7 @@ class Peers:
             pane_id = pane.id
         self.tmux.mark_pane_with(pane_id, {
             MARK: str(launch.brief) if launch.brief is not None else WARM,
-            **({SESSION_TAG: launch.session_id} if launch.session_id else {})})
+            **({SESSION_MARK: launch.session_id} if launch.session_id else {})})
         return pane_id
 
     def session_of(self, role: str) -> str:
